@@ -1,0 +1,1 @@
+"""Learners and the training pipeline: PPO/SAC students on OpenClaw envs (Stable-Baselines3 based)."""

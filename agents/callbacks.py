@@ -1,0 +1,197 @@
+"""Training callbacks: progress bar, per-term reward logging, periodic evaluation and checkpoints."""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+from tqdm import tqdm
+
+from agents import checkpoint
+from agents.evaluation import EvalResult, evaluate
+
+
+class ProgressBar(BaseCallback):
+    """A tqdm bar over environment steps showing steps/s and the mean return of recent episodes."""
+
+    def __init__(self, total_timesteps: int, refresh_s: float = 0.5) -> None:
+        super().__init__()
+        self.total = total_timesteps
+        self.refresh_s = refresh_s
+        self._bar: tqdm | None = None
+        self._last = 0.0
+
+    def _on_training_start(self) -> None:
+        self._bar = tqdm(total=self.total, initial=self.num_timesteps, unit="step", dynamic_ncols=True, smoothing=0.1)
+
+    def _on_step(self) -> bool:
+        now = time.monotonic()
+        if now - self._last >= self.refresh_s and self._bar is not None:
+            self._last = now
+            self._bar.n = min(self.num_timesteps, self.total)
+            episodes = self.model.ep_info_buffer
+            if episodes:
+                self._bar.set_postfix(ret=f"{np.mean([e['r'] for e in episodes]):.1f}", refresh=False)
+            self._bar.refresh()
+        return True
+
+    def _on_training_end(self) -> None:
+        if self._bar is not None:
+            self._bar.n = min(self.num_timesteps, self.total)
+            self._bar.close()
+            self._bar = None
+
+    def write(self, line: str) -> None:
+        (self._bar.write if self._bar is not None else print)(line)
+
+
+class InfoTermLogger(BaseCallback):
+    """Average every ``reward_*`` term and ``tracking_error`` from ``info`` and log them under ``env/``.
+
+    Means are taken over all env steps since the last record, made at each PPO rollout end or, for
+    off-policy learners, every ``every_steps`` env steps (SB3 writes them at its next log dump).
+    Also logs ``time/fps_recent`` over that span.
+    """
+
+    def __init__(self, every_steps: int = 1000) -> None:
+        super().__init__()
+        self.every_steps = every_steps
+        self._sums: dict[str, float] = defaultdict(float)
+        self._count = 0
+        self._last_dump_step = 0
+        self._last_dump_time = time.monotonic()
+
+    def _on_training_start(self) -> None:
+        self._last_dump_step = self.num_timesteps
+        self._last_dump_time = time.monotonic()
+
+    def _on_step(self) -> bool:
+        sums = self._sums
+        for info in self.locals["infos"]:
+            for key, value in info.items():
+                if key.startswith("reward_") or key == "tracking_error":
+                    sums[key] += value
+        self._count += len(self.locals["infos"])
+        if self.locals.get("rollout_buffer") is None and self.num_timesteps - self._last_dump_step >= self.every_steps:
+            self._dump()
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if self.locals.get("rollout_buffer") is not None:
+            self._dump()
+
+    def _dump(self) -> None:
+        if self._count:
+            for key, total in self._sums.items():
+                self.logger.record(f"env/{key}", total / self._count)
+        now = time.monotonic()
+        steps = self.num_timesteps - self._last_dump_step
+        if steps > 0:
+            self.logger.record("time/fps_recent", steps / max(now - self._last_dump_time, 1e-9))
+        self._sums.clear()
+        self._count = 0
+        self._last_dump_step, self._last_dump_time = self.num_timesteps, now
+
+
+class EvalAndCheckpoint(BaseCallback):
+    """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
+
+    Evaluation results are appended to ``<run_dir>/eval.csv`` (step, wall time, metrics) and logged
+    under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones).
+    """
+
+    FIELDS = ("step", "wall_time_s", "mean_return", "std_return", "mean_length", "success_rate", "tracking_error", "fall_rate")
+
+    def __init__(
+        self,
+        run_dir: Path,
+        eval_env: VecEnv | None,
+        eval_freq: int,
+        eval_episodes: int,
+        checkpoint_freq: int,
+        keep_checkpoints: int,
+        progress: ProgressBar | None = None,
+        start_time: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.eval_env = eval_env
+        self.eval_freq = eval_freq
+        self.eval_episodes = eval_episodes
+        self.checkpoint_freq = checkpoint_freq
+        self.keep = keep_checkpoints
+        self.progress = progress
+        self.start_time = start_time if start_time is not None else time.time()
+        self.best_return = -np.inf
+        self.last_result: EvalResult | None = None
+        self.last_eval_step = -1
+        self._next_eval = 0
+        self._next_checkpoint = 0
+
+    def _on_training_start(self) -> None:
+        best = checkpoint.best(self.run_dir)
+        if best is not None:  # resumed run: keep beating the previous best
+            self.best_return = best.meta.get("mean_return", -np.inf)
+        self._next_eval = self._after(self.num_timesteps, self.eval_freq)
+        self._next_checkpoint = self._after(self.num_timesteps, self.checkpoint_freq)
+
+    @staticmethod
+    def _after(step: int, every: int) -> int:
+        return (step // every + 1) * every if every > 0 else np.iinfo(np.int64).max
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next_eval:
+            self._next_eval = self._after(self.num_timesteps, self.eval_freq)
+            self.run_evaluation()
+        if self.num_timesteps >= self._next_checkpoint:
+            self._next_checkpoint = self._after(self.num_timesteps, self.checkpoint_freq)
+            checkpoint.save(self.run_dir, self.model, self.training_env, keep=self.keep)
+        return True
+
+    def run_evaluation(self) -> EvalResult | None:
+        """Evaluate now (or return the evaluation already made at this step)."""
+        if self.eval_env is None:
+            return None
+        if self.last_eval_step == self.num_timesteps and self.last_result is not None:
+            return self.last_result
+        sync_envs_normalization(self.training_env, self.eval_env)
+        result = evaluate(self.model, self.eval_env, self.eval_episodes)
+        self.last_result, self.last_eval_step = result, self.num_timesteps
+        self._log(result)
+        if result.mean_return > self.best_return:
+            self.best_return = result.mean_return
+            checkpoint.save_best(self.run_dir, self.model, self.training_env, mean_return=result.mean_return)
+        return result
+
+    def _log(self, r: EvalResult) -> None:
+        row = {
+            "step": self.num_timesteps,
+            "wall_time_s": round(time.time() - self.start_time, 1),
+            **{k: getattr(r, k) for k in self.FIELDS[2:]},
+        }
+        for key, value in row.items():
+            if value is not None and key not in ("step", "wall_time_s"):
+                self.logger.record(f"eval/{key}", value)
+        for key, value in r.reward_terms.items():
+            self.logger.record(f"eval/{key}", value)
+        path = self.run_dir / "eval.csv"
+        new = not path.exists()
+        with path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.FIELDS)
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+        parts = [f"step {self.num_timesteps}", f"eval return {r.mean_return:.1f} ± {r.std_return:.1f}"]
+        if r.success_rate is not None:
+            parts.append(f"success {100 * r.success_rate:.0f}%")
+        if r.tracking_error is not None:
+            parts.append(f"tracking error {r.tracking_error:.3f} m/s")
+        if r.fall_rate is not None:
+            parts.append(f"falls {100 * r.fall_rate:.0f}%")
+        line = " | ".join(parts)
+        (self.progress.write if self.progress is not None else print)(line)

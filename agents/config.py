@@ -1,0 +1,166 @@
+"""Structured configs (dataclasses) behind the Hydra config groups in ``configs/``.
+
+Hydra merges the YAML files onto these schemas, so a misspelt key or a wrong type in an override
+fails before anything runs. :func:`validate` adds the checks a type cannot express (positive
+counts, known env ids), each naming the offending key and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work; the message names the key and the fix."""
+
+
+@dataclass
+class EnvConfig:
+    """Which Gymnasium env to train on and how to wrap it."""
+
+    name: str = MISSING  # short name used in run directories, e.g. "quadruped"
+    id: str = MISSING  # Gymnasium id, e.g. "OpenClaw/Quadruped-v0"
+    kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments of the env
+    eval_kwargs: dict[str, Any] = field(default_factory=dict)  # extra/overriding arguments for evaluation envs
+    normalize_obs: bool = True  # running mean/std observation normalisation (saved with checkpoints)
+    normalize_reward: bool = False  # return-based reward scaling (PPO only)
+
+
+@dataclass
+class PPOConfig:
+    """Proximal Policy Optimisation hyper-parameters (Stable-Baselines3 names and meanings)."""
+
+    name: str = "ppo"
+    learning_rate: float = 3e-4
+    n_steps: int = 256  # rollout length per env; one update consumes n_steps * num_envs samples
+    batch_size: int = 256
+    n_epochs: int = 5
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 1.0
+    target_kl: Optional[float] = None
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "elu"  # tanh | relu | elu
+    log_std_init: float = -0.5
+    ortho_init: bool = True
+
+
+@dataclass
+class SACConfig:
+    """Soft Actor-Critic hyper-parameters (Stable-Baselines3 names and meanings)."""
+
+    name: str = "sac"
+    learning_rate: float = 1e-3
+    buffer_size: int = 1_000_000
+    learning_starts: int = 1000
+    batch_size: int = 256
+    tau: float = 0.005
+    gamma: float = 0.95
+    train_freq: int = 1  # env steps (per env) between updates
+    gradient_steps: int = 1
+    ent_coef: str = "auto"  # "auto", "auto_0.1" or a number as a string
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "relu"
+    her: bool = True  # use hindsight experience replay on goal-conditioned (Dict) observations
+    her_n_sampled_goal: int = 4
+    her_goal_selection_strategy: str = "future"  # future | final | episode
+
+
+@dataclass
+class DistillConfig:
+    """Online policy distillation (filled by the distillation layer). ``none`` disables it."""
+
+    name: str = "none"
+    alpha: float = 0.0
+
+
+@dataclass
+class RunConfig:
+    """How long and how a run trains, evaluates, logs and saves."""
+
+    total_timesteps: int = 3_000_000
+    num_envs: int = 16
+    vec_mode: str = "dummy"  # dummy (one process) | subproc (one process per env)
+    device: str = "cpu"
+    torch_threads: int = 1
+    eval_freq: int = 100_000  # env steps between evaluations (0 disables)
+    eval_episodes: int = 10
+    eval_envs: int = 5
+    checkpoint_freq: int = 100_000  # env steps between checkpoints
+    keep_checkpoints: int = 2
+    log_interval: int = 1  # PPO: rollouts, SAC: episodes between console/CSV logs
+    progress_bar: bool = True
+    tensorboard: bool = True
+
+
+@dataclass
+class TrainConfig:
+    """Top-level config of ``train.py``."""
+
+    env: EnvConfig = MISSING
+    agent: Any = MISSING
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    train: RunConfig = field(default_factory=RunConfig)
+    seed: int = 0
+    resume: Optional[str] = None  # a run directory to continue
+    run_dir: Optional[str] = None  # set by train.py from Hydra's output directory
+
+
+def register_configs() -> None:
+    """Register the schemas so that YAML files can name them in their defaults lists."""
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    # ``agent`` is typed Any at the top level (PPO and SAC differ), so each agent file names its schema.
+    cs.store(group="agent", name="ppo_schema", node=PPOConfig)
+    cs.store(group="agent", name="sac_schema", node=SACConfig)
+
+
+_POSITIVE = {
+    "train.total_timesteps": "the number of environment steps to train for",
+    "train.num_envs": "how many environments are simulated in parallel",
+    "train.eval_episodes": "evaluation episodes per evaluation",
+    "train.eval_envs": "evaluation environments",
+    "train.checkpoint_freq": "env steps between checkpoints",
+    "train.keep_checkpoints": "checkpoints kept on disk",
+}
+
+_CHOICES = {
+    "train.vec_mode": ("dummy", "subproc"),
+    "agent.activation": ("tanh", "relu", "elu"),
+}
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check values that a type cannot; raise :class:`ConfigError` naming the key and the fix."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401  (registers the OpenClaw ids)
+
+    for key, meaning in _POSITIVE.items():
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{key}={value} is invalid: {meaning} must be a positive integer")
+    for key, choices in _CHOICES.items():
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value not in choices:
+            raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(choices)}")
+    if cfg.train.eval_freq < 0:
+        raise ConfigError(f"train.eval_freq={cfg.train.eval_freq} is invalid: use 0 to disable evaluation")
+    if cfg.env.id not in gym.registry:
+        known = sorted(k for k in gym.registry if k.startswith("OpenClaw/"))
+        raise ConfigError(f"env.id={cfg.env.id!r} is not a registered Gymnasium id; OpenClaw ids: {', '.join(known)}")
+    agent = cfg.agent
+    if agent.name == "ppo" and (agent.n_steps * cfg.train.num_envs) % agent.batch_size:
+        raise ConfigError(
+            f"agent.batch_size={agent.batch_size} must divide agent.n_steps * train.num_envs "
+            f"= {agent.n_steps * cfg.train.num_envs}"
+        )
+    if not 0.0 <= cfg.distill.alpha:
+        raise ConfigError(f"distill.alpha={cfg.distill.alpha} is invalid: the distillation weight must be >= 0")

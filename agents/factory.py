@@ -1,0 +1,86 @@
+"""Build the PPO or SAC learner named by ``cfg.agent`` for a vector env."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+from stable_baselines3 import PPO, SAC, HerReplayBuffer
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from agents.vec_env import is_goal_env
+
+ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
+ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC}
+
+
+def policy_name(venv: VecEnv) -> str:
+    """SB3 policy for the observation space: ``MultiInputPolicy`` for Dict spaces, else ``MlpPolicy``."""
+    import gymnasium as gym
+
+    return "MultiInputPolicy" if isinstance(venv.observation_space, gym.spaces.Dict) else "MlpPolicy"
+
+
+def _ppo_kwargs(a: DictConfig) -> dict[str, Any]:
+    return dict(
+        learning_rate=a.learning_rate,
+        n_steps=a.n_steps,
+        batch_size=a.batch_size,
+        n_epochs=a.n_epochs,
+        gamma=a.gamma,
+        gae_lambda=a.gae_lambda,
+        clip_range=a.clip_range,
+        ent_coef=a.ent_coef,
+        vf_coef=a.vf_coef,
+        max_grad_norm=a.max_grad_norm,
+        target_kl=a.target_kl,
+        policy_kwargs=dict(
+            net_arch=dict(pi=list(a.net_arch), vf=list(a.net_arch)),
+            activation_fn=ACTIVATIONS[a.activation],
+            log_std_init=a.log_std_init,
+            ortho_init=a.ortho_init,
+        ),
+    )
+
+
+def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
+    kwargs: dict[str, Any] = dict(
+        learning_rate=a.learning_rate,
+        buffer_size=a.buffer_size,
+        learning_starts=a.learning_starts,
+        batch_size=a.batch_size,
+        tau=a.tau,
+        gamma=a.gamma,
+        train_freq=a.train_freq,
+        gradient_steps=a.gradient_steps,
+        ent_coef=a.ent_coef,
+        policy_kwargs=dict(net_arch=list(a.net_arch), activation_fn=ACTIVATIONS[a.activation]),
+    )
+    if a.her and is_goal_env(venv):
+        kwargs["replay_buffer_class"] = HerReplayBuffer
+        kwargs["replay_buffer_kwargs"] = dict(
+            n_sampled_goal=a.her_n_sampled_goal, goal_selection_strategy=a.her_goal_selection_strategy
+        )
+    return kwargs
+
+
+def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> BaseAlgorithm:
+    """A fresh learner with the configured hyper-parameters, seeded with ``cfg.seed``."""
+    agent = cfg.agent
+    kwargs = _ppo_kwargs(agent) if agent.name == "ppo" else _sac_kwargs(agent, venv)
+    return ALGORITHMS[agent.name](
+        policy_name(venv),
+        venv,
+        seed=cfg.seed,
+        device=cfg.train.device,
+        tensorboard_log=tensorboard_dir,
+        verbose=0,
+        **kwargs,
+    )
+
+
+def load_agent(name: str, path: str, venv: VecEnv, device: str) -> BaseAlgorithm:
+    """Load a saved learner (weights, optimiser state, step count) and attach ``venv``."""
+    return ALGORITHMS[name].load(path, env=venv, device=device)

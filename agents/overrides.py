@@ -1,0 +1,89 @@
+"""Command-line override handling shared by ``train.py`` and ``evaluate.py``.
+
+Hydra reports a misspelt key as "Key 'x' is not in struct" without saying which keys exist.
+:func:`check_overrides` composes the config once before the real run and turns every composition or
+validation failure into one line that names the problem and lists what is valid.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from collections.abc import Callable, Sequence
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from agents.config import ConfigError
+
+_KEY_RE = re.compile(r"full_key: ([\w.]+)")
+
+
+def resume_argv(argv: Sequence[str]) -> list[str]:
+    """With ``resume=<run dir>``, write Hydra's outputs into that run directory instead of a new one."""
+    argv = list(argv)
+    resume = next((a.split("=", 1)[1] for a in argv if a.startswith("resume=")), None)
+    if resume and not any(a.startswith("hydra.run.dir=") for a in argv):
+        argv.append(f"hydra.run.dir={resume}")
+    return argv
+
+
+def _valid_keys_message(config_dir: str, config_name: str, argv: Sequence[str], full_key: str) -> str:
+    """'valid keys of <parent>: a, b, c' for the config composed from the group choices alone."""
+    groups = {p.name for p in Path(config_dir).iterdir() if p.is_dir()}
+    choices = [a for a in argv if a.split("=", 1)[0] in groups]
+    try:
+        cfg = compose(config_name, overrides=choices)
+    except (HydraException, OmegaConfBaseException):
+        return ""
+    parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    if not isinstance(node, DictConfig):
+        return ""
+    where = parent or "the top level"
+    return f"; valid keys of {where}: {', '.join(sorted(str(k) for k in node.keys()))}"
+
+
+def check_overrides(
+    config_dir: str,
+    config_name: str,
+    argv: Sequence[str],
+    validate: Callable[[DictConfig], None] | None = None,
+) -> str | None:
+    """Compose ``config_name`` with ``argv``; return a one-line problem description, or ``None`` if it is fine.
+
+    Hydra's own flags (``--help``, ``-m``, ``--cfg`` ...) are left to Hydra.
+    """
+    if any(a.startswith("-") for a in argv):
+        return None
+    overrides = [a for a in argv if not a.startswith("hydra.")]
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        try:
+            cfg = compose(config_name, overrides=overrides)
+        except (HydraException, OmegaConfBaseException) as err:
+            text = " ".join(str(err).split())
+            text = re.sub(r" ?To append to your config use \S+", "", text)
+            text = text.split(" Config search path:")[0]
+            cause = err.__cause__
+            cause_text = " ".join(str(cause).split()) if cause is not None else ""
+            match = _KEY_RE.search(cause_text) or _KEY_RE.search(text)
+            unknown_key = match is not None and "not in" in cause_text + text
+            hint = _valid_keys_message(config_dir, config_name, overrides, match.group(1)) if unknown_key else ""
+            if cause_text and cause_text not in text:
+                text = f"{text} ({cause_text})"
+            return text + hint
+        finally:
+            GlobalHydra.instance().clear()
+    resume = cfg.get("resume")
+    if resume and not (Path(resume) / "config.yaml").is_file():
+        return f"resume={resume}: no run directory made by train.py there ({Path(resume) / 'config.yaml'} not found)"
+    if validate is not None and not resume:
+        try:
+            validate(cfg)
+        except ConfigError as err:
+            return str(err)
+    return None

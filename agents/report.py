@@ -1,0 +1,76 @@
+"""End-of-run artefacts: the learning-curve PNG and ``summary.json``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _series(rows: list[dict[str, str]], x: str, y: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for row in rows:
+        if row.get(x) and row.get(y):
+            xs.append(float(row[x]))
+            ys.append(float(row[y]))
+    return xs, ys
+
+
+def plot_learning_curve(run_dir: str | Path, title: str = "") -> Path:
+    """Plot training episode return (rollout/ep_rew_mean) and evaluation return against env steps."""
+    run_dir = Path(run_dir)
+    progress = _read_csv(run_dir / "progress.csv")
+    evals = _read_csv(run_dir / "eval.csv")
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    x, y = _series(progress, "time/total_timesteps", "rollout/ep_rew_mean")
+    if x:
+        ax.plot(x, y, label="training episodes (mean of last 100)", color="tab:blue", alpha=0.7)
+    x, y = _series(evals, "step", "mean_return")
+    if x:
+        ax.plot(x, y, "o-", label="deterministic evaluation", color="tab:orange")
+    successes = _series(evals, "step", "success_rate")
+    if successes[0]:
+        twin = ax.twinx()
+        twin.plot(*successes, "s--", color="tab:green", label="eval success rate")
+        twin.set_ylim(-0.05, 1.05)
+        twin.set_ylabel("success rate")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("episode return")
+    ax.set_title(title or run_dir.name)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    out = run_dir / "learning_curve.png"
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> Path:
+    out = Path(run_dir) / "summary.json"
+    out.write_text(json.dumps(summary, indent=2))
+    return out
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A few aligned lines for the console."""
+    lines = ["", "summary"]
+    for key, value in summary.items():
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        if not isinstance(value, (dict, list)):
+            lines.append(f"  {key:24s} {value}")
+    return "\n".join(lines)

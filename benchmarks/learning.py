@@ -1,0 +1,130 @@
+"""Learning benchmarks (long; not run in CI). Results go to ``benchmarks/RESULTS.md``.
+
+Tasks:
+
+``quadruped``  PPO on ``OpenClaw/Quadruped-v0`` with forward commands vx in [0.3, 1.0] m/s through
+               ``train.py``; reports, per seed, the first evaluation (20 episodes) whose mean absolute
+               velocity tracking error is <= 0.15 m/s with <= 5% falls: steps and wall clock to get there,
+               and the final figures.
+``claw``       SAC (+HER) on ``OpenClaw/Claw-v0`` through ``train.py``; first evaluation (50 episodes)
+               with >= 90% success.
+``fps``        training throughput side by side in one process: SB3 PPO on our quadruped vs on
+               Gymnasium's ``Ant-v5`` with the same settings (alternating, median of repeats).
+
+Usage::
+
+    python benchmarks/learning.py quadruped --seeds 0 1 2
+    python benchmarks/learning.py claw --seeds 0 1 2
+    python benchmarks/learning.py fps --repeats 3
+    python benchmarks/learning.py quadruped --seeds 0 -- train.total_timesteps=2000000   # extra overrides
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TASKS = {
+    "quadruped": dict(
+        overrides=[
+            "env=quadruped",
+            "agent=ppo",
+            "env.kwargs.command_vx=[0.3,1.0]",
+            "env.kwargs.command_vy=[0.0,0.0]",
+            "env.kwargs.command_yaw_rate=[0.0,0.0]",
+            "train.eval_episodes=20",
+            "train.eval_envs=10",
+        ],
+        passed=lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
+        criterion="tracking error <= 0.15 m/s and falls <= 5% over 20 episodes",
+    ),
+    "claw": dict(
+        overrides=["env=claw", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10"],
+        passed=lambda row: float(row["success_rate"]) >= 0.9,
+        criterion="success >= 90% over 50 episodes",
+    ),
+}
+
+
+def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
+    spec = TASKS[task]
+    run_dir = out_root / f"{task}-seed{seed}"
+    cmd = [sys.executable, str(ROOT / "train.py"), *spec["overrides"], f"seed={seed}",
+           f"hydra.run.dir={run_dir}", "train.progress_bar=false", *extra]
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.time()
+    subprocess.run(cmd, cwd=ROOT, check=True)
+    wall = time.time() - t0
+    with (run_dir / "eval.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    first = next((r for r in rows if spec["passed"](r)), None)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {
+        "seed": seed,
+        "run_dir": str(run_dir),
+        "criterion": spec["criterion"],
+        "reached_at_step": int(first["step"]) if first else None,
+        "reached_at_wall_s": float(first["wall_time_s"]) if first else None,
+        "total_wall_s": round(wall, 1),
+        "summary": summary,
+    }
+
+
+def bench_fps(repeats: int, steps: int, num_envs: int) -> dict:
+    """SB3 PPO steps/s on our quadruped vs Ant-v5, same hyper-parameters, alternating."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import envs  # noqa: F401
+
+    torch.set_num_threads(1)
+    settings = dict(n_steps=256, batch_size=1024, n_epochs=5, policy_kwargs=dict(net_arch=[256, 256]))
+    fps: dict[str, list[float]] = {"OpenClaw/Quadruped-v0": [], "Ant-v5": []}
+    for _ in range(repeats):
+        for env_id in fps:
+            venv = make_vec_env(env_id, n_envs=num_envs, seed=0)
+            model = PPO("MlpPolicy", venv, seed=0, device="cpu", **settings)
+            t0 = time.perf_counter()
+            model.learn(steps)
+            fps[env_id].append(model.num_timesteps / (time.perf_counter() - t0))
+            venv.close()
+    med = {k: statistics.median(v) for k, v in fps.items()}
+    return {
+        "settings": {**settings, "num_envs": num_envs, "steps": steps, "repeats": repeats},
+        "samples": fps,
+        "median_fps": med,
+        "ratio_ours_over_ant": med["OpenClaw/Quadruped-v0"] / med["Ant-v5"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", choices=[*TASKS, "fps"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--out", default=str(ROOT / "runs" / "benchmarks"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=40960, help="fps: PPO steps per timing")
+    parser.add_argument("--num-envs", type=int, default=16, help="fps: vector envs")
+    parser.add_argument("extra", nargs="*", help="extra train.py overrides (after --)")
+    args = parser.parse_args()
+
+    if args.task == "fps":
+        result = bench_fps(args.repeats, args.steps, args.num_envs)
+    else:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        result = {"task": args.task, "seeds": [run_seed(args.task, s, out, args.extra) for s in args.seeds]}
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Simulation throughput, side by side in one run.
+
+Prints steps per second (medians over interleaved repeats) for:
+
+* raw ``mujoco.mj_step`` on each model, grouped ``frame_skip`` at a time (the physics floor);
+* ``env.step`` of each env through ``gymnasium.make`` and unwrapped, and the ratio
+  ``env.step time / frame_skip raw mj_steps`` (the Python overhead of our step);
+* Gymnasium's ``Ant-v5`` for scale;
+* ``gymnasium.make_vec`` sync and async vector envs with several copies.
+
+Usage::
+
+    python benchmarks/throughput.py                 # full table (a few minutes)
+    python benchmarks/throughput.py --quick         # fewer steps and repeats
+    python benchmarks/throughput.py --envs quadruped --vec 2 4 8 16 32
+
+Results and the machine they were measured on live in ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+import envs  # noqa: F401  (registers OpenClaw/*)
+
+ENVS = {
+    "quadruped": "OpenClaw/Quadruped-v0",
+    "claw": "OpenClaw/Claw-v0",
+    "ant": "Ant-v5",
+}
+
+
+def _actions(space: gym.Space, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
+
+
+def bench_env(env_id: str, steps: int, unwrapped: bool) -> float:
+    """Env steps/s with uniform random actions, resetting on termination/truncation."""
+    env = gym.make(env_id)
+    target = env.unwrapped if unwrapped else env
+    actions = _actions(env.action_space, steps)
+    target.reset(seed=0)
+    t0 = time.perf_counter()
+    for a in actions:
+        _, _, terminated, truncated, _ = target.step(a)
+        if terminated or truncated:
+            target.reset()
+    elapsed = time.perf_counter() - t0
+    env.close()
+    return steps / elapsed
+
+
+def bench_overhead(env_id: str, steps: int) -> tuple[float, float]:
+    """(env.step time / frame_skip raw mj_steps, raw mj_step/s), from the same state with a zero action.
+
+    Both loops start from the state after ``reset(seed=0)``; the robot holds its default pose, so the
+    contact set, and hence the physics cost, is the same in both.
+    """
+    env = gym.make(env_id).unwrapped
+    zero = np.zeros(env.action_space.shape, dtype=np.float32)
+    frame_skip = env.frame_skip
+    env.reset(seed=0)
+    env.step(zero)
+    state = mujoco.MjData(env.model)
+    mujoco.mj_copyData(state, env.model, env.data)
+
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        env.step(zero)
+    env_time = time.perf_counter() - t0
+
+    mujoco.mj_copyData(env.data, env.model, state)
+    m, d = env.model, env.data
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        mujoco.mj_step(m, d, nstep=frame_skip)
+    raw_time = time.perf_counter() - t0
+    env.close()
+    return env_time / raw_time, steps * frame_skip / raw_time
+
+
+def bench_vec(env_id: str, num_envs: int, mode: str, steps: int) -> float:
+    """Total env steps/s of a Gymnasium vector env (``steps`` vector steps of ``num_envs`` copies)."""
+    vec = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
+    actions = _actions(vec.action_space, steps)
+    vec.reset(seed=0)
+    t0 = time.perf_counter()
+    for a in actions:
+        vec.step(a)
+    elapsed = time.perf_counter() - t0
+    vec.close()
+    return steps * num_envs / elapsed
+
+
+def median_of(fn: Callable[[], float], repeats: int) -> float:
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", nargs="+", default=["quadruped", "claw", "ant"], choices=sorted(ENVS))
+    parser.add_argument("--vec", nargs="*", type=int, default=[2, 4, 8], help="vector env sizes")
+    parser.add_argument("--modes", nargs="*", default=["sync", "async"], choices=["sync", "async"])
+    parser.add_argument("--steps", type=int, default=3000, help="env steps per timing")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; the median is reported")
+    parser.add_argument("--quick", action="store_true", help="1000 steps, 3 repeats")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.repeats = 1000, 3
+
+    print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
+    print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
+    print(f"steps per timing {args.steps}, median of {args.repeats} interleaved repeats\n")
+
+    samples: dict[str, list[float]] = {}
+
+    def record(key: str, value: float) -> None:
+        samples.setdefault(key, []).append(value)
+
+    for _ in range(args.repeats):  # interleave so that machine noise hits every row alike
+        for name in args.envs:
+            env_id = ENVS[name]
+            ratio, raw = bench_overhead(env_id, args.steps)
+            record(f"{name}/raw_mj_step", raw)
+            record(f"{name}/overhead_ratio", ratio)
+            record(f"{name}/env_step", bench_env(env_id, args.steps, unwrapped=False))
+            record(f"{name}/env_step_unwrapped", bench_env(env_id, args.steps, unwrapped=True))
+            for mode in args.modes:
+                for n in args.vec:
+                    record(f"{name}/{mode}_x{n}", bench_vec(env_id, n, mode, max(args.steps // n, 50)))
+
+    results = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"{'benchmark':34s} {'median':>12s}  unit")
+    for key, value in results.items():
+        unit = "x (env.step / frame_skip raw steps)" if key.endswith("ratio") else "steps/s"
+        print(f"{key:34s} {value:12.2f}  {unit}" if unit.startswith("x") else f"{key:34s} {value:12.0f}  {unit}")
+    if "ant" in args.envs:
+        ant = results["ant/env_step"]
+        print()
+        for name in args.envs:
+            if name != "ant":
+                print(f"{name} env_step / Ant-v5 env_step: {results[f'{name}/env_step'] / ant:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": results, "samples": samples, "args": vars(args)}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Online policy distillation (OPD): teachers, KL losses and alpha schedules."""

@@ -1,0 +1,103 @@
+"""Online policy distillation: ``combined_loss = rl_loss + alpha * distill_loss``.
+
+:class:`OnlinePolicyDistillation` owns a teacher, an alpha schedule and the KL direction. Learners
+call :meth:`~OnlinePolicyDistillation.distill_loss` with a minibatch of observations (and, when the
+teacher wants them, the raw observations) and add ``alpha * loss`` to their own loss before the
+gradient step, then call :meth:`~OnlinePolicyDistillation.after_optimizer_step` so that an EMA teacher
+updates in the order "optimiser step -> teacher update".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from distill.kl import Direction, distillation_kl, weighted_mean
+from distill.policy import DiagGaussian, Observation, PolicyRegistry
+from distill.schedules import AlphaSchedule
+from distill.teachers import Teacher
+
+
+@dataclass
+class DistillStats:
+    """Running sums of per-minibatch statistics, averaged by :meth:`means`."""
+
+    sums: dict[str, float] = field(default_factory=dict)
+    count: int = 0
+
+    def add(self, values: dict[str, float]) -> None:
+        for key, value in values.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
+        self.count += 1
+
+    def means(self) -> dict[str, float]:
+        return {key: value / self.count for key, value in self.sums.items()} if self.count else {}
+
+
+class OnlinePolicyDistillation:
+    """The distillation term for one student, found in ``registry`` under ``student``."""
+
+    def __init__(
+        self,
+        registry: PolicyRegistry,
+        teacher: Teacher,
+        schedule: AlphaSchedule,
+        direction: Direction = "forward",
+        student: str = "student",
+    ) -> None:
+        self.registry = registry
+        self.teacher = teacher
+        self.schedule = schedule
+        self.direction = direction
+        self.student = student
+        self.stats = DistillStats()
+
+    @property
+    def needs_raw_obs(self) -> bool:
+        return self.teacher.needs_raw_obs
+
+    def alpha(self, progress: float) -> float:
+        """alpha at training progress in [0, 1]."""
+        return self.schedule(progress)
+
+    def distill_loss(
+        self,
+        obs: Observation,
+        progress: float,
+        raw_obs: Observation | None = None,
+        student_dist: DiagGaussian | None = None,
+    ) -> tuple[torch.Tensor, float]:
+        """(weighted KL loss, alpha) for a minibatch; the caller adds ``alpha * loss`` to its loss.
+
+        ``student_dist`` may be passed when the learner has already computed it (saves a forward
+        pass); otherwise it is taken from the registry.
+        """
+        alpha = self.alpha(progress)
+        if student_dist is None:
+            student_dist = self.registry.action_distribution(self.student, obs)
+        targets = self.teacher.targets(obs, raw_obs)
+        kl = distillation_kl(targets.dist, student_dist, self.direction)
+        loss = weighted_mean(kl, targets.weight)
+        with torch.no_grad():
+            self.stats.add(
+                {
+                    "kl": float(loss),
+                    "alpha": alpha,
+                    "weighted_loss": alpha * float(loss),
+                    "action_distance": float((targets.dist.mean - student_dist.mean).norm(dim=-1).mean()),
+                    "teacher_log_std": float(targets.dist.log_std.mean()),
+                    "student_log_std": float(student_dist.log_std.mean()),
+                    "coverage": targets.coverage,
+                }
+            )
+        return loss, alpha
+
+    def after_optimizer_step(self) -> None:
+        self.teacher.after_optimizer_step()
+
+    def pop_stats(self) -> dict[str, float]:
+        """Means since the last call (for logging under ``distill/``), then reset."""
+        means = self.stats.means()
+        self.stats = DistillStats()
+        return means

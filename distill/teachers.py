@@ -1,0 +1,132 @@
+"""Teachers: where the distillation targets come from.
+
+Every teacher answers :meth:`Teacher.targets` with a :class:`TeacherTargets` — a diagonal Gaussian
+per sample and a per-sample weight (0 masks the sample: no target, never a guess). Teachers are
+evaluated under ``torch.no_grad()``: they only provide targets.
+
+* :class:`EMATeacher` — an exponential moving average of the student's weights.
+* :class:`CheckpointTeacher` — a saved policy with its own observation preprocessing; it may read
+  observations the student does not see (privileged teacher -> student).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from distill.policy import DiagGaussian, Observation, PolicyEntry
+
+
+@dataclass(frozen=True)
+class TeacherTargets:
+    """Targets for a batch: ``dist`` (mean, log_std) and ``weight`` of shape (batch,), 0 = masked."""
+
+    dist: DiagGaussian
+    weight: torch.Tensor
+
+    @property
+    def coverage(self) -> float:
+        """Fraction of samples with a target."""
+        return float((self.weight > 0).float().mean()) if self.weight.numel() else 0.0
+
+
+class Teacher:
+    """Interface. ``obs`` is what the student sees; ``raw_obs`` is the un-normalised observation."""
+
+    #: True when the teacher wants ``raw_obs`` (its own normalisation, or privileged inputs).
+    needs_raw_obs: bool = False
+
+    def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
+        raise NotImplementedError
+
+    def after_optimizer_step(self) -> None:
+        """Called once after each student optimiser step (the EMA teacher updates here)."""
+
+
+def _batch_size(obs: Observation) -> int:
+    first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+    return first.shape[0]
+
+
+class EMATeacher(Teacher):
+    """Exponential moving average of the student's parameters: theta_T <- d * theta_T + (1 - d) * theta_S.
+
+    Args:
+        student: the student's registry entry (module and distribution function).
+        decay: d in [0, 1); larger is slower.
+        update_every: update after every k-th optimiser step.
+        condition: optional callable; when it returns False the update is skipped (e.g. "only if the
+            latest evaluation did not get worse").
+    """
+
+    def __init__(
+        self,
+        student: PolicyEntry,
+        decay: float = 0.995,
+        update_every: int = 1,
+        condition: Callable[[], bool] | None = None,
+    ) -> None:
+        if not 0.0 <= decay < 1.0:
+            raise ValueError(f"EMA decay={decay} must be in [0, 1)")
+        if update_every < 1:
+            raise ValueError(f"update_every={update_every} must be >= 1")
+        self.student = student
+        self.entry = PolicyEntry(copy.deepcopy(student.module).requires_grad_(False), student.distribution_fn)
+        self.decay = decay
+        self.update_every = update_every
+        self.condition = condition
+        self.steps = 0
+        self.updates = 0
+
+    def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
+        with torch.no_grad():
+            dist = self.entry.distribution(obs).detach()
+        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))
+
+    def after_optimizer_step(self) -> None:
+        self.steps += 1
+        if self.steps % self.update_every:
+            return
+        if self.condition is not None and not self.condition():
+            return
+        with torch.no_grad():
+            for t, s in zip(self.entry.module.parameters(), self.student.module.parameters()):
+                t.mul_(self.decay).add_(s, alpha=1.0 - self.decay)
+            for t, s in zip(self.entry.module.buffers(), self.student.module.buffers()):
+                t.copy_(s)
+        self.updates += 1
+
+    def state_dict(self) -> dict:
+        return {"module": self.entry.module.state_dict(), "steps": self.steps, "updates": self.updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.entry.module.load_state_dict(state["module"])
+        self.steps, self.updates = state["steps"], state["updates"]
+
+
+class CheckpointTeacher(Teacher):
+    """A frozen, saved policy.
+
+    Args:
+        entry: the teacher's module and distribution function.
+        preprocess: maps the raw observation to the teacher's input (e.g. its own normalisation,
+            or selecting privileged entries); ``None`` feeds the student's observation unchanged.
+    """
+
+    def __init__(self, entry: PolicyEntry, preprocess: Callable[[Observation], Observation] | None = None) -> None:
+        entry.module.requires_grad_(False).eval()
+        self.entry = entry
+        self.preprocess = preprocess
+        self.needs_raw_obs = preprocess is not None
+
+    def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
+        if self.preprocess is not None:
+            if raw_obs is None:
+                raise ValueError("this CheckpointTeacher needs raw (un-normalised) observations")
+            obs = self.preprocess(raw_obs)
+        with torch.no_grad():
+            dist = self.entry.distribution(obs).detach()
+        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))

@@ -1,0 +1,47 @@
+"""OpenClaw MuJoCo environments, registered with Gymnasium on ``import envs``.
+
+==============================  ======================================================================
+id                              task
+==============================  ======================================================================
+``OpenClaw/Quadruped-v0``       12-joint Go1-class quadruped tracks a commanded base velocity (flat)
+``OpenClaw/QuadrupedRough-v0``  the same on a rough heightfield terrain
+``OpenClaw/Claw-v0``            gantry claw grasps a box and lifts it to a target height (goal-conditioned)
+``OpenClaw/ClawPlace-v0``       gantry claw picks the box and places it at a target on the table
+==============================  ======================================================================
+
+Example::
+
+    import gymnasium as gym
+    import envs  # registers the ids above
+
+    env = gym.make("OpenClaw/Quadruped-v0", render_mode="rgb_array")
+    vec = gym.make_vec("OpenClaw/Claw-v0", num_envs=8, vectorization_mode="async")
+"""
+
+from envs import headless
+
+headless.configure()  # must run before mujoco is imported anywhere
+
+from gymnasium.envs.registration import register, registry  # noqa: E402
+
+ENV_IDS = (
+    "OpenClaw/Quadruped-v0",
+    "OpenClaw/QuadrupedRough-v0",
+    "OpenClaw/Claw-v0",
+    "OpenClaw/ClawPlace-v0",
+)
+
+_SPECS = {
+    "OpenClaw/Quadruped-v0": dict(entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000),
+    "OpenClaw/QuadrupedRough-v0": dict(
+        entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000, kwargs={"terrain": "rough"}
+    ),
+    "OpenClaw/Claw-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=100),
+    "OpenClaw/ClawPlace-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=150, kwargs={"task": "place"}),
+}
+
+for _env_id, _spec in _SPECS.items():
+    if _env_id not in registry:
+        register(id=_env_id, **_spec)
+
+__all__ = ["ENV_IDS"]

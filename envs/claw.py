@@ -1,0 +1,469 @@
+"""Goal-conditioned gantry claw: grasp a cube and lift it (``Claw-v0``) or place it (``ClawPlace-v0``).
+
+## Description
+
+A Cartesian gantry (x/y/z slides plus a wrist yaw hinge, all position-servoed) carries a two-finger
+parallel claw (coupled jaws, 85 mm stroke, grip force limited to 20 N) above a 0.70 m table. A 40 mm,
+0.15 kg cube lies at a random position and yaw on the table. The task follows Gymnasium-Robotics
+Fetch: observations are a dict with ``observation``, ``achieved_goal`` (the cube's position) and
+``desired_goal`` (the target), ``compute_reward`` works on batches so hindsight relabelling (SB3's
+``HerReplayBuffer``) can recompute rewards, and episodes do not end on success.
+
+* ``task="lift"`` (``OpenClaw/Claw-v0``): the target is the cube's start position raised by
+  ``lift_height_range`` (default 0.10-0.20 m): grasp the cube and hold it there.
+* ``task="place"`` (``OpenClaw/ClawPlace-v0``): the target is a random point on the table (raised
+  by ``target_height_range``, default 0) at least ``min_target_distance`` from the start: carry the
+  cube there (and, for a clean place, put it down and let go).
+
+Model: ``assets/claw.xml`` (constants and sources: ``assets/README.md``, section "Claw").
+Physics 2 ms timestep, ``frame_skip=20`` -> control at 25 Hz (``dt = 0.04 s``), as in Fetch.
+
+## Action space
+
+``Box(-1, 1, (5,), float32)``. Each step the servo targets are set relative to the *current* joint
+positions (Fetch style, so there is no hidden integrator state) and clipped to the workspace.
+
+===  =======  ==============================================================  ====
+idx  name     effect                                                          unit
+===  =======  ==============================================================  ====
+0    dx       x servo target = grip x + ``0.05 * a``                          m
+1    dy       y servo target = grip y + ``0.05 * a``                          m
+2    dz       z servo target = grip z + ``0.05 * a``                          m
+3    dyaw     wrist yaw target = yaw + ``0.15 * a``                           rad
+4    grip     jaw opening target = ``0.0425 * (1 - a)``: -1 open (85 mm), +1   m
+              closed (0 mm, i.e. squeeze with the 20 N force limit)
+===  =======  ==============================================================  ====
+
+With the servo gains of the model a constant ``a`` moves the grip at about ``0.75 * a`` m/s
+(~0.03 m per step) and the wrist at about ``3 * a`` rad/s. Workspace of the grip centre:
+x, y in [-0.25, 0.25] m, z in [0.415, 0.75] m (0.015-0.35 m above the table top at z = 0.40).
+
+## Observation space
+
+``Dict(observation=Box(29), achieved_goal=Box(3), desired_goal=Box(3))``, all float32. Positions,
+velocities and the quaternion are in the world frame (z up, origin on the floor under the table
+centre). Named slices: :attr:`ClawEnv.OBS_SLICES`.
+
+=====  ===================  ===============================================================  =====
+idx    name                 meaning                                                          unit
+=====  ===================  ===============================================================  =====
+0-2    ``grip_pos``         grip centre (midway between the pads)                            m
+3      ``opening``          jaw opening (distance between the pads)                          m
+4-6    ``grip_vel``         grip centre linear velocity                                      m/s
+7      ``wrist_yaw``        wrist yaw angle (0 = jaws close along world y)                   rad
+8      ``wrist_yaw_rate``   wrist yaw rate                                                   rad/s
+9      ``opening_rate``     jaw opening rate                                                 m/s
+10-12  ``object_pos``       cube centre                                                      m
+13-15  ``object_rel_pos``   cube centre minus grip centre (world axes)                       m
+16-19  ``object_quat``      cube orientation quaternion (w, x, y, z)                         --
+20     ``object_yaw_rel``   cube yaw minus wrist yaw, folded into [-pi/4, pi/4) (a cube is   rad
+                            90-degree symmetric): turn the wrist by this to align the jaws
+21-23  ``object_vel``       cube linear velocity                                             m/s
+24-26  ``object_angvel``    cube angular velocity                                            rad/s
+27-28  ``pad_force``        normal force on the left / right pad divided by 20 N (the grip   --
+                            force limit), from touch sensors
+=====  ===================  ===============================================================  =====
+
+``achieved_goal`` = cube centre (m, world), ``desired_goal`` = target (m, world).
+
+## Rewards
+
+``reward_type="sparse"``: ``-1.0`` while ``d = |achieved_goal - desired_goal| > distance_threshold``,
+else ``0.0`` (Fetch). ``reward_type="dense"``: the sum of the terms below, each also reported as
+``info["reward_<term>"]`` (for both reward types). ``reach`` and ``grasp`` do not depend on the goal
+and are read back from ``info`` by :meth:`ClawEnv.compute_reward`; the goal terms are recomputed
+from its arguments, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
+``HerReplayBuffer`` must then store infos: ``replay_buffer_kwargs=dict(copy_info_dict=True)``.)
+
+==================  ==========================================================  ==========
+term                value                                                       per step
+==================  ==========================================================  ==========
+``reach``           ``-1.0 * |grip_pos - object_pos|`` (m)                      [-0.6, 0]
+``grasp``           ``+0.25`` while the cube is held (both pads press > 0.5 N   {0, 0.25}
+                    and the cube centre lies between the pads)
+``lift``/``place``  ``-2.0 * d`` (m), named after the task                      [-1.2, 0]
+``success``         ``+1.0`` while ``d <= distance_threshold``                  {0, 1}
+==================  ==========================================================  ==========
+
+## Success, termination, truncation
+
+``info["is_success"]`` is ``1.0`` when ``d <= distance_threshold`` (default 0.025 m), else ``0.0``
+(Fetch reports a float). Success does not end the episode. An episode *terminates* when the cube
+falls off the table (``info["object_fell"]``, cube centre below the table top) or the physics
+diverges (``info["physics_blowup"]``, from :class:`~envs.base.MujocoTaskEnv`). The registered ids
+truncate after 100 (lift, 4 s) or 150 (place, 6 s) steps.
+
+Other ``info`` keys: ``distance`` (d, m), ``grasped`` (bool).
+
+## Starting state
+
+Grip at (0, 0, 0.65) (0.25 m above the table), wrist yaw 0, jaws open. The cube rests on the table
+at x, y ~ U(-``object_range``, ``object_range``) with yaw ~ U(-``object_yaw_range``,
+``object_yaw_range``). ``reset(options=...)`` accepts ``object_xy`` (2,), ``object_yaw`` (rad) and
+``goal`` (3,) to pin them (tests, demonstrations).
+
+## Arguments
+
+=======================  ==============  ==========================================================
+argument                 default         meaning
+=======================  ==============  ==========================================================
+``task``                 ``"lift"``      ``"lift"`` or ``"place"``
+``reward_type``          ``"sparse"``    ``"sparse"`` (Fetch's default) or ``"dense"``
+``distance_threshold``   0.025           success radius (m), in (0, 0.2]
+``object_range``         0.15            half-width of the square of cube start positions (m)
+``object_yaw_range``     pi/4            half-range of the cube's start yaw (rad), <= pi/4
+``lift_height_range``    (0.10, 0.20)    lift target height above the cube's start (m)
+``target_range``         0.15            half-width of the square of place targets (m)
+``target_height_range``  (0.0, 0.0)      place target height above the resting cube centre (m)
+``min_target_distance``  0.10            min. horizontal start-target distance for place (m)
+``render_mode``          None            ``"rgb_array"``, ``"depth_array"``, ``"human"`` or None
+``width``, ``height``    480, 480        render size (px, at most 1280)
+``camera``               ``"overview"``  camera name or id (``"overview"``, ``"front"``, ``"closeup"``, -1 = free)
+=======================  ==============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from envs.base import MujocoTaskEnv, reject_unknown_kwargs
+
+# ---------------------------------------------------------------- model constants (see claw.xml)
+TABLE_TOP_Z = 0.40  # m, table top height
+OBJECT_HALF_SIZE = 0.02  # m, cube half edge
+OBJECT_REST_Z = TABLE_TOP_Z + OBJECT_HALF_SIZE  # m, cube centre height when resting on the table
+GRIP_HOME = (0.0, 0.0, 0.65)  # m, grip centre when every gantry joint is 0
+MAX_OPENING = 0.085  # m, jaw stroke
+GRIP_FORCE_LIMIT = 20.0  # N, grip actuator force limit
+WORKSPACE_LOW = np.array([-0.25, -0.25, TABLE_TOP_Z + 0.015])  # m, grip centre
+WORKSPACE_HIGH = np.array([0.25, 0.25, TABLE_TOP_Z + 0.35])  # m, grip centre
+YAW_LIMIT = 1.5708  # rad, wrist yaw servo range
+
+# ---------------------------------------------------------------- action scaling
+FRAME_SKIP = 20  # 20 x 2 ms = 40 ms control period (25 Hz), as Fetch
+POS_STEP = 0.05  # m of servo-target lead per unit action (Fetch uses 0.05 m)
+YAW_STEP = 0.15  # rad of servo-target lead per unit action
+NOMINAL_SPEED = 0.75  # m/s, steady grip speed per unit action (kp/kv * POS_STEP), for controllers
+
+# ---------------------------------------------------------------- reward weights
+W_REACH = 1.0  # per m of grip-object distance
+W_GRASP = 0.25  # while held
+W_GOAL = 2.0  # per m of object-target distance
+W_SUCCESS = 1.0  # while within the threshold
+GRASP_MIN_FORCE = 0.5  # N on each pad to count as held
+
+_HALF_PI = math.pi / 2
+_QUARTER_PI = math.pi / 4
+
+
+class ClawEnv(MujocoTaskEnv):
+    """Gantry claw pick-and-lift / pick-and-place; see the module docstring for the full spec."""
+
+    OBS_SLICES: dict[str, slice] = {
+        "grip_pos": slice(0, 3),
+        "opening": slice(3, 4),
+        "grip_vel": slice(4, 7),
+        "wrist_yaw": slice(7, 8),
+        "wrist_yaw_rate": slice(8, 9),
+        "opening_rate": slice(9, 10),
+        "object_pos": slice(10, 13),
+        "object_rel_pos": slice(13, 16),
+        "object_quat": slice(16, 20),
+        "object_yaw_rel": slice(20, 21),
+        "object_vel": slice(21, 24),
+        "object_angvel": slice(24, 27),
+        "pad_force": slice(27, 29),
+    }
+    OBS_DIM = 29
+    TASKS = ("lift", "place")
+    REWARD_TYPES = ("dense", "sparse")
+
+    def __init__(
+        self,
+        *,
+        task: str = "lift",
+        reward_type: str = "sparse",
+        distance_threshold: float = 0.025,
+        object_range: float = 0.15,
+        object_yaw_range: float = math.pi / 4,
+        lift_height_range: tuple[float, float] = (0.10, 0.20),
+        target_range: float = 0.15,
+        target_height_range: tuple[float, float] = (0.0, 0.0),
+        min_target_distance: float = 0.10,
+        render_mode: str | None = None,
+        width: int = 480,
+        height: int = 480,
+        camera: str | int | None = "overview",
+        **kwargs: Any,
+    ) -> None:
+        reject_unknown_kwargs(type(self), kwargs)
+        if task not in self.TASKS:
+            raise ValueError(f"task={task!r} is not supported; use task='lift' or task='place'")
+        if reward_type not in self.REWARD_TYPES:
+            raise ValueError(f"reward_type={reward_type!r} is not supported; use 'dense' or 'sparse'")
+        distance_threshold = float(distance_threshold)
+        if not 0.0 < distance_threshold <= 0.2:
+            raise ValueError(f"distance_threshold={distance_threshold} m must be in (0, 0.2]; Fetch uses 0.05")
+        _check_range("object_range", object_range, 0.0, 0.22)
+        _check_range("target_range", target_range, 0.0, 0.22)
+        _check_range("object_yaw_range", object_yaw_range, 0.0, _QUARTER_PI + 1e-9)
+        lift_height_range = _check_interval("lift_height_range", lift_height_range, 0.0, 0.30)
+        target_height_range = _check_interval("target_height_range", target_height_range, 0.0, 0.30)
+        if not 0.0 <= min_target_distance <= max(target_range, 0.0) * math.sqrt(2) or (
+            min_target_distance > 0 and target_range == 0
+        ):
+            raise ValueError(
+                f"min_target_distance={min_target_distance} m cannot always be met with target_range="
+                f"{target_range} m; use 0 <= min_target_distance <= target_range"
+            )
+        if isinstance(camera, str) and camera not in ("overview", "front", "closeup"):
+            raise ValueError(f"camera={camera!r} is unknown; use 'overview', 'front', 'closeup', an id or -1 (free camera)")
+
+        super().__init__(
+            "claw.xml", FRAME_SKIP, 5, render_mode=render_mode, width=width, height=height, camera=camera
+        )
+        self.task = task
+        self.reward_type = reward_type
+        self.distance_threshold = distance_threshold
+        self.object_range = float(object_range)
+        self.object_yaw_range = float(object_yaw_range)
+        self.lift_height_range = lift_height_range
+        self.target_range = float(target_range)
+        self.target_height_range = target_height_range
+        self.min_target_distance = float(min_target_distance)
+        self._goal_term = "reward_lift" if task == "lift" else "reward_place"
+        self._dense = reward_type == "dense"
+
+        m = self.model
+        # Joint layout is fixed by claw.xml; verify it once so a model edit fails loudly here.
+        names = [m.joint(i).name for i in range(m.njnt)]
+        expected = ["gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "finger_l", "finger_r", "object"]
+        if names != expected or m.nu != 5 or m.nsensor != 2:
+            raise RuntimeError(f"assets/claw.xml joint layout changed: {names}; update envs/claw.py")
+        self._target_mocap = m.body("target").mocapid[0]
+        # Servo target limits (joint coordinates; grip = GRIP_HOME + q for the gantry joints).
+        home = np.array(GRIP_HOME)
+        lo = np.concatenate([WORKSPACE_LOW - home, [-YAW_LIMIT, 0.0]])
+        hi = np.concatenate([WORKSPACE_HIGH - home, [YAW_LIMIT, MAX_OPENING]])
+        self._ctrl_lo = lo.tolist()
+        self._ctrl_hi = hi.tolist()
+
+        self.observation_space = gym.spaces.Dict(
+            {
+                "observation": gym.spaces.Box(-np.inf, np.inf, shape=(self.OBS_DIM,), dtype=np.float32),
+                "achieved_goal": gym.spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32),
+                "desired_goal": gym.spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32),
+            }
+        )
+        self.goal = np.zeros(3)
+        self._goal32 = np.zeros(3, dtype=np.float32)
+        self._goal_list = [0.0, 0.0, 0.0]
+        self._obs_list: list[float] = [0.0] * self.OBS_DIM
+        self._grasped = False
+        self._reach = 0.0
+        self._ag_list = [0.0, 0.0, 0.0]
+
+    # ------------------------------------------------------------------ task hooks
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        unknown = set(options) - {"object_xy", "object_yaw", "goal"}
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; valid: object_xy, object_yaw, goal")
+        rng = self.np_random
+        d = self.data
+        d.qpos[4] = d.qpos[5] = MAX_OPENING / 2  # jaws open; gantry at home (qpos0 = 0)
+        d.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
+
+        if "object_xy" in options:
+            obj_xy = np.asarray(options["object_xy"], dtype=np.float64).reshape(2)
+        else:
+            obj_xy = rng.uniform(-self.object_range, self.object_range, size=2)
+        yaw = float(options["object_yaw"]) if "object_yaw" in options else rng.uniform(
+            -self.object_yaw_range, self.object_yaw_range
+        )
+        d.qpos[6:9] = (obj_xy[0], obj_xy[1], OBJECT_REST_Z)
+        d.qpos[9:13] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+
+        if "goal" in options:
+            goal = np.asarray(options["goal"], dtype=np.float64).reshape(3)
+        elif self.task == "lift":
+            goal = np.array([obj_xy[0], obj_xy[1], OBJECT_REST_Z + rng.uniform(*self.lift_height_range)])
+        else:
+            for _ in range(1000):
+                xy = rng.uniform(-self.target_range, self.target_range, size=2)
+                if np.hypot(*(xy - obj_xy)) >= self.min_target_distance:
+                    break
+            goal = np.array([xy[0], xy[1], OBJECT_REST_Z + rng.uniform(*self.target_height_range)])
+        self.goal = goal
+        self._goal32 = goal.astype(np.float32)
+        self._goal_list = self._goal32.tolist()  # float32-exact, as in the observation
+        d.mocap_pos[self._target_mocap] = goal
+        self._grasped = False
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        a = action.tolist()
+        q = self.data.qpos
+        lo, hi = self._ctrl_lo, self._ctrl_hi
+        x = q[0] + POS_STEP * a[0]
+        y = q[1] + POS_STEP * a[1]
+        z = q[2] + POS_STEP * a[2]
+        w = q[3] + YAW_STEP * a[3]
+        self.data.ctrl[:] = (
+            lo[0] if x < lo[0] else hi[0] if x > hi[0] else x,
+            lo[1] if y < lo[1] else hi[1] if y > hi[1] else y,
+            lo[2] if z < lo[2] else hi[2] if z > hi[2] else z,
+            lo[3] if w < lo[3] else hi[3] if w > hi[3] else w,
+            0.5 * MAX_OPENING * (1.0 - a[4]),
+        )
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        d = self.data
+        q = d.qpos.tolist()
+        v = d.qvel.tolist()
+        f_l, f_r = d.sensordata.tolist()
+        gx, gy, gz = q[0] + GRIP_HOME[0], q[1] + GRIP_HOME[1], q[2] + GRIP_HOME[2]
+        opening = q[4] + q[5]
+        wyaw = q[3]
+        ox, oy, oz = q[6], q[7], q[8]
+        qw, qx, qy, qz = q[9], q[10], q[11], q[12]
+        rx, ry, rz = ox - gx, oy - gy, oz - gz
+        # cube yaw (z-x-y intrinsic approx. valid while the cube is roughly upright) relative to wrist,
+        # folded by the cube's 90-degree symmetry
+        oyaw = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+        yaw_rel = (oyaw - wyaw + _QUARTER_PI) % _HALF_PI - _QUARTER_PI
+        # free-joint angular velocity is in the body frame: rotate to world, w' = w + 2 qw (u x w) + 2 u x (u x w)
+        wx, wy, wz = v[9], v[10], v[11]
+        tx, ty, tz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
+        awx = wx + qw * tx + (qy * tz - qz * ty)
+        awy = wy + qw * ty + (qz * tx - qx * tz)
+        awz = wz + qw * tz + (qx * ty - qy * tx)
+        obs = np.array(
+            (
+                gx, gy, gz, opening, v[0], v[1], v[2], wyaw, v[3], v[4] + v[5],
+                ox, oy, oz, rx, ry, rz, qw, qx, qy, qz, yaw_rel,
+                v[6], v[7], v[8], awx, awy, awz, f_l / GRIP_FORCE_LIMIT, f_r / GRIP_FORCE_LIMIT,
+            ),
+            dtype=np.float32,
+        )
+        # held: both pads press and the cube centre lies between the pads (claw frame)
+        c, s = math.cos(wyaw), math.sin(wyaw)
+        lx, ly = c * rx + s * ry, -s * rx + c * ry
+        self._grasped = (
+            f_l > GRASP_MIN_FORCE
+            and f_r > GRASP_MIN_FORCE
+            and abs(lx) < 0.02
+            and abs(rz) < 0.02
+            and abs(ly) < 0.5 * opening + 0.005
+        )
+        self._reach = math.sqrt(rx * rx + ry * ry + rz * rz)
+        ag = obs[10:13].copy()
+        self._ag_list = ag.tolist()  # float32-exact cube position, the value compute_reward sees
+        return {"observation": obs, "achieved_goal": ag, "desired_goal": self._goal32.copy()}
+
+    def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+        ag = self._ag_list  # set by _observe(), which the base calls just before
+        g = self._goal_list
+        dx, dy, dz = ag[0] - g[0], ag[1] - g[1], ag[2] - g[2]
+        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
+        success = dist <= self.distance_threshold
+        reach = -W_REACH * self._reach
+        grasp = W_GRASP if self._grasped else 0.0
+        goal_term = -W_GOAL * dist
+        success_term = W_SUCCESS if success else 0.0
+        if self._dense:
+            reward = reach + grasp + goal_term + success_term
+        else:
+            reward = 0.0 if success else -1.0
+        fell = ag[2] < TABLE_TOP_Z
+        info = {
+            "is_success": 1.0 if success else 0.0,
+            "distance": dist,
+            "grasped": self._grasped,
+            "object_fell": fell,
+            "reward_reach": reach,
+            "reward_grasp": grasp,
+            self._goal_term: goal_term,
+            "reward_success": success_term,
+        }
+        return reward, fell, info
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"is_success": 0.0}
+
+    def _blowup_reward(self) -> float:
+        # What compute_reward gives for the last good observation (goal terms only), so HER relabelling
+        # of a blow-up transition reproduces the reward step() returned.
+        last = self._last_obs
+        return self.compute_reward(last["achieved_goal"], last["desired_goal"], {"physics_blowup": True})
+
+    # ------------------------------------------------------------------ goal-conditioned API
+    def compute_reward(self, achieved_goal, desired_goal, info) -> float | np.ndarray:
+        """Reward for (batches of) achieved/desired goals, equal to what :meth:`step` returned.
+
+        ``achieved_goal`` and ``desired_goal`` have shape ``(..., 3)``. ``info`` is the step's info
+        dict, or (batched, as SB3's ``HerReplayBuffer`` passes it) a list/array of info dicts with
+        the leading shape, or a dict of arrays. ``info`` is only read for the dense goal-independent
+        terms (``reward_reach``, ``reward_grasp``); with SB3 the dense reward therefore needs
+        ``replay_buffer_kwargs=dict(copy_info_dict=True)`` (SB3 passes empty dicts otherwise, which
+        raises ``ValueError``). The sparse reward ignores ``info``. Returns a float for one goal
+        pair, else a float64 array of the leading shape.
+        """
+        ag = np.asarray(achieved_goal, dtype=np.float32).astype(np.float64)
+        dg = np.asarray(desired_goal, dtype=np.float32).astype(np.float64)
+        diff = ag - dg
+        dx, dy, dz = diff[..., 0], diff[..., 1], diff[..., 2]
+        dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+        success = dist <= self.distance_threshold
+        if self._dense:
+            reach = _info_term(info, "reward_reach", dist.shape)
+            grasp = _info_term(info, "reward_grasp", dist.shape)
+            reward = reach + grasp + (-W_GOAL * dist) + np.where(success, W_SUCCESS, 0.0)
+        else:
+            reward = np.where(success, 0.0, -1.0)
+        return float(reward) if reward.ndim == 0 else reward
+
+
+def _info_term(info, key: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``info[key]`` for one info dict, a dict of arrays, or a list/array of dicts, as ``shape``."""
+    if isinstance(info, dict):
+        if key not in info and not info.get("physics_blowup", False):
+            raise ValueError(_MISSING_INFO.format(key=key))
+        return np.broadcast_to(np.asarray(info.get(key, 0.0), dtype=np.float64), shape)
+    if info is None:
+        raise ValueError(_MISSING_INFO.format(key=key))
+    flat = np.asarray(info, dtype=object).reshape(-1)
+    values = np.empty(flat.size)
+    for n, item in enumerate(flat):
+        if key in item:
+            values[n] = item[key]
+        elif item.get("physics_blowup", False):  # the base's blow-up transition carries no terms
+            values[n] = 0.0
+        else:
+            raise ValueError(_MISSING_INFO.format(key=key))
+    return values.reshape(shape)
+
+
+_MISSING_INFO = (
+    "reward_type='dense' needs the step's info dicts (goal-independent term {key!r} is missing); "
+    "with SB3 pass HerReplayBuffer(..., copy_info_dict=True) via replay_buffer_kwargs, or use reward_type='sparse'"
+)
+
+
+def _check_range(name: str, value: float, lo: float, hi: float) -> None:
+    if not (isinstance(value, numbers.Real) and lo <= value <= hi):
+        raise ValueError(f"{name}={value!r} must be a number in [{lo}, {hi:.3f}]")
+
+
+def _check_interval(name: str, value, lo: float, hi: float) -> tuple[float, float]:
+    try:
+        a, b = (float(x) for x in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} must be a (low, high) pair in metres") from None
+    if not lo <= a <= b <= hi:
+        raise ValueError(f"{name}={value!r} must satisfy {lo} <= low <= high <= {hi}")
+    return a, b

@@ -1,0 +1,241 @@
+"""Scripted trot for ``OpenClaw/Quadruped-v0``: phase oscillators -> foot trajectories -> leg IK -> actions.
+
+The controller reads only the observation - the command, plus IMU feedback: projected gravity (levels the
+body by lengthening the lower legs), lateral velocity and yaw rate (cancel the open-loop gait's drift) -
+and its own phase clock, advanced by ``dt`` at every :meth:`TrotController.act`.
+
+Measured (20 seeds, vx = 0.5 m/s, 10 s): flat 20/20 walk, 0.50 m/s mean; rough (5 cm) 20/20, 0.45 m/s.
+Commands 0.3 / 0.8 m/s give 0.27 / 0.56 m/s (long strides saturate the action range).
+
+Gait: a trot - diagonal legs (FR+RL, FL+RR) in phase, the two pairs half a cycle apart. Each leg spends
+``duty_factor`` of the cycle in stance, moving its foot backwards in the body frame at the commanded
+velocity (plus the yaw-rate term ``w x r_foot``), and the rest in swing, where the foot returns forwards
+along a half-sine arc ``swing_height`` high. Stride per leg = ``velocity_gain * v_foot * T_stance``.
+
+Legs: the foot target (hip frame: x forward, y left, z up, origin on the abduction axis) is turned into
+joint angles by analytic IK - abduction from the leg's lateral offset, then the 2-link (thigh, calf)
+planar problem in the rotated sagittal plane, knee bent backwards (negative angle) as on Go1.
+
+Servo lag: joint damping + servo kv (2.5 N·m·s/rad) against Kp 35 is a ~70 ms lag, so targets are led by
+``damping_compensation * c / Kp * qdot`` and aimed at the middle of the next control interval.
+
+Servo sag: Go1's servos are soft (Kp 35 N·m/rad), so a stance leg carrying half the robot (~62 N) sags
+~0.3 rad at the knee. ``load_compensation`` adds the feed-forward target offset ``tau / Kp`` with
+``tau = -J^T f`` for the foot's share ``f`` of the weight; 1.0 compensates the modelled load fully.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from envs.quadruped import QuadrupedEnv
+
+# Geometry and servo constants of assets/quadruped.xml (Menagerie go1 values; see assets/README.md).
+HIP_X, HIP_Y = 0.1881, 0.04675  # m, abduction axis position in the trunk frame (|x|, |y|)
+HIP_TO_THIGH = 0.08  # m, lateral offset from the abduction axis to the thigh joint
+THIGH, CALF = 0.213, 0.213  # m, link lengths (thigh joint -> knee, knee -> foot centre)
+FOOT_RADIUS = 0.023  # m
+ROBOT_MASS = 12.74  # kg
+SERVO_KP = 35.0  # N·m/rad
+SERVO_DAMPING = np.array([1.5, 2.5, 2.5])  # N·m·s/rad: joint damping (1 abduction, 2 others) + servo kv 0.5
+GRAVITY = 9.81  # m/s^2
+
+# Leg order FR, FL, RR, RL: position of the abduction axis and which side the leg is on (+1 left).
+_LEG_X = np.array([HIP_X, HIP_X, -HIP_X, -HIP_X])
+_LEG_SIDE = np.array([-1.0, 1.0, -1.0, 1.0])
+_LEG_Y = _LEG_SIDE * HIP_Y
+# Trot: FR and RL share a phase, FL and RR are half a cycle later.
+_PHASE_OFFSET = np.array([0.0, 0.5, 0.5, 0.0])
+
+
+@dataclass
+class TrotParams:
+    """Trot gait parameters. ``BOUNDS`` holds the allowed (low, high) of each; :meth:`validate` checks them.
+
+    ==================  ======  =====================================================================
+    field               unit    meaning
+    ==================  ======  =====================================================================
+    frequency_hz        Hz      gait cycles per second (one cycle = each leg steps once)
+    duty_factor         -       fraction of the cycle a foot is on the ground
+    body_height         m       commanded trunk (hip axis) height above the ground
+    swing_height        m       apex of the foot's swing arc above its stance height
+    velocity_gain       -       stride = gain x commanded foot speed x stance time (slip compensation)
+    stance_width        m       extra outward lateral foot offset (negative = narrower stance)
+    foot_x_offset       m       fore-aft shift of every foot's neutral position (positive = forward)
+    load_compensation   -       fraction of the servo sag under the modelled leg load fed forward
+    damping_compensation -      fraction of the servo's velocity lag fed forward (target lead c/Kp * qdot)
+    attitude_gain       m       stance-leg length change per unit of projected-gravity tilt (levelling)
+    yaw_rate_gain       -       yaw-rate feedback: commanded wz += gain * (wz_cmd - gyro_z)
+    lateral_gain        -       lateral velocity feedback: commanded vy += gain * (vy_cmd - v_y)
+    ramp_time           s       time over which the stride ramps up from standing after reset
+    ==================  ======  =====================================================================
+    """
+
+    frequency_hz: float = 2.5
+    duty_factor: float = 0.5
+    body_height: float = 0.27
+    swing_height: float = 0.07
+    velocity_gain: float = 1.8
+    stance_width: float = 0.0
+    foot_x_offset: float = 0.0
+    load_compensation: float = 1.0
+    damping_compensation: float = 1.0
+    attitude_gain: float = 0.3
+    yaw_rate_gain: float = 1.0
+    lateral_gain: float = 0.5
+    ramp_time: float = 0.5
+
+    BOUNDS = {
+        "frequency_hz": (1.0, 4.0),
+        "duty_factor": (0.35, 0.75),
+        "body_height": (0.20, 0.32),
+        "swing_height": (0.02, 0.12),
+        "velocity_gain": (0.5, 2.5),
+        "stance_width": (-0.03, 0.06),
+        "foot_x_offset": (-0.06, 0.06),
+        "load_compensation": (0.0, 1.5),
+        "damping_compensation": (0.0, 1.5),
+        "attitude_gain": (0.0, 0.5),
+        "yaw_rate_gain": (0.0, 3.0),
+        "lateral_gain": (0.0, 2.0),
+        "ramp_time": (0.0, 2.0),
+    }
+
+    def validate(self) -> TrotParams:
+        """Raise ``ValueError`` naming every field that is not a finite number inside ``BOUNDS``."""
+        bad = []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            lo, hi = self.BOUNDS[f.name]
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+                bad.append(f"{f.name}={v!r} (allowed [{lo}, {hi}])")
+        if bad:
+            raise ValueError("invalid TrotParams: " + "; ".join(bad))
+        return self
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrotParams:
+        """Build validated params from a dict (e.g. proposed by an LLM); unknown keys raise ``ValueError``."""
+        unknown = sorted(set(values) - set(cls.BOUNDS))
+        if unknown:
+            raise ValueError(f"unknown TrotParams field(s) {unknown}; valid: {', '.join(cls.BOUNDS)}")
+        return cls(**values).validate()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class TrotController:
+    """Open-loop trot with optional attitude feedback; ``act(obs)`` returns an action in ``[-1, 1]^12``."""
+
+    def __init__(self, params: TrotParams | None = None, dt: float = 0.02) -> None:
+        self.params = (params or TrotParams()).validate()
+        if not dt > 0:
+            raise ValueError(f"dt={dt} must be > 0 (the env's control period, 0.02 s)")
+        self.dt = float(dt)
+        self._sl = QuadrupedEnv.OBS_SLICES
+        self.reset()
+
+    def reset(self) -> None:
+        """Restart the gait clock (call at every env reset)."""
+        self.time = 0.0
+        self.phase = 0.0
+
+    # ------------------------------------------------------------------ gait
+    def foot_targets(self, command: np.ndarray, gravity: np.ndarray | None = None, ahead: float = 0.0):
+        """Foot positions (4, 3) in each leg's hip frame and the stance mask (4,), ``ahead`` s after now."""
+        p = self.params
+        T_stance = p.duty_factor / p.frequency_hz
+        t = self.time + ahead
+        ramp = 1.0 if p.ramp_time <= 0 else min(1.0, t / p.ramp_time)
+        vx, vy, wz = float(command[0]), float(command[1]), float(command[2])
+        # Ground speed of each foot relative to the trunk during stance (w x r for the yaw rate).
+        foot_vx = vx - wz * _LEG_Y
+        foot_vy = vy + wz * _LEG_X
+        stride_x = p.velocity_gain * foot_vx * T_stance * ramp
+        stride_y = p.velocity_gain * foot_vy * T_stance * ramp
+
+        leg_phase = (self.phase + p.frequency_hz * ahead + _PHASE_OFFSET) % 1.0
+        stance = leg_phase < p.duty_factor
+        u = np.where(stance, leg_phase / p.duty_factor, (leg_phase - p.duty_factor) / (1.0 - p.duty_factor))
+        # stance: +S/2 -> -S/2 linearly; swing: -S/2 -> +S/2 along a cosine blend, half-sine height.
+        frac = np.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - np.cos(np.pi * u)))
+        lift = np.where(stance, 0.0, p.swing_height * np.sin(np.pi * u))
+
+        depth = np.full(4, p.body_height - FOOT_RADIUS)
+        if gravity is not None and p.attitude_gain > 0:
+            # Nose down -> g_x > 0: lengthen the front legs. Right side down -> g_y < 0: lengthen the right legs.
+            gx, gy = float(gravity[0]), float(gravity[1])
+            depth = depth + p.attitude_gain * (np.sign(_LEG_X) * gx + _LEG_SIDE * gy)
+        feet = np.empty((4, 3))
+        feet[:, 0] = p.foot_x_offset + frac * stride_x
+        feet[:, 1] = _LEG_SIDE * (HIP_TO_THIGH + p.stance_width) + frac * stride_y
+        feet[:, 2] = -depth + lift
+        return feet, stance
+
+    # ------------------------------------------------------------------ kinematics
+    @staticmethod
+    def inverse_kinematics(feet: np.ndarray) -> np.ndarray:
+        """Joint angles (4, 3) [abduction, thigh, knee] placing each foot centre at ``feet`` (hip frame)."""
+        x, y, z = feet[:, 0], feet[:, 1], feet[:, 2]
+        d = _LEG_SIDE * HIP_TO_THIGH
+        r2 = y * y + z * z
+        h = np.sqrt(np.maximum(r2 - HIP_TO_THIGH**2, 1e-6))  # leg length projected on the sagittal plane
+        abd = np.arctan2(z, y) - np.arctan2(-h, d)
+        abd = (abd + np.pi) % (2 * np.pi) - np.pi
+        L2 = x * x + h * h
+        c = np.clip((L2 - THIGH**2 - CALF**2) / (2 * THIGH * CALF), -1.0, 1.0)
+        knee = -np.arccos(c)
+        beta = np.arctan2(-x, h)  # foot direction from the thigh joint, measured from straight down
+        thigh = beta - np.arctan2(CALF * np.sin(knee), THIGH + CALF * np.cos(knee))
+        return np.stack([abd, thigh, knee], axis=1)
+
+    @staticmethod
+    def forward_kinematics(q: np.ndarray) -> np.ndarray:
+        """Foot centres (4, 3) in each hip frame for joint angles ``q`` (4, 3); inverse of the IK."""
+        abd, q1, q2 = q[:, 0], q[:, 1], q[:, 2]
+        px = -THIGH * np.sin(q1) - CALF * np.sin(q1 + q2)
+        pz = -THIGH * np.cos(q1) - CALF * np.cos(q1 + q2)
+        yl = _LEG_SIDE * HIP_TO_THIGH
+        ca, sa = np.cos(abd), np.sin(abd)
+        return np.stack([px, yl * ca - pz * sa, yl * sa + pz * ca], axis=1)
+
+    def _load_offsets(self, q: np.ndarray, feet: np.ndarray, stance: np.ndarray) -> np.ndarray:
+        """Target offsets tau/Kp so that the stance servos hold their share of the weight at ``q``."""
+        n = max(int(stance.sum()), 1)
+        f = self.params.load_compensation * ROBOT_MASS * GRAVITY / n * stance  # upward ground force per foot
+        q1, q2 = q[:, 1], q[:, 2]
+        px = -THIGH * np.sin(q1) - CALF * np.sin(q1 + q2)
+        off = np.empty((4, 3))
+        off[:, 0] = -feet[:, 1] * f  # abduction: tau = -(r x f)_x = -y f
+        off[:, 1] = px * f  # thigh: tau = -(d pz / d q1) f = px f
+        off[:, 2] = -CALF * np.sin(q1 + q2) * f  # knee: tau = -(d pz / d q2) f
+        return off / SERVO_KP
+
+    # ------------------------------------------------------------------ policy
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Action in ``[-1, 1]^12`` for ``obs`` (QuadrupedEnv observation); advances the clock by ``dt``."""
+        obs = np.asarray(obs)
+        command = obs[self._sl["command"]].astype(np.float64)
+        gravity = obs[self._sl["gravity"]]
+        p = self.params
+        # Velocity feedback from the IMU: counter yaw drift and sideways drift of the open-loop gait.
+        command[1] += p.lateral_gain * (command[1] - float(obs[self._sl["lin_vel"]][1]))
+        command[2] += p.yaw_rate_gain * (command[2] - float(obs[self._sl["ang_vel"]][2]))
+        # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
+        # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
+        feet0, _ = self.foot_targets(command, gravity)
+        feet1, stance = self.foot_targets(command, gravity, ahead=self.dt)
+        q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
+        q = 0.5 * (q0 + q1)
+        if self.params.damping_compensation > 0:
+            q = q + self.params.damping_compensation * (SERVO_DAMPING / SERVO_KP) * (q1 - q0) / self.dt
+        if self.params.load_compensation > 0:
+            q = q + self._load_offsets(q, 0.5 * (feet0 + feet1), stance)
+        action = (q.ravel() - QuadrupedEnv.DEFAULT_POSE) / QuadrupedEnv.ACTION_SCALE
+        self.time += self.dt
+        self.phase = (self.phase + self.params.frequency_hz * self.dt) % 1.0
+        return np.clip(action, -1.0, 1.0).astype(np.float32)

@@ -1,0 +1,504 @@
+"""Go1-class quadruped tracking a commanded base velocity (the "joystick" task).
+
+Model: ``assets/quadruped.xml`` (12 position-servoed joints, ~12.7 kg; constants and sources in
+``assets/README.md``). Physics runs at 250 Hz (``timestep`` 0.004 s) with ``frame_skip`` 5, so one
+``step()`` is 0.02 s of simulated time (50 Hz control); the registered episodes last 1000 steps = 20 s.
+
+## Description
+
+Each episode draws a command ``(vx, vy, wz)`` - forward and lateral base velocity in the body frame
+(m/s) and yaw rate (rad/s) - uniformly from the constructor's ranges, or takes it from
+``reset(options={"command": (vx, vy, wz)})``. The robot starts standing at the default pose with its
+feet on the ground and must walk so that its body-frame velocity matches the command, upright and
+without wasting effort. Reward terms and scales follow MuJoCo Playground's Go1 joystick task and
+legged_gym.
+
+## Action space
+
+``Box(-1, 1, (12,), float32)``: joint position targets
+``ctrl = DEFAULT_POSE + ACTION_SCALE * action`` (``ACTION_SCALE`` = 0.5 rad, as in Playground's Go1).
+Joint order per leg (hip abduction, thigh, knee) for legs FR, FL, RR, RL. The targets reachable with
+``|action| <= 1`` lie inside every joint's range (checked at construction), and MuJoCo also clamps
+``ctrl`` to ``ctrlrange``. Each target is tracked by a PD servo (Kp 35 N·m/rad, Kd 0.5 N·m·s/rad) with
+torque limits 23.7 N·m (hip, thigh) and 35.55 N·m (knee).
+
+=====  ==========================  ==================  =====================
+index  joint                       default pose (rad)  range (rad)
+=====  ==========================  ==================  =====================
+0-2    FR hip, thigh, knee         0, 0.9, -1.8        +-0.863, [-0.686, 4.501], [-2.818, -0.888]
+3-5    FL hip, thigh, knee         0, 0.9, -1.8        same
+6-8    RR hip, thigh, knee         0, 0.9, -1.8        same
+9-11   RL hip, thigh, knee         0, 0.9, -1.8        same
+=====  ==========================  ==================  =====================
+
+## Observation space
+
+``Box(-inf, inf, (48,), float32)``. Named slices: ``QuadrupedEnv.OBS_SLICES``. Everything comes from
+MuJoCo sensors, which are evaluated at the start of the last physics substep (i.e. 4 ms before the
+returned state; the usual "sensor latency" of ``mj_step``).
+
+=======  ============  ==========================================================  ======  =====
+indices  name          meaning                                                     unit    frame
+=======  ============  ==========================================================  ======  =====
+0-2      lin_vel       trunk linear velocity (velocimeter at the IMU site)          m/s     body
+3-5      ang_vel       trunk angular velocity (gyro)                                rad/s   body
+6-8      gravity       unit gravity direction; (0, 0, -1) when upright              -       body
+9-11     command       commanded (vx, vy, wz)                                       m/s, rad/s  body
+12-23    joint_pos     joint angles minus ``DEFAULT_POSE``                          rad     joint
+24-35    joint_vel     joint velocities                                             rad/s   joint
+36-47    last_action   the action applied in this step (``[-1, 1]``, zeros at reset)  -     -
+=======  ============  ==========================================================  ======  =====
+
+## Rewards
+
+``reward = dt * sum_i scale_i * term_i`` with ``dt`` = 0.02 s (Playground/legged_gym convention: scales
+are per second of simulated time, independent of the control rate). Override scales with
+``reward_scales={"name": value}``; a scale of 0 disables a term. ``info["reward_<name>"]`` holds each
+term's contribution ``dt * scale * term`` and these sum to the reward exactly.
+
+=================  ====================================================================  =============
+name               term (body frame unless noted)                                        default scale
+=================  ====================================================================  =============
+tracking_lin_vel   exp(-|cmd_xy - v_xy|^2 / sigma), sigma = ``tracking_sigma`` (0.25)    1.0
+tracking_ang_vel   exp(-(cmd_wz - w_z)^2 / sigma)                                        0.5
+lin_vel_z          v_z^2                                                                 -2.0
+ang_vel_xy         w_x^2 + w_y^2                                                         -0.05
+orientation        g_x^2 + g_y^2 (projected gravity; 0 when level)                       -5.0
+torques            sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
+action_rate        sum_j (a_t,j - a_t-1,j)^2                                             -0.01
+feet_air_time      sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
+base_height        (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
+termination        1 on the step the robot falls                                         -50.0 (= -1)
+=================  ====================================================================  =============
+
+Feet contact: a foot touch sensor reading above 1 N.
+
+## Episode end
+
+* Termination (``info["fell"]``): trunk tilted more than 60 deg (projected gravity z > -0.5), trunk
+  origin below 0.12 m, or the trunk box touching the ground. A physics blow-up also terminates
+  (``info["physics_blowup"]``, see ``MujocoTaskEnv``).
+* Truncation: 1000 steps (20 s) via the registration's ``TimeLimit``.
+
+## Info (flat, per step)
+
+``reward_<term>`` for every term above, ``tracking_error`` (|v_xy - cmd_xy|, m/s, body frame),
+``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool), ``is_success`` (``not fell``: an
+episode that reaches the time limit upright succeeded; read by the training Monitor).
+
+## Starting state
+
+Default pose, trunk at the height where the feet touch the ground (0.288 m), zero velocity; then
+uniform noise ``U(-reset_noise_scale, reset_noise_scale)`` on joint angles (rad) and joint velocities
+(rad/s). Heading is always +x.
+
+Under gravity the soft servos (Kp 35) let a standing robot settle to ~0.25 m; policies (and the scripted
+trot, via feed-forward) compensate.
+
+## Rough terrain (``terrain="rough"``, ``OpenClaw/QuadrupedRough-v0``)
+
+A 20 m x 20 m heightfield on a 0.1 m grid, generated at construction from ``terrain_seed``
+(deterministic): ground height in ``[0, terrain_bump_height]`` m above z = 0 (default 0.05 m, mean
+~half), mixing 0.5 m-wavelength undulations with per-cell bumps, flat within 0.5 m of the spawn point.
+The scripted trot walks on it at ~0.45 m/s (20/20 seeds at 5 cm; 8/10 at 8 cm; fails at 10 cm).
+
+## Performance
+
+One ``step()`` = 5 physics steps (~70-90 us on one 2-core-VM core) + ~13 us of Python (action check,
+observation = one ``np.concatenate`` of cached sensor views, scalar reward maths, the info dict). That is
+~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine).
+
+## Arguments (keyword-only)
+
+===========================  ===============  ===============================================================
+argument                     default          meaning
+===========================  ===============  ===============================================================
+terrain                      "flat"           "flat" plane or "rough" heightfield (20 m x 20 m, 0.1 m grid)
+terrain_seed                 0                seed of the rough heightfield (deterministic)
+terrain_bump_height          0.05             rough terrain bump height (m): ground in [0, h] above z=0
+command_vx                   (-1.0, 1.0)      range of commanded forward velocity (m/s)
+command_vy                   (-0.5, 0.5)      range of commanded lateral velocity (m/s)
+command_yaw_rate             (-1.0, 1.0)      range of commanded yaw rate (rad/s)
+reward_scales                None             dict overriding default scales by term name
+tracking_sigma               0.25             width of the tracking exp kernels ((m/s)^2, (rad/s)^2)
+reset_noise_scale            0.05             joint angle (rad) / velocity (rad/s) reset noise half-width
+domain_randomization         False            per reset: foot friction U(0.4, 1.25), link masses and
+                                              inertias x U(0.9, 1.1), servo Kp x U(0.9, 1.1)
+push_interval_s              0.0              every this many seconds add U(-v, v) to the trunk's world
+                                              xy velocity (0 disables)
+push_velocity                0.0              v above (m/s; 0 disables)
+render_mode, width, height   None, 480, 480   see ``MujocoTaskEnv``
+camera                       "tracking"       camera name or id for rgb/depth rendering
+===========================  ===============  ===============================================================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from envs.base import MujocoTaskEnv, reject_unknown_kwargs
+
+LEGS = ("FR", "FL", "RR", "RL")
+
+
+class QuadrupedEnv(MujocoTaskEnv):
+    """Velocity-command tracking for a 12-joint Go1-class quadruped (see the module docstring)."""
+
+    FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.004, ctrl_dt 0.02)
+    ACTION_SCALE = 0.5  # rad per unit action (Playground Go1 action_scale)
+    DEFAULT_POSE = np.array([0.0, 0.9, -1.8] * 4)  # Menagerie go1 "home" keyframe
+    BASE_HEIGHT_TARGET = 0.27  # m; Playground's Go1 home height is 0.278 with its splayed hips
+    AIR_TIME_THRESHOLD = 0.1  # s; Playground Go1 feet_air_time offset
+    CONTACT_FORCE_THRESHOLD = 1.0  # N of foot touch sensor reading that counts as contact
+    FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
+    FALL_HEIGHT = 0.12  # m; trunk origin below this = fallen (standing ~0.27)
+
+    OBS_SLICES = {
+        "lin_vel": slice(0, 3),
+        "ang_vel": slice(3, 6),
+        "gravity": slice(6, 9),
+        "command": slice(9, 12),
+        "joint_pos": slice(12, 24),
+        "joint_vel": slice(24, 36),
+        "last_action": slice(36, 48),
+    }
+    OBS_DIM = 48
+
+    DEFAULT_REWARD_SCALES = {
+        "tracking_lin_vel": 1.0,
+        "tracking_ang_vel": 0.5,
+        "lin_vel_z": -2.0,
+        "ang_vel_xy": -0.05,
+        "orientation": -5.0,
+        "torques": -0.0002,
+        "action_rate": -0.01,
+        "feet_air_time": 1.0,
+        "base_height": -10.0,
+        "termination": -50.0,
+    }
+    REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)
+
+    def __init__(
+        self,
+        *,
+        terrain: str = "flat",
+        terrain_seed: int = 0,
+        terrain_bump_height: float = 0.05,
+        command_vx: tuple[float, float] = (-1.0, 1.0),
+        command_vy: tuple[float, float] = (-0.5, 0.5),
+        command_yaw_rate: tuple[float, float] = (-1.0, 1.0),
+        reward_scales: dict[str, float] | None = None,
+        tracking_sigma: float = 0.25,
+        reset_noise_scale: float = 0.05,
+        domain_randomization: bool = False,
+        push_interval_s: float = 0.0,
+        push_velocity: float = 0.0,
+        render_mode: str | None = None,
+        width: int = 480,
+        height: int = 480,
+        camera: str | int | None = "tracking",
+        **kwargs: Any,
+    ) -> None:
+        reject_unknown_kwargs(type(self), kwargs)
+        if terrain not in ("flat", "rough"):
+            raise ValueError(f"terrain={terrain!r} is not supported; use 'flat' or 'rough'")
+        if not 0.0 <= terrain_bump_height <= 0.2:
+            raise ValueError(f"terrain_bump_height={terrain_bump_height} m must be in [0, 0.2]")
+        self._cmd_lo = np.empty(3)
+        self._cmd_hi = np.empty(3)
+        for i, (name, rng) in enumerate(
+            (("command_vx", command_vx), ("command_vy", command_vy), ("command_yaw_rate", command_yaw_rate))
+        ):
+            try:
+                lo, hi = (float(v) for v in rng)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a (low, high) pair of numbers, got {rng!r}") from None
+            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+                raise ValueError(f"{name}=({lo}, {hi}) needs finite low <= high; swap or fix the bounds")
+            self._cmd_lo[i], self._cmd_hi[i] = lo, hi
+        scales = dict(self.DEFAULT_REWARD_SCALES)
+        if reward_scales is not None:
+            unknown = sorted(set(reward_scales) - set(scales))
+            if unknown:
+                raise ValueError(
+                    f"unknown reward term(s) {unknown} in reward_scales; "
+                    f"valid names are: {', '.join(self.REWARD_TERMS)}"
+                )
+            for k, v in reward_scales.items():
+                if not math.isfinite(float(v)):
+                    raise ValueError(f"reward_scales[{k!r}]={v} must be finite")
+                scales[k] = float(v)
+        if not tracking_sigma > 0:
+            raise ValueError(f"tracking_sigma={tracking_sigma} must be > 0")
+        if reset_noise_scale < 0:
+            raise ValueError(f"reset_noise_scale={reset_noise_scale} must be >= 0")
+        if push_interval_s < 0 or push_velocity < 0:
+            raise ValueError(
+                f"push_interval_s={push_interval_s} and push_velocity={push_velocity} must be >= 0 (0 disables pushes)"
+            )
+
+        super().__init__(
+            "quadruped.xml",
+            self.FRAME_SKIP,
+            12,
+            render_mode=render_mode,
+            width=width,
+            height=height,
+            camera=camera,
+        )
+        m, d = self.model, self.data
+        if isinstance(camera, str) and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
+            raise ValueError(f"camera={camera!r} is not in the model; use 'tracking', a camera id, or None")
+        self.observation_space = gym.spaces.Box(
+            -np.inf, np.inf, shape=(self.OBS_DIM,), dtype=np.float32
+        )
+        self.terrain = terrain
+        self.reward_scales = scales
+        self.tracking_sigma = float(tracking_sigma)
+        self.reset_noise_scale = float(reset_noise_scale)
+        self.domain_randomization = bool(domain_randomization)
+        self.push_interval_s = float(push_interval_s)
+        self.push_velocity = float(push_velocity)
+        self._push_every = (
+            max(1, int(round(push_interval_s / self.dt))) if push_interval_s > 0 and push_velocity > 0 else 0
+        )
+
+        # The reachable targets must stay inside the joint ranges (so no clipping is ever needed).
+        jrange = m.jnt_range[1:]
+        lo_t, hi_t = self.DEFAULT_POSE - self.ACTION_SCALE, self.DEFAULT_POSE + self.ACTION_SCALE
+        assert np.all(lo_t >= jrange[:, 0]) and np.all(hi_t <= jrange[:, 1]), "action range exceeds joint range"
+
+        if terrain == "rough":
+            self._build_terrain(int(terrain_seed), float(terrain_bump_height))
+
+        # Spawn height: feet (sphere bottoms) exactly on z = 0 in the default pose.
+        d.qpos[:] = 0.0
+        d.qpos[3] = 1.0
+        d.qpos[7:] = self.DEFAULT_POSE
+        mujoco.mj_kinematics(m, d)
+        self._foot_geoms = np.array([m.geom(f"{leg}_foot").id for leg in LEGS])
+        foot_r = float(m.geom_size[self._foot_geoms[0], 0])
+        self.stand_height = float(-d.geom_xpos[self._foot_geoms, 2].min() + foot_r)
+        mujoco.mj_resetData(m, d)
+
+        self._command = np.zeros(3)
+        self._last_action = np.zeros(12)
+        self._tmp12 = np.zeros(12)
+        self._default_pose32 = self.DEFAULT_POSE.astype(np.float32)
+        self._bind_views()
+        self._air_time = [0.0, 0.0, 0.0, 0.0]
+        self._last_contact = [False, False, False, False]
+        self._steps = 0
+        self._scale_list = [scales[k] * self.dt for k in self.REWARD_TERMS]
+
+        # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
+        self._act_ids = np.arange(m.nu)
+        self._nominal_mass = m.body_mass.copy()
+        self._nominal_inertia = m.body_inertia.copy()
+        self._nominal_friction = m.geom_friction[self._foot_geoms, 0].copy()
+        self._nominal_kp = m.actuator_gainprm[:, 0].copy()
+
+    def _bind_views(self) -> None:
+        """Cache numpy views into MjData for the hot path (valid for the life of ``self.data``)."""
+        m, d = self.model, self.data
+
+        def adr(name: str) -> int:
+            return int(m.sensor_adr[m.sensor(name).id])
+
+        # Sensors are declared contiguously: linvel(3) gyro(3) gravity(3) | joint pos(12) joint vel(12).
+        a0, a1 = adr("local_linvel"), adr("FR_hip_joint_pos")
+        assert adr("gyro") == a0 + 3 and adr("gravity") == a0 + 6 and adr("FR_hip_joint_vel") == a1 + 12
+        self._s_base = d.sensordata[a0 : a0 + 9]
+        self._s_joints = d.sensordata[a1 : a1 + 24]
+        t0 = adr("FR_touch")
+        assert [adr(f"{leg}_touch") for leg in LEGS] + [adr("trunk_touch")] == list(range(t0, t0 + 5))
+        self._s_touch = d.sensordata[t0 : t0 + 5]
+        z = adr("trunk_pos") + 2
+        self._s_trunk_z = d.sensordata[z : z + 1]
+        self._qvel = d.qvel
+        self._ctrl = d.ctrl
+        self._act_force = d.actuator_force
+        self._obs_parts = (self._s_base, self._command, self._s_joints, self._last_action)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        views = ("_s_base", "_s_joints", "_s_touch", "_s_trunk_z", "_qvel", "_ctrl", "_act_force", "_obs_parts")
+        for k in views:
+            state.pop(k, None)
+        return state
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        self._bind_views()
+
+    # ------------------------------------------------------------------ terrain
+    def _build_terrain(self, seed: int, bump_height: float) -> None:
+        """Fill the heightfield deterministically from ``seed``: heights in [0, h] m, flat (0) at the spawn.
+
+        Ground level stays z = 0 (the plane's height; bumps only rise above it, mean ~h/2), so the spawn
+        pose, fall height and base-height target are the same as on flat ground. World geoms are static in
+        MuJoCo (their poses are computed once), so only hfield data, size and collision flags are edited.
+        """
+        m = self.model
+        hid = m.hfield("terrain").id
+        nrow, ncol = int(m.hfield_nrow[hid]), int(m.hfield_ncol[hid])
+        rng = np.random.default_rng(seed)
+        # Two octaves: smooth 0.5 m undulations (bilinear upsampling of a coarse grid) plus 0.1 m bumps.
+        coarse = rng.uniform(0.0, 1.0, size=(nrow // 5 + 2, ncol // 5 + 2))
+        r = np.arange(nrow) / 5.0
+        c = np.arange(ncol) / 5.0
+        r0, c0 = r.astype(int), c.astype(int)
+        fr, fc = (r - r0)[:, None], (c - c0)[None, :]
+        smooth = (
+            coarse[r0][:, c0] * (1 - fr) * (1 - fc)
+            + coarse[r0 + 1][:, c0] * fr * (1 - fc)
+            + coarse[r0][:, c0 + 1] * (1 - fr) * fc
+            + coarse[r0 + 1][:, c0 + 1] * fr * fc
+        )
+        heights = 0.6 * smooth + 0.4 * rng.uniform(0.0, 1.0, size=(nrow, ncol))
+        heights = (heights - heights.min()) / max(heights.max() - heights.min(), 1e-9)
+        # Flat patch at height 0 of radius 0.5 m around the spawn point, blended in over 0.5 m.
+        sx, sy = float(m.hfield_size[hid, 0]), float(m.hfield_size[hid, 1])
+        y = np.linspace(-sy, sy, nrow)[:, None]
+        x = np.linspace(-sx, sx, ncol)[None, :]
+        heights *= np.clip((np.sqrt(x**2 + y**2) - 0.5) / 0.5, 0.0, 1.0)
+        m.hfield_data[m.hfield_adr[hid] : m.hfield_adr[hid] + nrow * ncol] = heights.ravel()
+        m.hfield_size[hid, 2] = max(bump_height, 1e-6)
+        gid = m.geom("terrain").id
+        m.geom_contype[gid], m.geom_conaffinity[gid] = 1, 0
+        m.geom_rgba[gid] = (0.72, 0.68, 0.6, 1.0)
+        m.geom_group[gid] = 0  # group 3 (hidden) in the XML
+        # The plane would duplicate every contact at terrain minima: no collisions, and hidden (coplanar).
+        fid = m.geom("floor").id
+        m.geom_contype[fid] = m.geom_conaffinity[fid] = 0
+        m.geom_matid[fid] = -1
+        m.geom_rgba[fid] = (0.0, 0.0, 0.0, 0.0)
+        self.terrain_bump_height = bump_height
+
+    # ------------------------------------------------------------------ task hooks
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        m, d, rng = self.model, self.data, self.np_random
+        if self.domain_randomization:
+            self._randomize_physics()
+        d.qpos[2] = self.stand_height
+        d.qpos[3] = 1.0
+        noise = self.reset_noise_scale
+        d.qpos[7:] = self.DEFAULT_POSE + rng.uniform(-noise, noise, 12)
+        d.qvel[6:] = rng.uniform(-noise, noise, 12)
+        d.ctrl[:] = self.DEFAULT_POSE
+
+        command = options.get("command")
+        if command is None:
+            self._command[:] = rng.uniform(self._cmd_lo, self._cmd_hi)
+        else:
+            cmd = np.asarray(command, dtype=np.float64)
+            if cmd.shape != (3,) or not np.isfinite(cmd).all():
+                raise ValueError(
+                    f"options['command'] must be 3 finite numbers (vx m/s, vy m/s, wz rad/s), got {command!r}"
+                )
+            self._command[:] = cmd
+        self._last_action[:] = 0.0
+        self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
+        self._last_contact[:] = (False, False, False, False)
+        self._steps = 0
+
+    def _randomize_physics(self) -> None:
+        m, rng = self.model, self.np_random
+        m.geom_friction[self._foot_geoms, 0] = rng.uniform(0.4, 1.25, size=4)
+        s = rng.uniform(0.9, 1.1, size=m.nbody)
+        s[0] = 1.0  # world
+        m.body_mass[:] = self._nominal_mass * s
+        m.body_inertia[:] = self._nominal_inertia * s[:, None]
+        kp = self._nominal_kp * rng.uniform(0.9, 1.1, size=m.nu)
+        m.actuator_gainprm[:, 0] = kp
+        m.actuator_biasprm[:, 1] = -kp
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        # ctrl = default + scale * action; always inside the joint ranges (checked in __init__).
+        ctrl = self._ctrl
+        np.multiply(action, self.ACTION_SCALE, out=ctrl)
+        ctrl += self.DEFAULT_POSE
+        self._last_action[:] = action
+
+    def _before_physics(self) -> None:
+        if self._push_every:
+            self._steps += 1
+            if self._steps % self._push_every == 0:
+                v = self.push_velocity
+                self._qvel[0:2] += self.np_random.uniform(-v, v, 2)
+
+    def _observe(self) -> np.ndarray:
+        obs = np.concatenate(self._obs_parts, dtype=np.float32)
+        obs[12:24] -= self._default_pose32
+        return obs
+
+    def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+        vx, vy, vz, wx, wy, wz, gx, gy, gz = self._s_base.tolist()
+        cx, cy, cw = self._command.tolist()
+        touch = self._s_touch.tolist()
+        z = self._s_trunk_z.item()
+        fell = gz > self.FALL_GRAVITY_Z or z < self.FALL_HEIGHT or touch[4] > 0.0
+
+        ex, ey, ew = cx - vx, cy - vy, cw - wz
+        err2 = ex * ex + ey * ey
+        sigma = self.tracking_sigma
+        tau = self._act_force
+        da = self._tmp12
+        np.subtract(action, self._action, out=da)  # base's self._action still holds the previous action here
+
+        # feet air time (Playground style: contact filtered with the previous step's contact)
+        dt = self.dt
+        air, last = self._air_time, self._last_contact
+        thr, t_min = self.CONTACT_FORCE_THRESHOLD, self.AIR_TIME_THRESHOLD
+        air_reward = 0.0
+        for i in (0, 1, 2, 3):
+            c = touch[i] > thr
+            t = air[i]
+            if t > 0.0 and (c or last[i]):  # first contact after being airborne
+                air_reward += t + dt - t_min
+            air[i] = 0.0 if c else t + dt
+            last[i] = c
+        if cx * cx + cy * cy <= 0.01:
+            air_reward = 0.0
+        dz = z - self.BASE_HEIGHT_TARGET
+
+        s = self._scale_list
+        r0 = s[0] * math.exp(-err2 / sigma)
+        r1 = s[1] * math.exp(-ew * ew / sigma)
+        r2 = s[2] * vz * vz
+        r3 = s[3] * (wx * wx + wy * wy)
+        r4 = s[4] * (gx * gx + gy * gy)
+        r5 = s[5] * float(tau.dot(tau))
+        r6 = s[6] * float(da.dot(da))
+        r7 = s[7] * air_reward
+        r8 = s[8] * dz * dz
+        r9 = s[9] if fell else 0.0
+        reward = r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9
+        info = {
+            "reward_tracking_lin_vel": r0,
+            "reward_tracking_ang_vel": r1,
+            "reward_lin_vel_z": r2,
+            "reward_ang_vel_xy": r3,
+            "reward_orientation": r4,
+            "reward_torques": r5,
+            "reward_action_rate": r6,
+            "reward_feet_air_time": r7,
+            "reward_base_height": r8,
+            "reward_termination": r9,
+            "tracking_error": math.sqrt(err2),
+            "x_velocity": float(self._qvel[0]),
+            "fell": fell,
+            "is_success": not fell,
+        }
+        return reward, fell, info
+
+    # ------------------------------------------------------------------ fast paths of base plumbing
+    @property
+    def command(self) -> np.ndarray:
+        """The current episode's command (vx m/s, vy m/s, wz rad/s), body frame (a copy)."""
+        return self._command.copy()

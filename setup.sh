@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up OpenClaw-RL on a fresh Debian/Ubuntu machine (CPU is enough).
+#  - Debian GL packages for headless MuJoCo rendering (EGL / OSMesa), when missing and we are root;
+#  - the CPU build of PyTorch when no torch is installed (a plain `torch` requirement would pull a
+#    multi-GB CUDA build);
+#  - this package, editable, with the test extra.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+gl_packages=(libegl1 libgl1-mesa-dri libosmesa6)
+missing=()
+for p in "${gl_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "setup.sh: headless rendering needs: sudo apt-get install ${missing[*]}" >&2
+  fi
+fi
+
+if ! python -c "import torch" >/dev/null 2>&1; then
+  python -m pip install -q "torch==2.13.0"
+fi
+python -m pip install -q -e ".[test]"

@@ -1,0 +1,127 @@
+"""End-to-end checks of ``train.py``: smoke runs, artefacts, resume and bad overrides."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def assert_run_artifacts(run_dir: Path) -> dict:
+    for name in ("config.yaml", "progress.csv", "eval.csv", "learning_curve.png", "summary.json"):
+        assert (run_dir / name).is_file(), f"{name} missing in {run_dir}"
+    latest = (run_dir / "checkpoints" / "latest").read_text().strip()
+    assert (run_dir / "checkpoints" / latest / "model.zip").is_file()
+    assert (run_dir / "checkpoints" / "best" / "model.zip").is_file()
+    assert list(run_dir.glob("events.out.tfevents.*")), "no TensorBoard event file"
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("env", ["quadruped", "claw"])
+@pytest.mark.parametrize("agent", ["ppo", "sac"])
+def test_smoke_training_end_to_end(tmp_path, env, agent):
+    run_dir = tmp_path / "run"
+    result = run_train(f"env={env}", f"agent={agent}", "train=smoke", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = assert_run_artifacts(run_dir)
+    assert summary["steps"] >= 4096
+    assert summary["fps"] > 0
+    assert summary["final_eval_episodes"] == 2
+    if env == "quadruped":
+        assert "final_tracking_error" in summary and "final_fall_rate" in summary
+    else:
+        assert 0.0 <= summary["final_success_rate"] <= 1.0
+    header = (run_dir / "progress.csv").read_text().splitlines()[0]
+    assert "env/reward_" in header, "per-term reward means are not logged"
+    assert "summary" in result.stdout
+
+
+def test_resume_continues_step_count(tmp_path):
+    run_dir = tmp_path / "run"
+    first = run_train("train=smoke", f"hydra.run.dir={run_dir}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 4096
+    second = run_train(f"resume={run_dir}", "train.total_timesteps=8192")
+    assert second.returncode == 0, second.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 8192
+    assert summary["fps"] > 0
+    # The second leg trained only the missing steps (4096 more), not 8192 from scratch.
+    steps = [int(float(line.split(",")[0])) for line in (run_dir / "eval.csv").read_text().splitlines()[1:]]
+    assert steps == sorted(steps) and steps[-1] == 8192
+
+
+def test_resume_sac_restores_replay_buffer(tmp_path):
+    run_dir = tmp_path / "run"
+    first = run_train("env=claw", "agent=sac", "train=smoke", f"hydra.run.dir={run_dir}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    latest = (run_dir / "checkpoints" / "latest").read_text().strip()
+    assert (run_dir / "checkpoints" / latest / "replay_buffer.pkl").stat().st_size > 0
+    second = run_train(f"resume={run_dir}", "train.total_timesteps=6144")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 6144
+
+
+def test_interrupt_saves_resumable_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), "train=smoke", "train.total_timesteps=10000000",
+         "train.checkpoint_freq=10000000", f"hydra.run.dir={run_dir}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    progress = run_dir / "progress.csv"
+    deadline = 120
+    import time
+
+    start = time.time()
+    while time.time() - start < deadline and not (progress.is_file() and len(progress.read_text().splitlines()) > 2):
+        time.sleep(0.5)
+    proc.terminate()  # SIGTERM, as a cluster scheduler would send
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "resume=" in err
+    latest = (run_dir / "checkpoints" / "latest").read_text().strip()
+    meta = json.loads((run_dir / "checkpoints" / latest / "meta.json").read_text())
+    assert meta["num_timesteps"] > 0
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("env=nosuchenv", "Available options in 'env'"),
+        ("train.total_timesteps=-5", "train.total_timesteps=-5 is invalid"),
+        ("train.num_envs=0", "train.num_envs=0 is invalid"),
+        ("agent.lerning_rate=0.1", "valid keys of agent: activation"),
+        ("train.vec_mode=threads", "choose one of: dummy, subproc"),
+        ("resume=/nonexistent/run", "not found"),
+    ],
+)
+def test_bad_overrides_fail_clearly(override, expected, tmp_path):
+    result = run_train(override, f"hydra.run.dir={tmp_path / 'run'}", timeout=120)
+    assert result.returncode != 0
+    assert expected in result.stderr, result.stderr[-2000:]
+
+
+def test_help_lists_groups():
+    result = run_train("--help", timeout=120)
+    assert result.returncode == 0
+    for group in ("env:", "agent:", "distill:", "train:"):
+        assert group in result.stdout

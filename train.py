@@ -1,0 +1,72 @@
+"""Train a PPO or SAC student on an OpenClaw env.
+
+    python train.py                                  # PPO on the quadruped (configs/train.yaml)
+    python train.py env=claw agent=sac               # SAC + HER on the claw
+    python train.py train=smoke                      # about a minute, end to end
+    python train.py env=quadruped train.num_envs=8 seed=3
+    python train.py resume=runs/quadruped-ppo/2026-11-29_14-00-00   # continue an interrupted run
+    python train.py --help                           # config groups and options
+    python train.py -m seed=0,1,2                    # Hydra multirun (one run per seed)
+
+The logic lives in ``agents/``; this file composes the Hydra config, checks it and hands over.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from agents.config import ConfigError, register_configs, validate
+from agents.overrides import check_overrides, resume_argv
+
+CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
+register_configs()
+
+
+def _resumed_config(cfg: DictConfig) -> DictConfig:
+    """The saved config of the run being resumed, with this command's ``train.*`` overrides on top."""
+    saved_path = Path(cfg.resume) / "config.yaml"
+    if not saved_path.is_file():
+        raise ConfigError(f"resume={cfg.resume}: {saved_path} not found; pass a run directory made by train.py")
+    saved = OmegaConf.load(saved_path)
+    overrides = [o for o in HydraConfig.get().overrides.task if o.startswith("train.")]
+    merged = OmegaConf.merge(saved, OmegaConf.from_dotlist(overrides))
+    with open_dict(merged):
+        merged.resume = cfg.resume
+    return merged
+
+
+@hydra.main(config_path="configs", config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from agents.runner import EXIT_INTERRUPTED, TrainingInterrupted, train
+
+    try:
+        if cfg.resume:
+            cfg = _resumed_config(cfg)
+        with open_dict(cfg):
+            cfg.run_dir = HydraConfig.get().runtime.output_dir
+        validate(cfg)
+        from agents.report import format_summary
+
+        summary = train(cfg)
+        print(format_summary(summary))
+        print(f"\nrun directory: {cfg.run_dir}")
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except TrainingInterrupted as stop:
+        print(f"\n{stop}", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+if __name__ == "__main__":
+    sys.argv = [sys.argv[0], *resume_argv(sys.argv[1:])]
+    problem = check_overrides(CONFIG_DIR, "train", sys.argv[1:], validate)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+    main()
