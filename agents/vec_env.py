@@ -17,12 +17,12 @@ from stable_baselines3.common.vec_env import (
 
 
 def env_factory(env_id: str, kwargs: dict[str, Any]) -> Callable[[], gym.Env]:
-    """A picklable constructor of one monitored env (success is recorded at episode ends)."""
+    """A picklable constructor of one monitored env (episode return and length in ``info["episode"]``)."""
 
     def make() -> gym.Env:
         import envs  # noqa: F401  (registers OpenClaw ids in worker processes too)
 
-        return Monitor(gym.make(env_id, **kwargs), info_keywords=("is_success",))
+        return Monitor(gym.make(env_id, **kwargs))
 
     return make
 

@@ -83,8 +83,7 @@ Feet contact: a foot touch sensor reading above 1 N.
 ## Info (flat, per step)
 
 ``reward_<term>`` for every term above, ``tracking_error`` (|v_xy - cmd_xy|, m/s, body frame),
-``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool), ``is_success`` (``not fell``: an
-episode that reaches the time limit upright succeeded; read by the training Monitor).
+``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool: this step ended in a fall).
 
 ## Starting state
 
@@ -493,7 +492,6 @@ class QuadrupedEnv(MujocoTaskEnv):
             "tracking_error": math.sqrt(err2),
             "x_velocity": float(self._qvel[0]),
             "fell": fell,
-            "is_success": not fell,
         }
         return reward, fell, info
 

@@ -127,7 +127,7 @@ def test_reward_terms_sum_to_reward_and_info_is_flat():
         assert set(terms) == {f"reward_{n}" for n in QuadrupedEnv.REWARD_TERMS}
         assert sum(terms.values()) == pytest.approx(reward, abs=1e-12)
         assert all(np.isscalar(v) for v in info.values())
-        assert {"tracking_error", "x_velocity", "fell", "is_success"} <= set(info)
+        assert {"tracking_error", "x_velocity", "fell"} <= set(info)
         if terminated:
             break
 
