@@ -130,6 +130,7 @@ class EvalAndCheckpoint(BaseCallback):
         self.best_return = -np.inf
         self.last_result: EvalResult | None = None
         self.last_eval_step = -1
+        self.returns: list[float] = []
         self._next_eval = 0
         self._next_checkpoint = 0
 
@@ -162,11 +163,16 @@ class EvalAndCheckpoint(BaseCallback):
         sync_envs_normalization(self.training_env, self.eval_env)
         result = evaluate(self.model, self.eval_env, self.eval_episodes)
         self.last_result, self.last_eval_step = result, self.num_timesteps
+        self.returns.append(result.mean_return)
         self._log(result)
         if result.mean_return > self.best_return:
             self.best_return = result.mean_return
             checkpoint.save_best(self.run_dir, self.model, self.training_env, mean_return=result.mean_return)
         return result
+
+    def not_worse(self) -> bool:
+        """True unless the latest evaluation returned less than the one before it."""
+        return len(self.returns) < 2 or self.returns[-1] >= self.returns[-2]
 
     def _log(self, r: EvalResult) -> None:
         row = {

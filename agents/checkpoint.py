@@ -2,7 +2,7 @@
 
 Layout inside a run directory::
 
-    checkpoints/step_000200000/   model.zip, vecnormalize.pkl, replay_buffer.pkl, meta.json
+    checkpoints/step_000200000/   model.zip, vecnormalize.pkl, replay_buffer.pkl, teacher.pt, meta.json
     checkpoints/best/             same files, the best evaluation so far
     checkpoints/latest            text file naming the newest complete step_* directory
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
@@ -27,6 +28,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 MODEL = "model.zip"
 NORMALIZATION = "vecnormalize.pkl"
 REPLAY = "replay_buffer.pkl"
+TEACHER = "teacher.pt"
 META = "meta.json"
 
 
@@ -51,6 +53,11 @@ class Checkpoint:
         p = self.path / REPLAY
         return p if p.is_file() else None
 
+    @property
+    def teacher(self) -> Path | None:
+        p = self.path / TEACHER
+        return p if p.is_file() else None
+
 
 def _write_text_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
@@ -68,6 +75,9 @@ def _write_dir(target: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict[str,
         venv.save(str(tmp / NORMALIZATION))
     if replay and isinstance(model, OffPolicyAlgorithm):
         model.save_replay_buffer(tmp / REPLAY)
+    teacher = getattr(getattr(model, "distillation", None), "teacher", None)
+    if hasattr(teacher, "state_dict"):  # a teacher that learns (EMA) must survive a resume
+        torch.save(teacher.state_dict(), tmp / TEACHER)
     (tmp / META).write_text(json.dumps(meta, indent=2))
     if target.exists():  # only "best" is overwritten: move the old one aside, then swap
         old = target.with_name(f".old-{target.name}-{os.getpid()}")

@@ -75,10 +75,19 @@ class SACConfig:
 
 @dataclass
 class DistillConfig:
-    """Online policy distillation (filled by the distillation layer). ``none`` disables it."""
+    """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
 
-    name: str = "none"
-    alpha: float = 0.0
+    name: str = "none"  # none | ema | checkpoint
+    alpha: float = 0.0  # distillation weight at the start of training
+    schedule: str = "constant"  # constant | linear | cosine | exponential (alpha -> final_alpha)
+    final_alpha: float = 0.0
+    decay_rate: float = 5.0  # exponential schedule: alpha * exp(-decay_rate * progress)
+    direction: str = "forward"  # forward = KL(teacher || student) | reverse = KL(student || teacher)
+    ema_decay: float = 0.995  # EMA teacher: theta_T <- d theta_T + (1 - d) theta_S
+    ema_update_every: int = 1  # EMA teacher: update after every k-th optimiser step
+    ema_condition: str = "always"  # always | eval_not_worse (skip updates after a worse evaluation)
+    teacher: Optional[str] = None  # checkpoint teacher: a run directory made by train.py
+    teacher_checkpoint: str = "best"  # best | latest
 
 
 @dataclass
@@ -134,6 +143,11 @@ _POSITIVE = {
 _CHOICES = {
     "train.vec_mode": ("dummy", "subproc"),
     "agent.activation": ("tanh", "relu", "elu"),
+    "distill.name": ("none", "ema", "checkpoint"),
+    "distill.schedule": ("constant", "linear", "cosine", "exponential"),
+    "distill.direction": ("forward", "reverse"),
+    "distill.ema_condition": ("always", "eval_not_worse"),
+    "distill.teacher_checkpoint": ("best", "latest"),
 }
 
 
@@ -162,5 +176,21 @@ def validate(cfg: DictConfig) -> None:
             f"agent.batch_size={agent.batch_size} must divide agent.n_steps * train.num_envs "
             f"= {agent.n_steps * cfg.train.num_envs}"
         )
-    if not 0.0 <= cfg.distill.alpha:
-        raise ConfigError(f"distill.alpha={cfg.distill.alpha} is invalid: the distillation weight must be >= 0")
+    _validate_distill(cfg.distill)
+
+
+def _validate_distill(d: DictConfig) -> None:
+    from pathlib import Path
+
+    for key in ("alpha", "final_alpha"):
+        if d[key] < 0:
+            raise ConfigError(f"distill.{key}={d[key]} is invalid: the distillation weight must be >= 0")
+    if not 0.0 <= d.ema_decay < 1.0:
+        raise ConfigError(f"distill.ema_decay={d.ema_decay} is invalid: it must be in [0, 1)")
+    if d.ema_update_every < 1:
+        raise ConfigError(f"distill.ema_update_every={d.ema_update_every} is invalid: it must be >= 1")
+    if d.name == "checkpoint":
+        if not d.teacher:
+            raise ConfigError("distill=checkpoint needs a teacher: add distill.teacher=<run directory of a trained policy>")
+        if not (Path(d.teacher) / "config.yaml").is_file():
+            raise ConfigError(f"distill.teacher={d.teacher}: not a run directory made by train.py (no config.yaml)")

@@ -1,4 +1,4 @@
-"""Build the PPO or SAC learner named by ``cfg.agent`` for a vector env."""
+"""Build the PPO or SAC student named by ``cfg.agent`` for a vector env."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig
-from stable_baselines3 import PPO, SAC, HerReplayBuffer
+from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from agents.students import PPOStudent, SACStudent
 from agents.vec_env import is_goal_env
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
-ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC}
+ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPOStudent, "sac": SACStudent}
 
 
 def policy_name(venv: VecEnv) -> str:

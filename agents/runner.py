@@ -24,6 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from agents import checkpoint, report
 from agents.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.config import ConfigError
+from agents.distillation import build_distillation
 from agents.factory import build_agent, load_agent
 from agents.vec_env import eval_normalization, make_vec_env, wrap_normalization
 
@@ -52,8 +53,16 @@ def _sigterm_as_keyboard_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+def env_kwargs(cfg: DictConfig, evaluation: bool = False) -> dict[str, Any]:
+    """The env's constructor arguments as plain Python values (``eval_kwargs`` on top for evaluation)."""
+    kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
+    if evaluation:
+        kwargs.update(OmegaConf.to_container(cfg.env.eval_kwargs, resolve=True))
+    return kwargs
+
+
 def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> VecEnv:
-    venv = make_vec_env(cfg.env.id, dict(cfg.env.kwargs), cfg.train.num_envs, cfg.train.vec_mode)
+    venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
     if resume is not None and resume.normalization is not None:
         return VecNormalize.load(str(resume.normalization), venv)
     normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"
@@ -63,8 +72,7 @@ def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> VecEnv
 def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
     if cfg.train.eval_freq == 0:
         return None
-    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs}
-    return eval_normalization(make_vec_env(cfg.env.id, kwargs, cfg.train.eval_envs), train_venv)
+    return eval_normalization(make_vec_env(cfg.env.id, env_kwargs(cfg, evaluation=True), cfg.train.eval_envs), train_venv)
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
@@ -106,6 +114,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         progress=progress,
     )
     callbacks = [cb for cb in (progress, InfoTermLogger(), evaluator) if cb is not None]
+    distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
+    if distillation is not None:
+        model.attach_distillation(distillation)
+        if resume is not None and resume.teacher is not None:
+            distillation.teacher.load_state_dict(torch.load(resume.teacher, weights_only=True))
 
     t0 = time.time()
     interrupted = False

@@ -112,21 +112,31 @@ class CheckpointTeacher(Teacher):
 
     Args:
         entry: the teacher's module and distribution function.
-        preprocess: maps the raw observation to the teacher's input (e.g. its own normalisation,
-            or selecting privileged entries); ``None`` feeds the student's observation unchanged.
+        preprocess: maps an observation to the teacher's input (its own normalisation, or a
+            selection of privileged entries); ``None`` feeds the observation unchanged.
+        raw_input: read the raw (un-normalised) observation rather than the student's, e.g. when
+            the student normalises its inputs with statistics the teacher never saw.
     """
 
-    def __init__(self, entry: PolicyEntry, preprocess: Callable[[Observation], Observation] | None = None) -> None:
+    def __init__(
+        self,
+        entry: PolicyEntry,
+        preprocess: Callable[[Observation], Observation] | None = None,
+        raw_input: bool = False,
+    ) -> None:
         entry.module.requires_grad_(False).eval()
         self.entry = entry
         self.preprocess = preprocess
-        self.needs_raw_obs = preprocess is not None
+        self.needs_raw_obs = raw_input
 
     def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
-        if self.preprocess is not None:
+        source = obs
+        if self.needs_raw_obs:
             if raw_obs is None:
-                raise ValueError("this CheckpointTeacher needs raw (un-normalised) observations")
-            obs = self.preprocess(raw_obs)
+                raise ValueError("this CheckpointTeacher reads raw (un-normalised) observations; none were given")
+            source = raw_obs
+        if self.preprocess is not None:
+            source = self.preprocess(source)
         with torch.no_grad():
-            dist = self.entry.distribution(obs).detach()
+            dist = self.entry.distribution(source).detach()
         return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))

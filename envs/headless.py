@@ -8,6 +8,7 @@ machine without a display the default (GLFW) cannot open a window, so :func:`con
 from __future__ import annotations
 
 import ctypes.util
+import logging
 import os
 
 _INSTALL_HINT = (
@@ -26,6 +27,7 @@ def configure() -> str | None:
 
     Returns the backend in effect, or ``None`` when a display is present and MuJoCo's default applies.
     """
+    logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL logs an INFO line on every import
     chosen = os.environ.get("MUJOCO_GL")
     if chosen:
         return chosen

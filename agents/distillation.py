@@ -1,0 +1,105 @@
+"""Wire online policy distillation (``distill/``) to the PPO/SAC students from ``cfg.distill``.
+
+This is the only place that knows both sides: it registers the student's SB3 module in a
+:class:`~distill.policy.PolicyRegistry` and builds the configured teacher.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3 import SAC
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecNormalize
+
+from agents import checkpoint
+from agents.config import ConfigError
+from agents.factory import ALGORITHMS
+from agents.students import ppo_action_distribution, sac_action_distribution
+from distill.opd import OnlinePolicyDistillation
+from distill.policy import Observation, PolicyEntry, PolicyRegistry
+from distill.schedules import make_schedule
+from distill.teachers import CheckpointTeacher, EMATeacher, Teacher
+
+
+def policy_entry(model: BaseAlgorithm) -> PolicyEntry:
+    """The module that owns a learner's action distribution, and how to read it."""
+    if isinstance(model, SAC):
+        return PolicyEntry(model.actor, sac_action_distribution)
+    return PolicyEntry(model.policy, ppo_action_distribution)
+
+
+def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | None:
+    """Torch version of a saved ``VecNormalize``'s observation normalisation (or None)."""
+    if path is None:
+        return None
+    with path.open("rb") as f:
+        saved: VecNormalize = pickle.load(f)
+    if not saved.norm_obs:
+        return None
+    clip, eps = float(saved.clip_obs), float(saved.epsilon)
+
+    def one(x: torch.Tensor, rms) -> torch.Tensor:
+        mean = torch.as_tensor(rms.mean, dtype=x.dtype, device=x.device)
+        std = torch.as_tensor(np.sqrt(rms.var + eps), dtype=x.dtype, device=x.device)
+        return torch.clamp((x - mean) / std, -clip, clip)
+
+    def normalize(obs: Observation) -> Observation:
+        if isinstance(obs, dict):
+            return {k: one(v, saved.obs_rms[k]) if k in saved.norm_obs_keys else v for k, v in obs.items()}
+        return one(obs, saved.obs_rms)
+
+    return normalize
+
+
+def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:
+    """A frozen teacher from another run's ``best`` or ``latest`` checkpoint, with its own normalisation."""
+    run = Path(run_dir)
+    config_path = run / "config.yaml"
+    if not config_path.is_file():
+        raise ConfigError(f"distill.teacher={run_dir}: {config_path} not found; pass a run directory made by train.py")
+    found = checkpoint.best(run) if which == "best" else checkpoint.latest(run)
+    if found is None:
+        raise ConfigError(f"distill.teacher={run_dir}: no '{which}' checkpoint under {run / 'checkpoints'}")
+    agent_name = OmegaConf.load(config_path).agent.name
+    teacher_model = ALGORITHMS[agent_name].load(found.model, device=student.device)
+    if teacher_model.observation_space != student.observation_space:
+        raise ConfigError(
+            f"distill.teacher={run_dir}: the teacher's observation space {teacher_model.observation_space} "
+            f"differs from the student's {student.observation_space}"
+        )
+    if teacher_model.action_space.shape != student.action_space.shape:
+        raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces")
+    env = student.get_env()
+    student_normalizes = isinstance(env, VecNormalize) and env.norm_obs
+    return CheckpointTeacher(
+        policy_entry(teacher_model), preprocess=_normalizer(found.normalization), raw_input=student_normalizes
+    )
+
+
+def build_distillation(
+    cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
+) -> OnlinePolicyDistillation | None:
+    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``."""
+    d = cfg.distill
+    if d.name == "none":
+        return None
+    registry = PolicyRegistry()
+    entry = policy_entry(model)
+    student = registry.register("student", entry.module, entry.distribution_fn)
+    teacher: Teacher
+    if d.name == "ema":
+        condition = ema_condition if d.ema_condition == "eval_not_worse" else None
+        teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
+    elif d.name == "checkpoint":
+        teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
+    else:
+        raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema or checkpoint")
+    schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate)
+    return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
+

@@ -1,0 +1,165 @@
+"""PPO student: Stable-Baselines3 PPO whose update can add an online-distillation term.
+
+The update below follows SB3's ``PPO.train`` step for step (same minibatch order, same loss terms,
+same gradient clipping), so with no distillation, or ``alpha = 0``, training is bit-identical to
+``stable_baselines3.PPO`` with the same seed. With a distillation attached the loss of every
+minibatch becomes::
+
+    loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss + alpha * KL(teacher || student)
+
+added before gradient clipping; after each optimiser step the teacher is told (EMA update).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.utils import explained_variance
+
+from agents.students.raw_obs import IndexedDictRolloutBuffer, IndexedRolloutBuffer, RawObsRecorder
+from distill.opd import OnlinePolicyDistillation
+from distill.policy import DiagGaussian
+
+
+def ppo_action_distribution(policy: torch.nn.Module, obs) -> DiagGaussian:
+    """Diagonal Gaussian of an SB3 ``ActorCriticPolicy`` (state-independent log-std)."""
+    dist = policy.get_distribution(obs).distribution
+    return DiagGaussian(dist.mean, torch.log(dist.stddev))
+
+
+class PPOStudent(PPO):
+    """``stable_baselines3.PPO`` plus :meth:`attach_distillation`."""
+
+    distillation: OnlinePolicyDistillation | None = None
+
+    def attach_distillation(self, distillation: OnlinePolicyDistillation) -> None:
+        """Add ``alpha * distill_loss`` to every minibatch loss from now on."""
+        if not isinstance(self.action_space, spaces.Box):
+            raise TypeError("online distillation needs a continuous (Box) action space")
+        self.distillation = distillation
+        self._raw_obs = None
+        if distillation.needs_raw_obs:
+            buffer_cls = IndexedDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else IndexedRolloutBuffer
+            self.rollout_buffer = buffer_cls(
+                self.n_steps,
+                self.observation_space,
+                self.action_space,
+                device=self.device,
+                gamma=self.gamma,
+                gae_lambda=self.gae_lambda,
+                n_envs=self.n_envs,
+            )
+            self._raw_obs = RawObsRecorder()
+            self._raw_obs.init_callback(self)
+
+    def _excluded_save_params(self) -> list[str]:
+        # The teacher is saved separately (agents.checkpoint); it holds live references to the policy.
+        return [*super()._excluded_save_params(), "distillation", "_raw_obs", "_raw_obs_parent", "_raw_obs_callbacks"]
+
+    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
+        if self.distillation is not None and self._raw_obs is not None:
+            if getattr(self, "_raw_obs_parent", None) is not callback:  # once per learn() call
+                self._raw_obs_parent = callback
+                self._raw_obs_callbacks = CallbackList([self._raw_obs, callback])
+                self._raw_obs_callbacks.init_callback(self)
+            callback = self._raw_obs_callbacks
+        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+
+    def _distill_term(self, observations, progress: float) -> torch.Tensor | None:
+        """alpha * distillation loss for one minibatch, or None when it cannot change anything."""
+        opd = self.distillation
+        if opd is None or opd.alpha(progress) == 0.0:
+            return None
+        raw = None
+        if self._raw_obs is not None:
+            raw = self._raw_obs.batch(self.rollout_buffer.last_indices, self.device)
+        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw)
+        return alpha * loss
+
+    def train(self) -> None:
+        """One PPO update over the rollout buffer (``n_epochs`` passes of shuffled minibatches)."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        clip_range = self.clip_range(self._current_progress_remaining)
+        clip_range_vf = self.clip_range_vf(self._current_progress_remaining) if self.clip_range_vf is not None else None
+        progress = 1.0 - self._current_progress_remaining
+
+        logs: dict[str, list[float]] = {k: [] for k in ("pg", "value", "entropy", "clip", "rl_loss")}
+        approx_kls: list[float] = []
+        continue_training = True
+        for epoch in range(self.n_epochs):
+            approx_kls = []
+            for batch in self.rollout_buffer.get(self.batch_size):
+                values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, batch.actions)
+                values = values.flatten()
+                advantages = batch.advantages
+                if self.normalize_advantage and len(advantages) > 1:
+                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+                ratio = torch.exp(log_prob - batch.old_log_prob)
+                surrogate = advantages * ratio
+                clipped = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
+                policy_loss = -torch.min(surrogate, clipped).mean()
+
+                if clip_range_vf is None:
+                    values_pred = values
+                else:
+                    values_pred = batch.old_values + torch.clamp(values - batch.old_values, -clip_range_vf, clip_range_vf)
+                value_loss = F.mse_loss(batch.returns, values_pred)
+                entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
+
+                loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+                logs["pg"].append(policy_loss.item())
+                logs["value"].append(value_loss.item())
+                logs["entropy"].append(entropy_loss.item())
+                logs["clip"].append(torch.mean((torch.abs(ratio - 1) > clip_range).float()).item())
+                logs["rl_loss"].append(loss.item())
+
+                with torch.no_grad():
+                    log_ratio = log_prob - batch.old_log_prob
+                    approx_kl = torch.mean((torch.exp(log_ratio) - 1) - log_ratio).cpu().numpy()
+                    approx_kls.append(approx_kl)
+                if self.target_kl is not None and approx_kl > 1.5 * self.target_kl:
+                    continue_training = False
+                    break
+
+                distill = self._distill_term(batch.observations, progress)
+                if distill is not None:
+                    loss = loss + distill
+
+                self.policy.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                self.policy.optimizer.step()
+                if self.distillation is not None:
+                    self.distillation.after_optimizer_step()
+            self._n_updates += 1
+            if not continue_training:
+                break
+
+        self._log_update(logs, approx_kls, loss, clip_range, clip_range_vf)
+
+    def _log_update(self, logs, approx_kls, loss, clip_range, clip_range_vf) -> None:
+        buffer = self.rollout_buffer
+        record = self.logger.record
+        record("train/entropy_loss", np.mean(logs["entropy"]))
+        record("train/policy_gradient_loss", np.mean(logs["pg"]))
+        record("train/value_loss", np.mean(logs["value"]))
+        record("train/approx_kl", np.mean(approx_kls))
+        record("train/clip_fraction", np.mean(logs["clip"]))
+        record("train/loss", loss.item())
+        record("train/rl_loss", np.mean(logs["rl_loss"]))
+        record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+        if hasattr(self.policy, "log_std"):
+            record("train/std", torch.exp(self.policy.log_std).mean().item())
+        record("train/n_updates", self._n_updates, exclude="tensorboard")
+        record("train/clip_range", clip_range)
+        if clip_range_vf is not None:
+            record("train/clip_range_vf", clip_range_vf)
+        if self.distillation is not None:
+            for key, value in self.distillation.pop_stats().items():
+                record(f"distill/{key}", value)

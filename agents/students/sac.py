@@ -1,0 +1,144 @@
+"""SAC student: Stable-Baselines3 SAC whose actor loss can add an online-distillation term.
+
+The update follows SB3's ``SAC.train`` step for step, so with no distillation, or ``alpha = 0``,
+training is bit-identical to ``stable_baselines3.SAC`` with the same seed. With a distillation the
+actor loss becomes::
+
+    actor_loss = mean(ent_coef * log_pi - min_Q) + alpha * scale * KL(teacher || student)
+
+where the KL is between the pre-tanh Gaussians (exact: tanh is the same bijection on both sides) and
+``scale = max(1, mean |min_Q|)`` (detached) makes alpha dimensionless against the Q magnitudes, which
+grow with reward scale and horizon. The teacher is updated after each actor optimiser step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from stable_baselines3 import SAC
+from stable_baselines3.common.utils import polyak_update
+from stable_baselines3.common.vec_env import VecNormalize
+
+from distill.opd import OnlinePolicyDistillation
+from distill.policy import DiagGaussian
+
+
+def sac_action_distribution(actor: torch.nn.Module, obs) -> DiagGaussian:
+    """Pre-tanh diagonal Gaussian of an SB3 SAC ``Actor``."""
+    mean, log_std, _ = actor.get_action_dist_params(obs)
+    return DiagGaussian(mean, log_std)
+
+
+def _unnormalize(env: VecNormalize | None, obs):
+    """Raw observations from the normalised ones the replay buffer returned (inverse of the same stats)."""
+    if env is None or not env.norm_obs:
+        return obs
+    if isinstance(obs, dict):
+        return {k: _unnormalize_array(env, v, env.obs_rms[k]) if k in env.norm_obs_keys else v for k, v in obs.items()}
+    return _unnormalize_array(env, obs, env.obs_rms)
+
+
+def _unnormalize_array(env: VecNormalize, obs: torch.Tensor, rms) -> torch.Tensor:
+    std = torch.as_tensor(np.sqrt(rms.var + env.epsilon), dtype=obs.dtype, device=obs.device)
+    return obs * std + torch.as_tensor(rms.mean, dtype=obs.dtype, device=obs.device)
+
+
+class SACStudent(SAC):
+    """``stable_baselines3.SAC`` plus :meth:`attach_distillation`."""
+
+    distillation: OnlinePolicyDistillation | None = None
+
+    def attach_distillation(self, distillation: OnlinePolicyDistillation) -> None:
+        """Add ``alpha * scale * distill_loss`` to the actor loss from now on."""
+        if self.use_sde:
+            raise ValueError("distillation with gSDE is not supported; set use_sde=False")
+        self.distillation = distillation
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "distillation"]
+
+    def _progress(self) -> float:
+        return 1.0 - self._current_progress_remaining
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers.append(self.ent_coef_optimizer)
+        self._update_learning_rate(optimizers)
+
+        ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
+        for gradient_step in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+
+            actions_pi, log_prob = self.actor.action_log_prob(data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+
+            ent_coef_loss = None
+            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                ent_coef = torch.exp(self.log_ent_coef.detach())
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                ent_coef_losses.append(ent_coef_loss.item())
+            else:
+                ent_coef = self.ent_coef_tensor
+            ent_coefs.append(ent_coef.item())
+            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+                self.ent_coef_optimizer.zero_grad()
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
+
+            with torch.no_grad():
+                next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+                next_q = torch.cat(self.critic_target(data.next_observations, next_actions), dim=1)
+                next_q, _ = torch.min(next_q, dim=1, keepdim=True)
+                next_q = next_q - ent_coef * next_log_prob.reshape(-1, 1)
+                target_q = data.rewards + (1 - data.dones) * discounts * next_q
+
+            current_q = self.critic(data.observations, data.actions)
+            critic_loss = 0.5 * sum(F.mse_loss(q, target_q) for q in current_q)
+            critic_losses.append(critic_loss.item())
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            q_pi = torch.cat(self.critic(data.observations, actions_pi), dim=1)
+            min_q_pi, _ = torch.min(q_pi, dim=1, keepdim=True)
+            actor_loss = (ent_coef * log_prob - min_q_pi).mean()
+            actor_losses.append(actor_loss.item())
+            distill = self._distill_term(data.observations, min_q_pi)
+            if distill is not None:
+                actor_loss = actor_loss + distill
+
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+            if self.distillation is not None:
+                self.distillation.after_optimizer_step()
+
+            if gradient_step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+
+        self._n_updates += gradient_steps
+        record = self.logger.record
+        record("train/n_updates", self._n_updates, exclude="tensorboard")
+        record("train/ent_coef", np.mean(ent_coefs))
+        record("train/actor_loss", np.mean(actor_losses))
+        record("train/critic_loss", np.mean(critic_losses))
+        if ent_coef_losses:
+            record("train/ent_coef_loss", np.mean(ent_coef_losses))
+        if self.distillation is not None:
+            for key, value in self.distillation.pop_stats().items():
+                record(f"distill/{key}", value)
+
+    def _distill_term(self, observations, min_q_pi: torch.Tensor) -> torch.Tensor | None:
+        opd = self.distillation
+        progress = self._progress()
+        if opd is None or opd.alpha(progress) == 0.0:
+            return None
+        raw = _unnormalize(self._vec_normalize_env, observations) if opd.needs_raw_obs else None
+        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw)
+        scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
+        return alpha * scale * loss

@@ -1,0 +1,306 @@
+"""Online policy distillation: KL maths, schedules, teachers, student parity and the import direction."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import PPO, SAC
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
+
+from agents.distillation import policy_entry
+from agents.students import PPOStudent, SACStudent
+from distill.kl import diag_gaussian_kl, distillation_kl, weighted_mean
+from distill.opd import OnlinePolicyDistillation
+from distill.policy import DiagGaussian, PolicyRegistry
+from distill.schedules import make_schedule
+from distill.teachers import CheckpointTeacher, EMATeacher
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def random_gaussians(batch=64, dim=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    p = DiagGaussian(torch.randn(batch, dim, generator=g), 0.5 * torch.randn(batch, dim, generator=g))
+    q = DiagGaussian(torch.randn(batch, dim, generator=g), 0.5 * torch.randn(batch, dim, generator=g))
+    return p, q
+
+
+# ---------------------------------------------------------------- KL
+
+
+def test_kl_matches_torch_distributions():
+    p, q = random_gaussians()
+    ref = torch.distributions.kl_divergence(
+        torch.distributions.Normal(p.mean, p.log_std.exp()), torch.distributions.Normal(q.mean, q.log_std.exp())
+    ).sum(-1)
+    torch.testing.assert_close(diag_gaussian_kl(p, q), ref)
+
+
+def test_kl_direction_and_zero():
+    p, q = random_gaussians()
+    torch.testing.assert_close(distillation_kl(p, q, "forward"), diag_gaussian_kl(p, q))
+    torch.testing.assert_close(distillation_kl(p, q, "reverse"), diag_gaussian_kl(q, p))
+    assert not torch.allclose(diag_gaussian_kl(p, q), diag_gaussian_kl(q, p))
+    assert torch.all(diag_gaussian_kl(p, q) > 0)
+    torch.testing.assert_close(diag_gaussian_kl(p, p), torch.zeros(64))
+    with pytest.raises(ValueError, match="forward"):
+        distillation_kl(p, q, "sideways")
+
+
+def test_kl_of_pre_tanh_gaussians_equals_kl_of_squashed_distributions():
+    """Monte-Carlo KL of the tanh-squashed distributions equals the analytic pre-tanh KL."""
+    p = DiagGaussian(torch.tensor([[0.3, -0.2]]), torch.tensor([[-0.5, -1.0]]))
+    q = DiagGaussian(torch.tensor([[0.1, 0.4]]), torch.tensor([[-0.7, -0.6]]))
+    td = torch.distributions
+    squash = [td.transforms.TanhTransform(cache_size=1)]
+    sp = td.TransformedDistribution(td.Normal(p.mean, p.log_std.exp()), squash)
+    sq = td.TransformedDistribution(td.Normal(q.mean, q.log_std.exp()), squash)
+    torch.manual_seed(0)
+    x = sp.sample((200_000,)).clamp(-1 + 1e-6, 1 - 1e-6)
+    monte_carlo = (sp.log_prob(x) - sq.log_prob(x)).sum(-1).mean()
+    assert abs(float(monte_carlo) - float(diag_gaussian_kl(p, q))) < 0.02
+
+
+def test_weighted_mean_masks_samples():
+    values = torch.tensor([1.0, 2.0, 100.0], requires_grad=True)
+    assert float(weighted_mean(values, torch.tensor([1.0, 1.0, 0.0]))) == pytest.approx(1.5)
+    empty = weighted_mean(values, torch.zeros(3))
+    assert float(empty) == 0.0
+    empty.backward()  # still differentiable, contributes nothing
+    assert torch.all(values.grad == 0)
+
+
+# ---------------------------------------------------------------- schedules
+
+
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("constant", (1.0, 1.0, 1.0)),
+        ("linear", (1.0, 0.55, 0.1)),
+        ("cosine", (1.0, 0.55, 0.1)),
+        ("exponential", (1.0, 0.1 + 0.9 * math.exp(-2.5), 0.1 + 0.9 * math.exp(-5.0))),
+    ],
+)
+def test_alpha_schedules(kind, expected):
+    schedule = make_schedule(kind, alpha=1.0, final_alpha=0.1, decay_rate=5.0)
+    assert [schedule(p) for p in (0.0, 0.5, 1.0)] == pytest.approx(list(expected))
+
+
+def test_bad_schedule_values():
+    with pytest.raises(ValueError, match="choose one of"):
+        make_schedule("step", 1.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        make_schedule("constant", -0.1)
+
+
+# ---------------------------------------------------------------- teachers
+
+
+def linear_policy(seed: int) -> tuple[torch.nn.Module, callable]:
+    torch.manual_seed(seed)
+    net = torch.nn.Linear(3, 2)
+    log_std = torch.nn.Parameter(torch.full((2,), -0.5))
+    module = torch.nn.ModuleDict({"net": net})
+    module.log_std = log_std
+
+    def dist(m, obs):
+        mean = m["net"](obs)
+        return DiagGaussian(mean, m.log_std.expand_as(mean))
+
+    return module, dist
+
+
+def test_ema_teacher_update_rule_period_and_condition():
+    student_module, dist = linear_policy(0)
+    registry = PolicyRegistry()
+    student = registry.register("student", student_module, dist)
+    allow = {"value": True}
+    teacher = EMATeacher(student, decay=0.9, update_every=2, condition=lambda: allow["value"])
+    before = [p.detach().clone() for p in teacher.entry.module.parameters()]
+    with torch.no_grad():
+        for p in student_module.parameters():
+            p.add_(1.0)
+    teacher.after_optimizer_step()  # step 1: not on the period
+    for b, t in zip(before, teacher.entry.module.parameters()):
+        torch.testing.assert_close(b, t)
+    teacher.after_optimizer_step()  # step 2: update
+    for b, t, s in zip(before, teacher.entry.module.parameters(), student_module.parameters()):
+        torch.testing.assert_close(t, 0.9 * b + 0.1 * s)
+    allow["value"] = False
+    snapshot = [p.detach().clone() for p in teacher.entry.module.parameters()]
+    teacher.after_optimizer_step()
+    teacher.after_optimizer_step()  # on the period, but the condition refuses
+    for b, t in zip(snapshot, teacher.entry.module.parameters()):
+        torch.testing.assert_close(b, t)
+    assert teacher.updates == 1
+    assert not any(p.requires_grad for p in teacher.entry.module.parameters())
+
+
+def test_distillation_pulls_student_toward_teacher():
+    student_module, dist = linear_policy(0)
+    teacher_module, _ = linear_policy(1)
+    registry = PolicyRegistry()
+    registry.register("student", student_module, dist)
+    teacher = CheckpointTeacher(registry.register("teacher", teacher_module, dist))
+    opd = OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 1.0))
+    optimizer = torch.optim.Adam(student_module.parameters(), lr=0.05)
+    obs = torch.randn(256, 3)
+    losses = []
+    for _ in range(200):
+        loss, alpha = opd.distill_loss(obs, progress=0.0)
+        optimizer.zero_grad()
+        (alpha * loss).backward()
+        optimizer.step()
+        losses.append(float(loss))
+    assert losses[-1] < 0.01 * losses[0]
+    stats = opd.pop_stats()
+    assert stats["coverage"] == 1.0 and stats["alpha"] == 1.0
+    assert not any(p.grad is not None and p.grad.abs().sum() > 0 for p in teacher_module.parameters())
+
+
+def test_checkpoint_teacher_raw_input_contract():
+    module, dist = linear_policy(0)
+    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, dist), preprocess=lambda o: o * 0.0, raw_input=True)
+    assert teacher.needs_raw_obs
+    with pytest.raises(ValueError, match="raw"):
+        teacher.targets(torch.zeros(4, 3))
+    targets = teacher.targets(torch.zeros(4, 3), raw_obs=torch.ones(4, 3))
+    torch.testing.assert_close(targets.dist.mean, module["net"](torch.zeros(4, 3)).detach())
+
+
+# ---------------------------------------------------------------- student parity (alpha = 0)
+
+
+def params(model) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in model.policy.parameters()]
+
+
+def _ppo(cls, seed=3):
+    venv = make_vec_env("OpenClaw/Quadruped-v0", n_envs=2, seed=seed)
+    return cls("MlpPolicy", venv, n_steps=64, batch_size=32, n_epochs=2, seed=seed, device="cpu",
+               policy_kwargs=dict(net_arch=[32, 32]))
+
+
+def _sac(cls, seed=3):
+    venv = make_vec_env("OpenClaw/Quadruped-v0", n_envs=1, seed=seed)
+    return cls("MlpPolicy", venv, learning_starts=64, batch_size=32, seed=seed, device="cpu",
+               policy_kwargs=dict(net_arch=[32, 32]))
+
+
+def _ema(model, alpha):
+    registry = PolicyRegistry()
+    entry = policy_entry(model)
+    student = registry.register("student", entry.module, entry.distribution_fn)
+    return OnlinePolicyDistillation(registry, EMATeacher(student, decay=0.9), make_schedule("constant", alpha))
+
+
+@pytest.mark.parametrize("build, steps", [(_ppo, 256), (_sac, 160)])
+def test_alpha_zero_is_bit_identical_to_sb3(build, steps):
+    torch.set_num_threads(1)
+    reference = build(PPO if build is _ppo else SAC).learn(steps)
+    plain = build(PPOStudent if build is _ppo else SACStudent).learn(steps)
+    zero = build(PPOStudent if build is _ppo else SACStudent)
+    zero.attach_distillation(_ema(zero, alpha=0.0))
+    zero.learn(steps)
+    nonzero = build(PPOStudent if build is _ppo else SACStudent)
+    nonzero.attach_distillation(_ema(nonzero, alpha=1.0))
+    nonzero.learn(steps)
+    for a, b, c, d in zip(params(reference), params(plain), params(zero), params(nonzero)):
+        assert torch.equal(a, b) and torch.equal(a, c)
+    assert any(not torch.equal(a, d) for a, d in zip(params(reference), params(nonzero)))
+
+
+def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
+    """With VecNormalize, the teacher sees exactly the raw observations the env produced."""
+    venv = VecNormalize(make_vec_env("OpenClaw/Quadruped-v0", n_envs=2, seed=0))
+    model = PPOStudent("MlpPolicy", venv, n_steps=32, batch_size=16, n_epochs=1, seed=0, device="cpu",
+                       policy_kwargs=dict(net_arch=[16]))
+    seen: list[torch.Tensor] = []
+    module, _ = linear_policy(0)
+
+    def dist(m, obs):
+        seen.append(obs.clone())
+        return DiagGaussian(torch.zeros(obs.shape[0], 12), torch.zeros(obs.shape[0], 12))
+
+    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, dist), raw_input=True)
+    registry = PolicyRegistry()
+    entry = policy_entry(model)
+    registry.register("student", entry.module, entry.distribution_fn)
+    model.attach_distillation(OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 0.5)))
+    model.learn(64)
+    raw = torch.cat(seen)
+    assert raw.shape[1] == 48
+    # Raw command entries are the env's command ranges (|vx| <= 1), not unit-variance normalised values,
+    # and raw projected gravity is a unit vector.
+    torch.testing.assert_close(raw[:, 6:9].norm(dim=1), torch.ones(len(raw)), atol=1e-3, rtol=0)
+    assert float(raw[:, 9].abs().max()) <= 1.0
+
+
+# ---------------------------------------------------------------- through train.py
+
+
+def run_train(*args):
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_train_with_ema_then_checkpoint_teacher(tmp_path):
+    teacher_dir = tmp_path / "teacher"
+    first = run_train("train=smoke", "distill=ema", "distill.alpha=0.1", f"hydra.run.dir={teacher_dir}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    header = (teacher_dir / "progress.csv").read_text().splitlines()[0]
+    for key in ("distill/kl", "distill/alpha", "distill/weighted_loss", "distill/action_distance",
+                "distill/teacher_log_std", "distill/student_log_std", "distill/coverage", "train/rl_loss"):
+        assert key in header
+    latest = (teacher_dir / "checkpoints" / "latest").read_text().strip()
+    assert (teacher_dir / "checkpoints" / latest / "teacher.pt").is_file()
+
+    student_dir = tmp_path / "student"
+    second = run_train("train=smoke", "env=quadruped_rough", "distill=checkpoint", f"distill.teacher={teacher_dir}",
+                       f"hydra.run.dir={student_dir}")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads((student_dir / "summary.json").read_text())["distill"] == "checkpoint"
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        (["distill=checkpoint"], "needs a teacher"),
+        (["distill=ema", "distill.alpha=-1"], "must be >= 0"),
+        (["distill=ema", "distill.schedule=step"], "choose one of"),
+        (["distill=ema", "distill.ema_decay=1.5"], "[0, 1)"),
+    ],
+)
+def test_bad_distill_values(override, expected):
+    result = run_train(*override)
+    assert result.returncode == 2 and expected in result.stderr
+
+
+# ---------------------------------------------------------------- layering
+
+
+def imported_modules(package: str) -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_imports_flow_one_way():
+    assert not {"agents", "distill", "stable_baselines3"} & imported_modules("envs")
+    assert not {"agents", "envs", "stable_baselines3"} & imported_modules("distill")
