@@ -9,11 +9,13 @@ from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Image
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 from tqdm import tqdm
 
 from agents import checkpoint
 from agents.evaluation import EvalResult, evaluate
+from agents.video import contact_sheet, recording
 
 
 class ProgressBar(BaseCallback):
@@ -102,7 +104,10 @@ class EvalAndCheckpoint(BaseCallback):
     """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
 
     Evaluation results are appended to ``<run_dir>/eval.csv`` (step, wall time, metrics) and logged
-    under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones).
+    under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
+    ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.video.ClipRecorder`) the first episodes of
+    each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and their contact sheet to
+    TensorBoard as the image ``eval/video`` (TensorBoard videos would need moviepy).
     """
 
     FIELDS = ("step", "wall_time_s", "mean_return", "std_return", "mean_length", "success_rate", "tracking_error", "fall_rate")
@@ -117,6 +122,7 @@ class EvalAndCheckpoint(BaseCallback):
         keep_checkpoints: int,
         progress: ProgressBar | None = None,
         start_time: float | None = None,
+        video_episodes: int = 0,
     ) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
@@ -126,6 +132,7 @@ class EvalAndCheckpoint(BaseCallback):
         self.checkpoint_freq = checkpoint_freq
         self.keep = keep_checkpoints
         self.progress = progress
+        self.video_episodes = video_episodes  # recorded per evaluation (eval envs must be ClipRecorders)
         self.start_time = start_time if start_time is not None else time.time()
         self.best_return = -np.inf
         self.last_result: EvalResult | None = None
@@ -161,7 +168,12 @@ class EvalAndCheckpoint(BaseCallback):
         if self.last_eval_step == self.num_timesteps and self.last_result is not None:
             return self.last_result
         sync_envs_normalization(self.training_env, self.eval_env)
-        result = evaluate(self.model, self.eval_env, self.eval_episodes)
+        prefix = f"step_{self.num_timesteps:012d}"
+        with recording(self.eval_env, self.run_dir / "videos", prefix, self.video_episodes) as clips:
+            result = evaluate(self.model, self.eval_env, self.eval_episodes)
+        if clips:
+            sheet = Image(contact_sheet(clips), "HWC")
+            self.logger.record("eval/video", sheet, exclude=("stdout", "log", "json", "csv"))
         self.last_result, self.last_eval_step = result, self.num_timesteps
         self.returns.append(result.mean_return)
         self._log(result)

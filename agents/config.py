@@ -107,6 +107,11 @@ class RunConfig:
     log_interval: int = 1  # PPO: rollouts, SAC: episodes between console/CSV logs
     progress_bar: bool = True
     tensorboard: bool = True
+    video: bool = True  # at each evaluation record clips into videos/ (contact sheet to TensorBoard)
+    video_episodes: int = 1  # evaluation episodes recorded each time
+    video_width: int = 320  # pixels (even)
+    video_height: int = 240
+    video_shadows: bool = False  # shadows halve software rendering speed (benchmarks/RESULTS.md)
 
 
 @dataclass
@@ -167,6 +172,11 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(choices)}")
     if cfg.train.eval_freq < 0:
         raise ConfigError(f"train.eval_freq={cfg.train.eval_freq} is invalid: use 0 to disable evaluation")
+    t = cfg.train
+    if t.video and not 1 <= t.video_episodes <= t.eval_episodes:
+        raise ConfigError(f"train.video_episodes={t.video_episodes} must be in [1, train.eval_episodes={t.eval_episodes}]")
+    if t.video and (t.video_width % 2 or t.video_height % 2 or min(t.video_width, t.video_height) <= 0):
+        raise ConfigError("train.video_width and train.video_height must be positive even numbers (H.264 video)")
     if cfg.env.id not in gym.registry:
         known = sorted(k for k in gym.registry if k.startswith("OpenClaw/"))
         raise ConfigError(f"env.id={cfg.env.id!r} is not a registered Gymnasium id; OpenClaw ids: {', '.join(known)}")

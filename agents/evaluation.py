@@ -36,6 +36,8 @@ class EvalResult:
     fall_rate: float | None = None
     reward_terms: dict[str, float] = field(default_factory=dict)
     returns: list[float] = field(default_factory=list)
+    # every metric above per episode, in the order episodes ended: "return", "length", "tracking_error", ...
+    per_episode: dict[str, list[float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,10 +47,19 @@ def _mean_or_none(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def split_episodes(episodes: int, num_envs: int) -> list[int]:
+    """How many of ``episodes`` episodes each env runs: their first ones, as even as possible (later envs more)."""
+    return [(episodes + i) // num_envs for i in range(num_envs)]
+
+
 def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool = True) -> EvalResult:
-    """Run exactly ``episodes`` episodes, spread evenly over the envs so short episodes are not over-counted."""
+    """Run exactly ``episodes`` episodes, spread evenly over the envs so short episodes are not over-counted.
+
+    Env ``i`` contributes its first ``split_episodes(episodes, n)[i]`` episodes, so with ``venv.seed(s)``
+    called before, the episodes (and hence the result) are reproducible.
+    """
     n = venv.num_envs
-    targets = np.array([(episodes + i) // n for i in range(n)])
+    targets = np.array(split_episodes(episodes, n))
     done_counts = np.zeros(n, dtype=int)
     step_sums: list[dict[str, float]] = [defaultdict(float) for _ in range(n)]
     steps = np.zeros(n, dtype=int)
@@ -97,4 +108,5 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
         fall_rate=_mean_or_none(per_episode["fell"]),
         reward_terms=terms,
         returns=rets,
+        per_episode={k: v for k, v in per_episode.items() if v},
     )

@@ -27,6 +27,7 @@ from agents.config import ConfigError
 from agents.distillation import build_distillation
 from agents.factory import build_agent, load_agent
 from agents.vec_env import eval_normalization, make_vec_env, wrap_normalization
+from agents.video import recordable
 
 EXIT_INTERRUPTED = 130
 
@@ -72,7 +73,11 @@ def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> VecEnv
 def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
     if cfg.train.eval_freq == 0:
         return None
-    return eval_normalization(make_vec_env(cfg.env.id, env_kwargs(cfg, evaluation=True), cfg.train.eval_envs), train_venv)
+    kwargs, wrapper = env_kwargs(cfg, evaluation=True), None
+    if cfg.train.video:  # renderable eval envs; they render only the episodes being recorded
+        t = cfg.train
+        kwargs, wrapper = recordable(kwargs, t.video_width, t.video_height, shadows=t.video_shadows)
+    return eval_normalization(make_vec_env(cfg.env.id, kwargs, cfg.train.eval_envs, wrapper=wrapper), train_venv)
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
@@ -112,6 +117,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         checkpoint_freq=cfg.train.checkpoint_freq,
         keep_checkpoints=cfg.train.keep_checkpoints,
         progress=progress,
+        video_episodes=cfg.train.video_episodes if cfg.train.video else 0,
     )
     callbacks = [cb for cb in (progress, InfoTermLogger(), evaluator) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
@@ -139,7 +145,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         venv.close()
         raise TrainingInterrupted(run_dir, int(model.num_timesteps))
 
+    fresh = evaluator.last_eval_step != model.num_timesteps
     final = evaluator.run_evaluation()
+    if fresh and final is not None:  # logged after SB3's last dump: write it (and its clip) out now
+        model.logger.record("time/total_timesteps", model.num_timesteps)
+        model.logger.dump(model.num_timesteps)
     trained = model.num_timesteps - start_step
     summary: dict[str, Any] = {
         "env": cfg.env.id,

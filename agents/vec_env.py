@@ -16,20 +16,29 @@ from stable_baselines3.common.vec_env import (
 )
 
 
-def env_factory(env_id: str, kwargs: dict[str, Any]) -> Callable[[], gym.Env]:
-    """A picklable constructor of one monitored env (episode return and length in ``info["episode"]``)."""
+Wrapper = Callable[[gym.Env], gym.Env]
+
+
+def env_factory(env_id: str, kwargs: dict[str, Any], wrapper: Wrapper | None = None) -> Callable[[], gym.Env]:
+    """A picklable constructor of one monitored env (episode return and length in ``info["episode"]``).
+
+    ``wrapper`` (picklable, e.g. a ``functools.partial``) wraps the env inside the ``Monitor``.
+    """
 
     def make() -> gym.Env:
         import envs  # noqa: F401  (registers OpenClaw ids in worker processes too)
 
-        return Monitor(gym.make(env_id, **kwargs))
+        env = gym.make(env_id, **kwargs)
+        return Monitor(wrapper(env) if wrapper is not None else env)
 
     return make
 
 
-def make_vec_env(env_id: str, kwargs: dict[str, Any], num_envs: int, mode: str = "dummy") -> VecEnv:
+def make_vec_env(
+    env_id: str, kwargs: dict[str, Any], num_envs: int, mode: str = "dummy", wrapper: Wrapper | None = None
+) -> VecEnv:
     """``num_envs`` copies of ``env_id`` stepped together (``dummy``: in this process, ``subproc``: one process each)."""
-    fns = [env_factory(env_id, kwargs) for _ in range(num_envs)]
+    fns = [env_factory(env_id, kwargs, wrapper) for _ in range(num_envs)]
     if mode == "subproc":
         return SubprocVecEnv(fns, start_method="forkserver")
     return DummyVecEnv(fns)

@@ -22,15 +22,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import runs
+
+ROOT = runs.ROOT
 
 TASKS = {
     "quadruped": dict(
@@ -57,16 +56,8 @@ TASKS = {
 def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
     spec = TASKS[task]
     run_dir = out_root / f"{task}-seed{seed}"
-    cmd = [sys.executable, str(ROOT / "train.py"), *spec["overrides"], f"seed={seed}",
-           f"hydra.run.dir={run_dir}", "train.progress_bar=false", *extra]
-    print("$", " ".join(cmd), flush=True)
-    t0 = time.time()
-    subprocess.run(cmd, cwd=ROOT, check=True)
-    wall = time.time() - t0
-    with (run_dir / "eval.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    first = next((r for r in rows if spec["passed"](r)), None)
-    summary = json.loads((run_dir / "summary.json").read_text())
+    wall = runs.train([*spec["overrides"], f"seed={seed}", *extra], run_dir)
+    first = runs.first_passing(run_dir, spec["passed"])
     return {
         "seed": seed,
         "run_dir": str(run_dir),
@@ -74,7 +65,7 @@ def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
         "reached_at_step": int(first["step"]) if first else None,
         "reached_at_wall_s": float(first["wall_time_s"]) if first else None,
         "total_wall_s": round(wall, 1),
-        "summary": summary,
+        "summary": runs.summary(run_dir),
     }
 
 
@@ -114,15 +105,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=40960, help="fps: PPO steps per timing")
     parser.add_argument("--num-envs", type=int, default=16, help="fps: vector envs")
-    parser.add_argument("extra", nargs="*", help="extra train.py overrides (after --)")
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()  # anything else (after --) goes to train.py
+    extra = [e for e in extra if e != "--"]
 
     if args.task == "fps":
         result = bench_fps(args.repeats, args.steps, args.num_envs)
     else:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        result = {"task": args.task, "seeds": [run_seed(args.task, s, out, args.extra) for s in args.seeds]}
+        result = {"task": args.task, "seeds": [run_seed(args.task, s, out, extra) for s in args.seeds]}
     print(json.dumps(result, indent=2))
 
 

@@ -194,8 +194,7 @@ class MujocoTaskEnv(gym.Env):
         if self.render_mode == "human":
             return self._render_human()
         if self._renderer is None:
-            headless.ensure_gl_backend()
-            self._renderer = mujoco.Renderer(self.model, self.height, self.width)
+            self._renderer = headless.make_renderer(self.model, self.height, self.width)
         if self.render_mode == "depth_array":
             self._renderer.enable_depth_rendering()
         camera = self.camera if self.camera is not None else -1

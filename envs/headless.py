@@ -10,6 +10,10 @@ from __future__ import annotations
 import ctypes.util
 import logging
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mujoco
 
 _INSTALL_HINT = (
     "no headless OpenGL backend works: install Mesa's EGL or OSMesa "
@@ -46,3 +50,20 @@ def ensure_gl_backend() -> None:
     if os.environ.get("MUJOCO_GL") or has_display():
         return
     raise RuntimeError(_INSTALL_HINT)
+
+
+def make_renderer(model: mujoco.MjModel, height: int, width: int) -> mujoco.Renderer:
+    """A ``mujoco.Renderer``; a one-line ``RuntimeError`` saying how to fix it when no GL context can be made."""
+    ensure_gl_backend()
+    import mujoco
+
+    try:
+        return mujoco.Renderer(model, height, width)
+    except Exception as err:  # FatalError, ImportError, GLError ... depending on the backend and the failure
+        backend = os.environ.get("MUJOCO_GL") or "glfw (the default)"
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise RuntimeError(
+            f"MuJoCo cannot render with MUJOCO_GL={backend} ({type(err).__name__}: {reason}); fix: `import envs` "
+            "before `mujoco` (it picks the backend), or export MUJOCO_GL=egl (apt-get install libegl1 "
+            "libgl1-mesa-dri) or MUJOCO_GL=osmesa (apt-get install libosmesa6)"
+        ) from err

@@ -1,0 +1,249 @@
+"""One evaluation of a trained policy or a scripted controller: rollouts, videos, metrics, plots.
+
+``evaluate.py`` composes :class:`EvalConfig` with Hydra and calls :func:`run`; from Python::
+
+    from agents.eval_run import EvalConfig, run
+    metrics = run(OmegaConf.structured(EvalConfig(run="runs/quadruped-ppo/<date>", episodes=4)))
+
+The protocol is the same for every policy: ``envs`` copies of the env, ``venv.seed(seed)`` (env ``i``'s
+first episode is reset with seed ``seed + i``), ``episodes`` deterministic episodes spread over the
+envs by :func:`agents.evaluation.evaluate`; the first ``videos`` of them are recorded. Written into
+the output directory (default ``<run>/eval``): ``video_env<i>_ep<k>.mp4``, ``metrics.json``,
+``contact_sheet.png`` (a row of frames per video) and ``episodes.png`` (per-episode return, length and
+tracking error or success).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import gymnasium as gym
+import imageio
+import matplotlib
+import numpy as np
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from agents import checkpoint
+from agents.config import ConfigError
+from agents.evaluation import EvalResult, Predictor, evaluate
+from agents.factory import load_agent
+from agents.runner import env_kwargs
+from agents.scripted import CONTROLLERS, ControllerPolicy
+from agents.vec_env import make_vec_env
+from agents.video import Clip, contact_sheet, recordable, recording
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+LEARNED = "learned"
+
+
+@dataclass
+class EvalConfig:
+    """Top-level config of ``evaluate.py`` (``configs/evaluate.yaml``)."""
+
+    run: Optional[str] = None  # run directory made by train.py
+    checkpoint: str = "best"  # best | latest | a checkpoint directory or its model.zip
+    policy: str = LEARNED  # learned (the run's policy) | trot | grasp (scripted controllers)
+    env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
+    episodes: int = 10
+    envs: int = 2  # evaluation envs stepped together (in this process)
+    seed: int = 0
+    videos: int = 2  # episodes recorded to mp4 (0: none)
+    width: int = 480  # video frame size (pixels, even numbers)
+    height: int = 480
+    camera: Optional[str] = None  # camera name; default: the env's (quadruped "tracking", claw "overview")
+    fps: Optional[float] = None  # video frame rate (Hz); default: the env's control rate (real time)
+    overlay: bool = True  # step, return, command vs measured velocity / goal distance on the frames
+    shadows: bool = True  # shadows cost about half the rendering speed with software OpenGL
+    device: str = "cpu"
+    out_dir: Optional[str] = None  # default: <run>/eval; scripted without a run: runs/<policy>/eval
+
+
+def register_config() -> None:
+    ConfigStore.instance().store(name="evaluate_schema", node=EvalConfig)
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check values a type cannot; raise :class:`ConfigError` naming the key and the fix."""
+    for key in ("episodes", "envs", "width", "height"):
+        if cfg[key] <= 0:
+            raise ConfigError(f"{key}={cfg[key]} is invalid: it must be a positive integer")
+    if not 0 <= cfg.videos <= cfg.episodes:
+        raise ConfigError(f"videos={cfg.videos} is invalid: record between 0 and episodes={cfg.episodes} episodes")
+    if cfg.videos and (cfg.width % 2 or cfg.height % 2):
+        raise ConfigError(f"width={cfg.width} height={cfg.height}: H.264 video needs even sizes")
+    if cfg.policy not in (LEARNED, *CONTROLLERS):
+        raise ConfigError(f"policy={cfg.policy!r} is invalid; choose one of: {LEARNED}, {', '.join(CONTROLLERS)}")
+    if cfg.policy == LEARNED and not cfg.run and cfg.checkpoint in ("best", "latest"):
+        raise ConfigError(
+            "nothing to evaluate: pass run=<run directory made by train.py> or checkpoint=<.../model.zip>, "
+            f"or a scripted controller with policy={'|'.join(CONTROLLERS)}"
+        )
+
+
+# ---------------------------------------------------------------------------------------- sources
+def _run_config(run_dir: Path) -> DictConfig:
+    """The resolved ``config.yaml`` of a run; :class:`ConfigError` with the fix if it is not one."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"run={run_dir}: no such directory; pass a run directory made by train.py (runs/<env>-<agent>/<date>)")
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise ConfigError(f"run={run_dir}: not a run directory made by train.py ({path} not found)")
+    try:
+        saved = OmegaConf.load(path)
+    except (OmegaConfBaseException, ValueError, OSError) as err:
+        raise ConfigError(f"{path} cannot be read ({type(err).__name__}: {err}); the run directory is damaged") from None
+    if OmegaConf.select(saved, "env.id") is None or OmegaConf.select(saved, "agent.name") is None:
+        raise ConfigError(f"{path} lacks env.id or agent.name; it was not written by train.py")
+    return saved
+
+
+def _find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
+    """The checkpoint named by ``cfg.checkpoint`` (``best``/``latest`` of ``cfg.run``, or a path)."""
+    if cfg.checkpoint in ("best", "latest"):
+        run_dir = Path(cfg.run)
+        found = checkpoint.best(run_dir) if cfg.checkpoint == "best" else None
+        found = found or checkpoint.latest(run_dir)  # no evaluation yet: fall back to the newest
+        if found is None:
+            raise ConfigError(
+                f"run={run_dir}: no complete checkpoint under {run_dir / 'checkpoints'} (model.zip + meta.json); "
+                "train longer (see train.checkpoint_freq) or pass checkpoint=<a checkpoint directory>"
+            )
+        return found
+    path = Path(cfg.checkpoint)
+    directory = path.parent if path.suffix == ".zip" else path
+    if not (directory / checkpoint.MODEL).is_file():
+        raise ConfigError(f"checkpoint={path}: {directory / checkpoint.MODEL} not found; pass a checkpoint directory or its model.zip")
+    meta_path = directory / checkpoint.META
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    return checkpoint.Checkpoint(directory, meta)
+
+
+def _load_policy(saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv, device: str) -> tuple[Predictor, VecEnv]:
+    """The learner and ``venv`` wrapped in the checkpoint's frozen normalisation statistics."""
+    if ckpt.normalization is not None:
+        try:
+            venv = VecNormalize.load(str(ckpt.normalization), venv)
+        except Exception as err:  # unpickling reports damage as many different exception types
+            raise ConfigError(f"{ckpt.normalization} cannot be loaded ({type(err).__name__}: {err}); the checkpoint is damaged") from None
+        venv.training, venv.norm_reward = False, False
+    elif saved.env.get("normalize_obs", False):
+        raise ConfigError(f"{ckpt.path}: {checkpoint.NORMALIZATION} is missing but the run normalised observations")
+    try:
+        model = load_agent(saved.agent.name, str(ckpt.model), venv, device)
+    except Exception as err:  # a truncated zip, a wrong pickle, mismatched spaces ...
+        raise ConfigError(
+            f"{ckpt.model} cannot be loaded ({type(err).__name__}: {err}); "
+            "the checkpoint is damaged or from another env: try checkpoint=latest or another checkpoint directory"
+        ) from None
+    return model, venv
+
+
+# ---------------------------------------------------------------------------------------- outputs
+def plot_episodes(result: EvalResult, path: Path, title: str) -> None:
+    """Bar charts of each episode's return, length and tracking error (quadruped) or success (claw)."""
+    per = result.per_episode
+    third = "tracking_error" if "tracking_error" in per else "is_success" if "is_success" in per else None
+    panels = [("return", "return"), ("length", "length (steps)")]
+    if third is not None:
+        panels.append((third, "tracking error (m/s)" if third == "tracking_error" else "success"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), dpi=110)
+    fell = np.asarray(per.get("fell", [0.0] * len(per["return"]))) > 0
+    colors = np.where(fell, "tab:red", "tab:blue")
+    for ax, (key, label) in zip(axes, panels):
+        ax.bar(np.arange(len(per[key])), per[key], color=colors)
+        ax.set_xlabel("episode" + (" (red: fell)" if fell.any() else ""))
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _describe(clip: Clip, out: Path) -> dict[str, Any]:
+    return {"file": str(clip.path.relative_to(out)), "frames": clip.frames, "steps": clip.length, "return": clip.episode_return}
+
+
+# ---------------------------------------------------------------------------------------- the run
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Evaluate as configured, write videos, ``metrics.json`` and PNGs; return the metrics."""
+    validate(cfg)
+    learned = cfg.policy == LEARNED
+    run_dir = Path(cfg.run) if cfg.run else None
+    saved = _run_config(run_dir) if run_dir is not None else None  # a bad run directory is the first problem
+    ckpt = _find_checkpoint(cfg) if learned else None
+    if ckpt is not None and run_dir is None:  # checkpoints/<name>/ inside the run directory
+        run_dir = ckpt.path.parent.parent
+        saved = _run_config(run_dir)
+    env_id = cfg.env_id or (saved.env.id if saved is not None else CONTROLLERS[cfg.policy][1])
+    kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
+    kwargs.update(OmegaConf.to_container(cfg.env_kwargs, resolve=True))
+    out = Path(cfg.out_dir) if cfg.out_dir else (run_dir / "eval" if run_dir else Path("runs") / cfg.policy / "eval")
+    out.mkdir(parents=True, exist_ok=True)
+
+    for stale in [*out.glob("video_env*_ep*.mp4"), out / "contact_sheet.png"]:  # from an earlier evaluation
+        stale.unlink(missing_ok=True)
+
+    make_kwargs, wrapper = kwargs, None
+    if cfg.videos:
+        recorder = dict(fps=cfg.fps, overlay=cfg.overlay, shadows=cfg.shadows)
+        make_kwargs, wrapper = recordable(kwargs, cfg.width, cfg.height, cfg.camera, **recorder)
+    try:
+        venv = make_vec_env(env_id, make_kwargs, cfg.envs, wrapper=wrapper)
+    except (TypeError, ValueError, gym.error.Error) as err:  # unknown id or constructor argument, bad value
+        raise ConfigError(f"env {env_id}: {err}") from None
+    if learned:
+        policy, venv = _load_policy(saved, ckpt, venv, cfg.device)
+    else:
+        policy = ControllerPolicy(cfg.policy, cfg.envs, dt=float(venv.get_attr("dt")[0]))
+
+    t0 = time.time()
+    venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
+    with recording(venv, out, "video", cfg.videos) as clips:
+        result = evaluate(policy, venv, cfg.episodes)
+    venv.close()
+
+    what = f"{cfg.policy} policy" + (f" {ckpt.path}" if ckpt is not None else "")
+    metrics: dict[str, Any] = {
+        "policy": cfg.policy,
+        "checkpoint": str(ckpt.path) if ckpt is not None else None,
+        "num_timesteps": ckpt.meta.get("num_timesteps") if ckpt is not None else None,
+        "env_id": env_id,
+        "env_kwargs": kwargs,
+        "envs": cfg.envs,
+        "seed": cfg.seed,
+        **result.as_dict(),
+        "videos": [_describe(c, out) for c in clips],
+        "wall_time_s": round(time.time() - t0, 2),
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    plot_episodes(result, out / "episodes.png", f"{what} on {env_id}")
+    if clips:
+        imageio.imwrite(out / "contact_sheet.png", contact_sheet(clips))
+    metrics["out_dir"] = str(out)
+    return metrics
+
+
+def format_metrics(m: dict[str, Any]) -> str:
+    """A few human-readable lines summarising :func:`run`'s metrics."""
+    lines = [
+        f"{m['policy']} on {m['env_id']}: {m['episodes']} episodes, return {m['mean_return']:.2f} ± {m['std_return']:.2f}, "
+        f"length {m['mean_length']:.0f}"
+    ]
+    if m.get("success_rate") is not None:
+        lines.append(f"success rate {100 * m['success_rate']:.0f}%")
+    if m.get("tracking_error") is not None:
+        lines.append(f"velocity tracking error {m['tracking_error']:.3f} m/s, falls {100 * (m['fall_rate'] or 0):.0f}%")
+    lines += [f"video: {Path(m['out_dir']) / v['file']}" for v in m["videos"]]
+    lines.append(f"metrics, contact_sheet.png, episodes.png: {m['out_dir']}")
+    return "\n".join(lines)

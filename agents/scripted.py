@@ -1,0 +1,45 @@
+"""Scripted controllers behind the policy interface, so they are evaluated exactly like learned policies.
+
+:class:`ControllerPolicy` has Stable-Baselines3's ``predict(obs, state, episode_start, deterministic)``
+signature and runs one controller per env of a vector env (each is reset when its env starts an
+episode), so :func:`agents.evaluation.evaluate` and ``evaluate.py policy=trot`` use it unchanged.
+Controllers read raw observations: do not wrap their vector env in ``VecNormalize``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from envs.controllers.grasp import GraspController
+from envs.controllers.trot import TrotController
+
+# name -> (constructor taking the env's control period dt in seconds, Gymnasium id it is made for)
+CONTROLLERS: dict[str, tuple[Callable[[float], Any], str]] = {
+    "trot": (lambda dt: TrotController(dt=dt), "OpenClaw/Quadruped-v0"),
+    "grasp": (lambda dt: GraspController(), "OpenClaw/Claw-v0"),
+}
+
+
+class ControllerPolicy:
+    """``num_envs`` copies of the scripted controller ``name`` (a key of :data:`CONTROLLERS`)."""
+
+    def __init__(self, name: str, num_envs: int, dt: float) -> None:
+        if name not in CONTROLLERS:
+            raise ValueError(f"unknown scripted controller {name!r}; choose one of: {', '.join(CONTROLLERS)}")
+        make = CONTROLLERS[name][0]
+        self.controllers = [make(dt) for _ in range(num_envs)]
+
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
+    ) -> tuple[np.ndarray, None]:
+        """Actions ``(num_envs, action_dim)`` for a batch of raw observations (array or dict of arrays)."""
+        actions = []
+        for i, controller in enumerate(self.controllers):
+            if episode_start is not None and episode_start[i]:
+                controller.reset()
+            obs = {k: v[i] for k, v in observation.items()} if isinstance(observation, dict) else observation[i]
+            actions.append(controller.act(obs))
+        return np.stack(actions), None
