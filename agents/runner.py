@@ -30,6 +30,7 @@ from agents.vec_env import eval_normalization, make_vec_env, wrap_normalization
 from agents.video import recordable
 
 EXIT_INTERRUPTED = 130
+EVAL_SEED_OFFSET = 1_000_003
 
 
 class TrainingInterrupted(Exception):
@@ -77,7 +78,9 @@ def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
     if cfg.train.video:  # renderable eval envs; they render only the episodes being recorded
         t = cfg.train
         kwargs, wrapper = recordable(kwargs, t.video_width, t.video_height, shadows=t.video_shadows)
-    return eval_normalization(make_vec_env(cfg.env.id, kwargs, cfg.train.eval_envs, wrapper=wrapper), train_venv)
+    eval_venv = make_vec_env(cfg.env.id, kwargs, cfg.train.eval_envs, wrapper=wrapper)
+    eval_venv.seed(cfg.seed + EVAL_SEED_OFFSET)  # evaluations are reproducible and differ from training episodes
+    return eval_normalization(eval_venv, train_venv)
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
@@ -141,8 +144,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     finally:
         saved = checkpoint.save(run_dir, model, venv, keep=cfg.train.keep_checkpoints)
     wall = time.time() - t0
-    if interrupted:
-        venv.close()
+    if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
         raise TrainingInterrupted(run_dir, int(model.num_timesteps))
 
     fresh = evaluator.last_eval_step != model.num_timesteps

@@ -125,3 +125,18 @@ def test_help_lists_groups():
     assert result.returncode == 0
     for group in ("env:", "agent:", "distill:", "train:"):
         assert group in result.stdout
+
+
+def test_same_seed_reproduces_training_and_evaluation(tmp_path):
+    def eval_rows(run_dir: Path) -> list[list[str]]:
+        lines = (run_dir / "eval.csv").read_text().splitlines()[1:]
+        return [line.split(",")[:1] + line.split(",")[2:] for line in lines]  # all but wall time
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for run_dir in dirs:
+        result = run_train("train=smoke", "seed=5", f"hydra.run.dir={run_dir}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert eval_rows(dirs[0]) == eval_rows(dirs[1])
+    assert json.loads((dirs[0] / "summary.json").read_text())["final_eval_return"] == json.loads(
+        (dirs[1] / "summary.json").read_text()
+    )["final_eval_return"]
