@@ -129,7 +129,6 @@ import numbers
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 import numpy as np
 
 from envs.base import MujocoTaskEnv, reject_unknown_kwargs

@@ -381,7 +381,7 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
-        m, d, rng = self.model, self.data, self.np_random
+        d, rng = self.data, self.np_random
         if self.domain_randomization:
             self._randomize_physics()
         d.qpos[2] = self.stand_height

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO, SAC
