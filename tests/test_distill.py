@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import math
 import subprocess
@@ -253,9 +254,14 @@ def run_train(*args):
                           text=True, timeout=300)
 
 
-def test_train_with_ema_then_checkpoint_teacher(tmp_path):
+@pytest.mark.parametrize(
+    "teacher_env, student_env, agent",
+    [("quadruped", "quadruped_rough", "ppo"), ("claw", "claw", "sac")],
+)
+def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_env, agent):
     teacher_dir = tmp_path / "teacher"
-    first = run_train("train=smoke", "distill=ema", "distill.alpha=0.1", f"hydra.run.dir={teacher_dir}")
+    first = run_train("train=smoke", f"env={teacher_env}", f"agent={agent}", "distill=ema", "distill.alpha=0.1",
+                      f"hydra.run.dir={teacher_dir}")
     assert first.returncode == 0, first.stderr[-3000:]
     header = (teacher_dir / "progress.csv").read_text().splitlines()[0]
     for key in ("distill/kl", "distill/alpha", "distill/weighted_loss", "distill/action_distance",
@@ -265,10 +271,13 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path):
     assert (teacher_dir / "checkpoints" / latest / "teacher.pt").is_file()
 
     student_dir = tmp_path / "student"
-    second = run_train("train=smoke", "env=quadruped_rough", "distill=checkpoint", f"distill.teacher={teacher_dir}",
-                       f"hydra.run.dir={student_dir}")
+    second = run_train("train=smoke", f"env={student_env}", f"agent={agent}", "distill=checkpoint",
+                       f"distill.teacher={teacher_dir}", f"hydra.run.dir={student_dir}")
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads((student_dir / "summary.json").read_text())["distill"] == "checkpoint"
+    rows = [r for r in csv.DictReader((student_dir / "progress.csv").open()) if r.get("distill/kl")]
+    assert rows and all(math.isfinite(float(r["distill/kl"])) for r in rows)
+    assert float(rows[-1]["distill/coverage"]) == 1.0
 
 
 @pytest.mark.parametrize(

@@ -126,6 +126,7 @@ class SACStudent(SAC):
         record("train/n_updates", self._n_updates, exclude="tensorboard")
         record("train/ent_coef", np.mean(ent_coefs))
         record("train/actor_loss", np.mean(actor_losses))
+        record("train/rl_loss", np.mean(actor_losses))  # the actor loss without the distillation term
         record("train/critic_loss", np.mean(critic_losses))
         if ent_coef_losses:
             record("train/ent_coef_loss", np.mean(ent_coef_losses))
