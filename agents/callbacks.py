@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Image
-from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from agents import checkpoint
 from agents.evaluation import EvalResult, evaluate
+from agents.vec_env import copy_normalization
 from agents.video import contact_sheet, recording
 
 
@@ -167,7 +168,7 @@ class EvalAndCheckpoint(BaseCallback):
             return None
         if self.last_eval_step == self.num_timesteps and self.last_result is not None:
             return self.last_result
-        sync_envs_normalization(self.training_env, self.eval_env)
+        copy_normalization(self.training_env, self.eval_env)
         prefix = f"step_{self.num_timesteps:012d}"
         with recording(self.eval_env, self.run_dir / "videos", prefix, self.video_episodes) as clips:
             result = evaluate(self.model, self.eval_env, self.eval_episodes)

@@ -88,6 +88,11 @@ class DistillConfig:
     ema_condition: str = "always"  # always | eval_not_worse (skip updates after a worse evaluation)
     teacher: Optional[str] = None  # checkpoint teacher: a run directory made by train.py
     teacher_checkpoint: str = "best"  # best | latest
+    teacher_std: float = 0.3  # scripted / llm_hint: std of the Gaussian around the controller's action
+    segment_steps: int = 200  # llm_hint: a segment ends at an episode end or after this many env steps
+    hint_max_age: int = 3  # llm_hint: segments an accepted hint stays valid for (then samples are masked)
+    records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
+    hint_replay: Optional[str] = None  # llm_hint: answer from this records file only (no LLM calls)
 
 
 @dataclass
@@ -96,7 +101,7 @@ class RunConfig:
 
     total_timesteps: int = 3_000_000
     num_envs: int = 16
-    vec_mode: str = "dummy"  # dummy (one process) | subproc (one process per env)
+    vec_mode: str = "dummy"  # dummy (one process) | subproc (one process per env) | batched (one process, physics in native threads)
     device: str = "cpu"
     torch_threads: int = 1
     eval_freq: int = 100_000  # env steps between evaluations (0 disables)
@@ -121,6 +126,7 @@ class TrainConfig:
     env: EnvConfig = MISSING
     agent: Any = MISSING
     distill: DistillConfig = field(default_factory=DistillConfig)
+    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.channel.ChannelConfig)
     train: RunConfig = field(default_factory=RunConfig)
     seed: int = 0
     resume: Optional[str] = None  # a run directory to continue
@@ -146,9 +152,9 @@ _POSITIVE = {
 }
 
 _CHOICES = {
-    "train.vec_mode": ("dummy", "subproc"),
+    "train.vec_mode": ("dummy", "subproc", "batched"),
     "agent.activation": ("tanh", "relu", "elu"),
-    "distill.name": ("none", "ema", "checkpoint"),
+    "distill.name": ("none", "ema", "checkpoint", "scripted", "llm_hint"),
     "distill.schedule": ("constant", "linear", "cosine", "exponential"),
     "distill.direction": ("forward", "reverse"),
     "distill.ema_condition": ("always", "eval_not_worse"),
@@ -187,6 +193,36 @@ def validate(cfg: DictConfig) -> None:
             f"= {agent.n_steps * cfg.train.num_envs}"
         )
     _validate_distill(cfg.distill)
+    if cfg.distill.name in ("scripted", "llm_hint"):
+        _validate_controller_teacher(cfg)
+
+
+def _validate_controller_teacher(cfg: DictConfig) -> None:
+    from pathlib import Path
+
+    from distill.channel import ChannelConfig
+
+    d = cfg.distill
+    if d.teacher_std <= 0:
+        raise ConfigError(f"distill.teacher_std={d.teacher_std} is invalid: the teacher's std must be > 0")
+    for key in ("segment_steps", "hint_max_age"):
+        if d[key] < 1:
+            raise ConfigError(f"distill.{key}={d[key]} is invalid: it must be >= 1")
+    if cfg.env.name.split("_")[0] not in ("quadruped", "claw"):
+        raise ConfigError(f"distill={d.name} has a scripted controller only for the quadruped and claw envs")
+    if cfg.agent.name == "sac" and cfg.agent.her and cfg.env.name.startswith("claw"):
+        raise ConfigError(f"distill={d.name} records a target with each transition; HER relabels them: "
+                          "add agent.her=false")
+    if d.hint_replay and not Path(d.hint_replay).is_file():
+        raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
+    if d.name != "llm_hint":
+        return
+    if cfg.llm is None:
+        raise ConfigError("distill=llm_hint needs an LLM channel: add llm=default (configs/llm/)")
+    try:
+        ChannelConfig.from_mapping(OmegaConf.to_container(cfg.llm, resolve=True))
+    except ValueError as err:
+        raise ConfigError(f"llm: {err}") from None
 
 
 def _validate_distill(d: DictConfig) -> None:

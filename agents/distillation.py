@@ -24,7 +24,7 @@ from agents.students import ppo_action_distribution, sac_action_distribution
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import Observation, PolicyEntry, PolicyRegistry
 from distill.schedules import make_schedule
-from distill.teachers import CheckpointTeacher, EMATeacher, Teacher
+from distill.teachers import CheckpointTeacher, EMATeacher, SampleTargetsTeacher, Teacher
 
 
 def policy_entry(model: BaseAlgorithm) -> PolicyEntry:
@@ -98,8 +98,10 @@ def build_distillation(
         teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     elif d.name == "checkpoint":
         teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
+    elif d.name in ("scripted", "llm_hint"):  # targets recorded by agents.hint_targets.ControllerTargets
+        teacher = SampleTargetsTeacher(d.teacher_std, squashed=isinstance(model, SAC))
     else:
-        raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema or checkpoint")
+        raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema, checkpoint, scripted or llm_hint")
     schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate)
     return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
 

@@ -26,6 +26,7 @@ from agents.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.config import ConfigError
 from agents.distillation import build_distillation
 from agents.factory import build_agent, load_agent
+from agents.hint_targets import ControllerTargets, HintStatsLogger, controller_targets
 from agents.vec_env import eval_normalization, make_vec_env, wrap_normalization
 from agents.video import recordable
 
@@ -63,12 +64,21 @@ def env_kwargs(cfg: DictConfig, evaluation: bool = False) -> dict[str, Any]:
     return kwargs
 
 
-def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> VecEnv:
+def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> tuple[VecEnv, ControllerTargets | None]:
+    """The training envs, and the controller-teacher wrapper inside them (``distill=scripted|llm_hint``)."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
+    targets = None
+    if cfg.distill.name in ("scripted", "llm_hint"):
+        run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
+        try:
+            venv = targets = controller_targets(venv, cfg.distill, cfg.llm, run_name)
+        except ConfigError:
+            venv.close()
+            raise
     if resume is not None and resume.normalization is not None:
-        return VecNormalize.load(str(resume.normalization), venv)
+        return VecNormalize.load(str(resume.normalization), venv), targets
     normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"
-    return wrap_normalization(venv, cfg.env.normalize_obs, normalize_reward, cfg.agent.gamma)
+    return wrap_normalization(venv, cfg.env.normalize_obs, normalize_reward, cfg.agent.gamma), targets
 
 
 def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
@@ -98,7 +108,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
             raise ConfigError(f"resume={cfg.resume}: no checkpoint found under {Path(cfg.resume) / 'checkpoints'}")
     OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
 
-    venv = _train_envs(cfg, resume)
+    venv, targets = _train_envs(cfg, resume)
     eval_venv = _eval_envs(cfg, venv)
     if resume is None:
         model = build_agent(cfg, venv, tensorboard_dir=None)
@@ -122,7 +132,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         progress=progress,
         video_episodes=cfg.train.video_episodes if cfg.train.video else 0,
     )
-    callbacks = [cb for cb in (progress, InfoTermLogger(), evaluator) if cb is not None]
+    hint_logger = HintStatsLogger(targets) if targets is not None else None
+    callbacks = [cb for cb in (progress, InfoTermLogger(), hint_logger, evaluator) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
     if distillation is not None:
         model.attach_distillation(distillation)

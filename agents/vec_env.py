@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+import time
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
     SubprocVecEnv,
     VecEnv,
     VecNormalize,
-    sync_envs_normalization,
 )
 
 
@@ -34,14 +36,83 @@ def env_factory(env_id: str, kwargs: dict[str, Any], wrapper: Wrapper | None = N
     return make
 
 
+VEC_MODES = ("dummy", "subproc", "batched")
+
+
 def make_vec_env(
     env_id: str, kwargs: dict[str, Any], num_envs: int, mode: str = "dummy", wrapper: Wrapper | None = None
 ) -> VecEnv:
-    """``num_envs`` copies of ``env_id`` stepped together (``dummy``: in this process, ``subproc``: one process each)."""
+    """``num_envs`` copies of ``env_id`` stepped together.
+
+    ``mode``: ``dummy`` (one after another in this process), ``subproc`` (one process each) or
+    ``batched`` (:class:`BatchedDummyVecEnv`: this process, the physics of all copies in one
+    multithreaded native call; OpenClaw envs only, no ``wrapper``).
+    """
+    if mode not in VEC_MODES:
+        raise ValueError(f"vectorization mode {mode!r} is unknown; choose one of: {', '.join(VEC_MODES)}")
+    if mode == "batched":
+        if wrapper is not None:
+            raise ValueError("mode='batched' steps the unwrapped envs and cannot apply a wrapper; use 'dummy'")
+        return BatchedDummyVecEnv(env_id, kwargs, num_envs)
     fns = [env_factory(env_id, kwargs, wrapper) for _ in range(num_envs)]
     if mode == "subproc":
         return SubprocVecEnv(fns, start_method="forkserver")
     return DummyVecEnv(fns)
+
+
+class BatchedDummyVecEnv(DummyVecEnv):
+    """A ``DummyVecEnv`` of monitored OpenClaw envs whose physics steps in one multithreaded native call.
+
+    Built on :class:`envs.batched.BatchedSimulation` (``nthread``: its native threads, default one
+    per CPU core). Same seeds and actions give what ``make_vec_env(env_id, kwargs, n, "dummy")``
+    gives, bit for bit: observations (the reset observation on done), ``float32`` rewards, dones,
+    and infos with ``TimeLimit.truncated``, ``terminal_observation`` and, at an episode's end,
+    ``Monitor``'s ``episode`` = ``{"r": return, "l": length in steps, "t": seconds since this
+    vector env was made}`` (only ``t``, wall-clock time, differs). ``env_is_wrapped(Monitor)`` is
+    therefore true. Seeds, options, ``get_attr``, ``env_method`` and ``close`` are ``DummyVecEnv``'s.
+    """
+
+    def __init__(self, env_id: str, kwargs: dict[str, Any], num_envs: int, nthread: int | None = None) -> None:
+        from envs.batched import BatchedSimulation  # importing envs registers the OpenClaw ids
+
+        self.sim = BatchedSimulation(env_id, num_envs, nthread=nthread, **kwargs)
+        super().__init__([lambda env=env: env for env in self.sim.envs])
+        self._episode_rewards: list[list[float]] = [[] for _ in range(num_envs)]
+        self._t_start = time.time()
+
+    def _reset_env(self, i: int, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._episode_rewards[i] = []
+        return self.sim.reset(i, seed=seed, options=options)
+
+    def reset(self):
+        for i in range(self.num_envs):
+            obs, self.reset_infos[i] = self._reset_env(i, self._seeds[i], self._options[i] or None)
+            self._save_obs(i, obs)
+        self._reset_seeds()
+        self._reset_options()
+        return self._obs_from_buf()
+
+    def step_wait(self):
+        for i, (obs, reward, terminated, truncated, info) in enumerate(self.sim.step(self.actions)):
+            rewards = self._episode_rewards[i]
+            rewards.append(float(reward))
+            done = terminated or truncated
+            if done:  # what Monitor adds
+                elapsed = round(time.time() - self._t_start, 6)
+                info["episode"] = {"r": round(sum(rewards), 6), "l": len(rewards), "t": elapsed}
+            info["TimeLimit.truncated"] = truncated and not terminated
+            if done:
+                info["terminal_observation"] = obs
+                obs, self.reset_infos[i] = self._reset_env(i)
+            self.buf_rews[i], self.buf_dones[i], self.buf_infos[i] = reward, done, info
+            self._save_obs(i, obs)
+        return self._obs_from_buf(), np.copy(self.buf_rews), np.copy(self.buf_dones), list(self.buf_infos)
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices=None) -> list[bool]:
+        return [issubclass(Monitor, wrapper_class) or w for w in super().env_is_wrapped(wrapper_class, indices)]
+
+    def close(self) -> None:
+        self.sim.close()
 
 
 def is_goal_env(venv: VecEnv) -> bool:
@@ -71,5 +142,16 @@ def eval_normalization(eval_venv: VecEnv, train_venv: VecEnv) -> VecEnv:
         norm_reward=False,
         norm_obs_keys=train_venv.norm_obs_keys if train_venv.norm_obs else None,
     )
-    sync_envs_normalization(train_venv, wrapped)
+    copy_normalization(train_venv, wrapped)
     return wrapped
+
+
+def copy_normalization(train_venv: VecEnv, eval_venv: VecEnv) -> None:
+    """Give the outermost ``VecNormalize`` of ``eval_venv`` the training statistics (deep copies).
+
+    Unlike SB3's ``sync_envs_normalization`` the two stacks may differ below it (the training envs
+    may carry a teacher wrapper that evaluation does not need).
+    """
+    if isinstance(train_venv, VecNormalize) and isinstance(eval_venv, VecNormalize):
+        eval_venv.obs_rms = copy.deepcopy(train_venv.obs_rms)
+        eval_venv.ret_rms = copy.deepcopy(train_venv.ret_rms)

@@ -8,11 +8,17 @@ Prints steps per second (medians over interleaved repeats) for:
 * Gymnasium's ``Ant-v5`` for scale;
 * ``gymnasium.make_vec`` sync and async vector envs with several copies.
 
+``--batched`` prints the vector section instead: total env steps/s of ``N`` copies for every way to
+vectorise (Gymnasium sync and async, SB3 ``DummyVecEnv`` and ``SubprocVecEnv`` over ``Monitor``-wrapped
+envs as ``train.py`` builds them, and ours: ``envs.batched.BatchedVecEnv`` and the SB3
+``BatchedDummyVecEnv``), next to one env through ``gymnasium.make``, and the ratio ours / one env.
+
 Usage::
 
     python benchmarks/throughput.py                 # full table (a few minutes)
     python benchmarks/throughput.py --quick         # fewer steps and repeats
     python benchmarks/throughput.py --envs quadruped --vec 2 4 8 16 32
+    python benchmarks/throughput.py --batched --quick --envs quadruped claw
 
 Results and the machine they were measured on live in ``benchmarks/RESULTS.md``.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -31,6 +38,7 @@ import mujoco
 import numpy as np
 
 import envs  # noqa: F401  (registers OpenClaw/*)
+from envs.batched import BatchedVecEnv
 
 ENVS = {
     "quadruped": "OpenClaw/Quadruped-v0",
@@ -102,6 +110,69 @@ def bench_vec(env_id: str, num_envs: int, mode: str, steps: int) -> float:
     return steps * num_envs / elapsed
 
 
+VECTOR_MODES = ("sync", "async", "sb3_subproc", "sb3_dummy", "batched", "sb3_batched")
+PROCESS_MODES = ("async", "sb3_subproc")  # one process per copy
+
+
+def make_vector(env_id: str, num_envs: int, mode: str):
+    """A vector env of ``mode`` (one of ``VECTOR_MODES``); the SB3 ones as ``train.py`` makes them."""
+    if mode in ("sync", "async"):
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
+    if mode == "batched":
+        return BatchedVecEnv(env_id, num_envs)
+    from agents.vec_env import make_vec_env
+
+    return make_vec_env(env_id, {}, num_envs, mode=mode.removeprefix("sb3_"))
+
+
+def bench_vector(env_id: str, num_envs: int, mode: str, steps: int) -> float:
+    """Total env steps/s of ``steps`` vector steps with uniform random actions (autoreset on)."""
+    vec = make_vector(env_id, num_envs, mode)
+    if mode.startswith("sb3_"):
+        actions = _actions(vec.action_space, steps * num_envs).reshape(steps, num_envs, -1)
+        vec.seed(0)
+        vec.reset()
+    else:
+        actions = _actions(vec.action_space, steps)
+        vec.reset(seed=0)
+    t0 = time.perf_counter()
+    for a in actions:
+        vec.step(a)
+    elapsed = time.perf_counter() - t0
+    vec.close()
+    return steps * num_envs / elapsed
+
+
+def vector_section(args: argparse.Namespace) -> dict[str, float]:
+    """Run and print the ``--batched`` comparison; returns the medians by key."""
+    sizes = args.vec or [2, 4, 8, 16, 32]
+    names = [name for name in args.envs if name != "ant"]  # ours needs an OpenClaw (MujocoTaskEnv) env
+    print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
+    samples: dict[str, list[float]] = {}
+    for _ in range(args.repeats):  # interleaved, so that machine noise hits every row alike
+        for name in names:
+            env_id = ENVS[name]
+            samples.setdefault(f"{name}/single", []).append(bench_env(env_id, args.steps, unwrapped=False))
+            for n in sizes:
+                for mode in VECTOR_MODES:
+                    if mode in PROCESS_MODES and n > args.max_procs:
+                        continue
+                    rate = bench_vector(env_id, n, mode, max(args.steps // n, 50))
+                    samples.setdefault(f"{name}/{mode}_x{n}", []).append(rate)
+    results = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+    for name in names:
+        single = results[f"{name}/single"]
+        print(f"\n{name}: env steps/s (median of {args.repeats}); one env via gym.make: {single:,.0f}")
+        print("| N | " + " | ".join(VECTOR_MODES) + " | batched / single | sb3_batched / single |")
+        print("|---:|" + "---:|" * (len(VECTOR_MODES) + 2))
+        for n in sizes:
+            cells = [f"{results[f'{name}/{m}_x{n}']:,.0f}" if f"{name}/{m}_x{n}" in results else "-" for m in VECTOR_MODES]
+            ratios = [f"{results[f'{name}/{m}_x{n}'] / single:.2f}x" for m in ("batched", "sb3_batched")]
+            print(f"| {n} | " + " | ".join(cells + ratios) + " |")
+    return results
+
+
 def median_of(fn: Callable[[], float], repeats: int) -> float:
     return statistics.median(fn() for _ in range(repeats))
 
@@ -109,19 +180,28 @@ def median_of(fn: Callable[[], float], repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=["quadruped", "claw", "ant"], choices=sorted(ENVS))
-    parser.add_argument("--vec", nargs="*", type=int, default=[2, 4, 8], help="vector env sizes")
+    parser.add_argument("--vec", nargs="*", type=int, help="vector env sizes (default 2 4 8; --batched: 2 4 8 16 32)")
     parser.add_argument("--modes", nargs="*", default=["sync", "async"], choices=["sync", "async"])
     parser.add_argument("--steps", type=int, default=3000, help="env steps per timing")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; the median is reported")
-    parser.add_argument("--quick", action="store_true", help="1000 steps, 3 repeats")
+    parser.add_argument("--quick", action="store_true", help="1000 steps, 3 repeats (--batched: process-based up to 8 copies)")
+    parser.add_argument("--batched", action="store_true", help="the vector section: every vectorisation incl. ours")
+    parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     if args.quick:
-        args.steps, args.repeats = 1000, 3
+        args.steps, args.repeats, args.max_procs = 1000, 3, min(args.max_procs, 8)
 
     print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
     print(f"steps per timing {args.steps}, median of {args.repeats} interleaved repeats\n")
+    if args.batched:
+        results = vector_section(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"results": results, "args": vars(args)}, f, indent=2)
+        return
+    args.vec = [2, 4, 8] if args.vec is None else args.vec
 
     samples: dict[str, list[float]] = {}
 

@@ -57,6 +57,10 @@ class OnlinePolicyDistillation:
     def needs_raw_obs(self) -> bool:
         return self.teacher.needs_raw_obs
 
+    @property
+    def needs_sample_targets(self) -> bool:
+        return self.teacher.needs_sample_targets
+
     def alpha(self, progress: float) -> float:
         """alpha at training progress in [0, 1]."""
         return self.schedule(progress)
@@ -67,6 +71,7 @@ class OnlinePolicyDistillation:
         progress: float,
         raw_obs: Observation | None = None,
         student_dist: DiagGaussian | None = None,
+        sample_targets: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, float]:
         """(weighted KL loss, alpha) for a minibatch; the caller adds ``alpha * loss`` to its loss.
 
@@ -76,7 +81,7 @@ class OnlinePolicyDistillation:
         alpha = self.alpha(progress)
         if student_dist is None:
             student_dist = self.registry.action_distribution(self.student, obs)
-        targets = self.teacher.targets(obs, raw_obs)
+        targets = self.teacher.targets(obs, raw_obs, sample_targets)
         kl = distillation_kl(targets.dist, student_dist, self.direction)
         loss = weighted_mean(kl, targets.weight)
         with torch.no_grad():
@@ -85,7 +90,7 @@ class OnlinePolicyDistillation:
                     "kl": float(loss),
                     "alpha": alpha,
                     "weighted_loss": alpha * float(loss),
-                    "action_distance": float((targets.dist.mean - student_dist.mean).norm(dim=-1).mean()),
+                    "action_distance": float(weighted_mean((targets.dist.mean - student_dist.mean).norm(dim=-1), targets.weight)),
                     "teacher_log_std": float(targets.dist.log_std.mean()),
                     "student_log_std": float(student_dist.log_std.mean()),
                     "coverage": targets.coverage,

@@ -7,11 +7,15 @@ evaluated under ``torch.no_grad()``: they only provide targets.
 * :class:`EMATeacher` — an exponential moving average of the student's weights.
 * :class:`CheckpointTeacher` — a saved policy with its own observation preprocessing; it may read
   observations the student does not see (privileged teacher -> student).
+* :class:`SampleTargetsTeacher` — targets recorded with each sample when it was collected (a scripted
+  controller's action, driven by default or LLM-hinted parameters, and a weight that masks samples
+  without an accepted hint).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,12 +38,18 @@ class TeacherTargets:
 
 
 class Teacher:
-    """Interface. ``obs`` is what the student sees; ``raw_obs`` is the un-normalised observation."""
+    """Interface. ``obs`` is what the student sees; ``raw_obs`` is the un-normalised observation;
+    ``sample_targets`` (batch, action_dim + 1) holds, per sample, a target action and its weight as
+    recorded when the sample was collected."""
 
     #: True when the teacher wants ``raw_obs`` (its own normalisation, or privileged inputs).
     needs_raw_obs: bool = False
+    #: True when the teacher's targets were recorded with the samples (``sample_targets``).
+    needs_sample_targets: bool = False
 
-    def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
+    def targets(
+        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+    ) -> TeacherTargets:
         raise NotImplementedError
 
     def after_optimizer_step(self) -> None:
@@ -81,7 +91,9 @@ class EMATeacher(Teacher):
         self.steps = 0
         self.updates = 0
 
-    def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
+    def targets(
+        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+    ) -> TeacherTargets:
         with torch.no_grad():
             dist = self.entry.distribution(obs).detach()
         return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))
@@ -129,7 +141,9 @@ class CheckpointTeacher(Teacher):
         self.preprocess = preprocess
         self.needs_raw_obs = raw_input
 
-    def targets(self, obs: Observation, raw_obs: Observation | None = None) -> TeacherTargets:
+    def targets(
+        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+    ) -> TeacherTargets:
         source = obs
         if self.needs_raw_obs:
             if raw_obs is None:
@@ -140,3 +154,31 @@ class CheckpointTeacher(Teacher):
         with torch.no_grad():
             dist = self.entry.distribution(source).detach()
         return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))
+
+
+class SampleTargetsTeacher(Teacher):
+    """A Gaussian of fixed width around an action recorded with each sample, with a per-sample weight.
+
+    Args:
+        std: the teacher's standard deviation (action units, or pre-tanh units when ``squashed``).
+        squashed: the student's Gaussian lives before a tanh (SAC): the recorded action ``a`` in
+            (-1, 1) becomes the pre-tanh mean ``atanh(a)`` (clipped to |a| <= 0.995 first).
+    """
+
+    needs_sample_targets = True
+
+    def __init__(self, std: float, squashed: bool = False) -> None:
+        if not std > 0:
+            raise ValueError(f"teacher std={std} must be > 0")
+        self.log_std = math.log(std)
+        self.squashed = squashed
+
+    def targets(
+        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+    ) -> TeacherTargets:
+        if sample_targets is None:
+            raise ValueError("this teacher's targets are recorded with the samples; none were given")
+        mean, weight = sample_targets[:, :-1], sample_targets[:, -1]
+        if self.squashed:
+            mean = torch.atanh(mean.clamp(-0.995, 0.995))
+        return TeacherTargets(DiagGaussian(mean, torch.full_like(mean, self.log_std)), weight)

@@ -20,7 +20,12 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import explained_variance
 
-from agents.students.raw_obs import IndexedDictRolloutBuffer, IndexedRolloutBuffer, RawObsRecorder
+from agents.students.raw_obs import (
+    IndexedDictRolloutBuffer,
+    IndexedRolloutBuffer,
+    RawObsRecorder,
+    SampleTargetsRecorder,
+)
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian
 
@@ -41,8 +46,10 @@ class PPOStudent(PPO):
         if not isinstance(self.action_space, spaces.Box):
             raise TypeError("online distillation needs a continuous (Box) action space")
         self.distillation = distillation
-        self._raw_obs = None
-        if distillation.needs_raw_obs:
+        self._raw_obs = RawObsRecorder() if distillation.needs_raw_obs else None
+        self._targets = SampleTargetsRecorder() if distillation.needs_sample_targets else None
+        self._recorders = [r for r in (self._raw_obs, self._targets) if r is not None]
+        if self._recorders:
             buffer_cls = IndexedDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else IndexedRolloutBuffer
             self.rollout_buffer = buffer_cls(
                 self.n_steps,
@@ -53,20 +60,21 @@ class PPOStudent(PPO):
                 gae_lambda=self.gae_lambda,
                 n_envs=self.n_envs,
             )
-            self._raw_obs = RawObsRecorder()
-            self._raw_obs.init_callback(self)
+            for recorder in self._recorders:
+                recorder.init_callback(self)
 
     def _excluded_save_params(self) -> list[str]:
         # The teacher is saved separately (agents.checkpoint); it holds live references to the policy.
-        return [*super()._excluded_save_params(), "distillation", "_raw_obs", "_raw_obs_parent", "_raw_obs_callbacks"]
+        return [*super()._excluded_save_params(), "distillation", "_raw_obs", "_targets", "_recorders",
+                "_recorders_parent", "_recorders_callbacks"]
 
     def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
-        if self.distillation is not None and self._raw_obs is not None:
-            if getattr(self, "_raw_obs_parent", None) is not callback:  # once per learn() call
-                self._raw_obs_parent = callback
-                self._raw_obs_callbacks = CallbackList([self._raw_obs, callback])
-                self._raw_obs_callbacks.init_callback(self)
-            callback = self._raw_obs_callbacks
+        if self.distillation is not None and self._recorders:
+            if getattr(self, "_recorders_parent", None) is not callback:  # once per learn() call
+                self._recorders_parent = callback
+                self._recorders_callbacks = CallbackList([*self._recorders, callback])
+                self._recorders_callbacks.init_callback(self)
+            callback = self._recorders_callbacks
         return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
     def _distill_term(self, observations, progress: float) -> torch.Tensor | None:
@@ -74,10 +82,10 @@ class PPOStudent(PPO):
         opd = self.distillation
         if opd is None or opd.alpha(progress) == 0.0:
             return None
-        raw = None
-        if self._raw_obs is not None:
-            raw = self._raw_obs.batch(self.rollout_buffer.last_indices, self.device)
-        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw)
+        indices = getattr(self.rollout_buffer, "last_indices", None)
+        raw = self._raw_obs.batch(indices, self.device) if self._raw_obs is not None else None
+        targets = self._targets.batch(indices, self.device) if self._targets is not None else None
+        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
         return alpha * loss
 
     def train(self) -> None:

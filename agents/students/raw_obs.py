@@ -1,9 +1,10 @@
-"""Keep raw (un-normalised) observations beside a PPO rollout buffer, for teachers that need them.
+"""Keep per-sample extras beside a PPO rollout buffer: raw observations and recorded teacher targets.
 
 When ``VecNormalize`` normalises observations the rollout buffer stores normalised ones. A teacher
 with its own normalisation (a policy saved by another run) needs the raw ones: :class:`RawObsRecorder`
-records ``VecNormalize.get_original_obs()`` for every stored step, and the buffers below remember
-the indices of the last minibatch so the matching raw rows can be looked up exactly.
+records ``VecNormalize.get_original_obs()`` for every stored step. A teacher whose targets are
+recorded at collection time (a scripted controller) gets them through :class:`SampleTargetsRecorder`.
+The buffers below remember the indices of the last minibatch so the matching rows are looked up exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
 from distill.policy import Observation
+
+#: info key under which a vector env wrapper records, for each step, the teacher's target action for the
+#: observation that step's action was taken on, followed by the sample's weight: shape (action_dim + 1,).
+TARGET_KEY = "teacher_target"
 
 
 class _RemembersIndices:
@@ -35,30 +40,17 @@ class IndexedDictRolloutBuffer(_RemembersIndices, DictRolloutBuffer):
     """``DictRolloutBuffer`` that exposes ``last_indices``."""
 
 
-class RawObsRecorder(BaseCallback):
-    """Collect the raw observation on which each stored action was taken, in buffer order."""
+class _StepRecorder(BaseCallback):
+    """Rows recorded once per stored step, flattened at rollout end exactly like the rollout buffer."""
 
     def __init__(self) -> None:
         super().__init__()
         self._rows: list = []
-        self._pending = None
         self._flat: Observation | None = None
-
-    def _normalizer(self) -> VecNormalize:
-        env = self.model.get_env()
-        if not isinstance(env, VecNormalize):
-            raise TypeError("raw observations are only needed (and available) with VecNormalize")
-        return env
 
     def _on_rollout_start(self) -> None:
         self._rows = []
         self._flat = None
-        self._pending = self._normalizer().get_original_obs()
-
-    def _on_step(self) -> bool:
-        self._rows.append(self._pending)
-        self._pending = self._normalizer().get_original_obs()
-        return True
 
     def _on_rollout_end(self) -> None:
         def stack(rows: list[np.ndarray]) -> torch.Tensor:
@@ -71,8 +63,39 @@ class RawObsRecorder(BaseCallback):
             self._flat = stack(self._rows)
 
     def batch(self, indices: np.ndarray, device: torch.device) -> Observation:
-        """Raw observations for flat buffer ``indices``."""
+        """Recorded rows for flat buffer ``indices``."""
         idx = torch.as_tensor(indices)
         if isinstance(self._flat, dict):
             return {k: v[idx].to(device) for k, v in self._flat.items()}
         return self._flat[idx].to(device)
+
+
+class RawObsRecorder(_StepRecorder):
+    """Collect the raw observation on which each stored action was taken, in buffer order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending = None
+
+    def _normalizer(self) -> VecNormalize:
+        env = self.model.get_env()
+        if not isinstance(env, VecNormalize):
+            raise TypeError("raw observations are only needed (and available) with VecNormalize")
+        return env
+
+    def _on_rollout_start(self) -> None:
+        super()._on_rollout_start()
+        self._pending = self._normalizer().get_original_obs()
+
+    def _on_step(self) -> bool:
+        self._rows.append(self._pending)
+        self._pending = self._normalizer().get_original_obs()
+        return True
+
+
+class SampleTargetsRecorder(_StepRecorder):
+    """Collect ``info["teacher_target"]`` (target action and weight of the acted-on observation) per step."""
+
+    def _on_step(self) -> bool:
+        self._rows.append(np.stack([info[TARGET_KEY] for info in self.locals["infos"]]))
+        return True

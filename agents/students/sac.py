@@ -20,6 +20,7 @@ from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
 from stable_baselines3.common.vec_env import VecNormalize
 
+from agents.students.replay_targets import with_targets
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian
 
@@ -54,6 +55,8 @@ class SACStudent(SAC):
         if self.use_sde:
             raise ValueError("distillation with gSDE is not supported; set use_sde=False")
         self.distillation = distillation
+        if distillation.needs_sample_targets:
+            self.replay_buffer = with_targets(self.replay_buffer)
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "distillation"]
@@ -140,6 +143,9 @@ class SACStudent(SAC):
         if opd is None or opd.alpha(progress) == 0.0:
             return None
         raw = _unnormalize(self._vec_normalize_env, observations) if opd.needs_raw_obs else None
-        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw)
+        targets = None
+        if opd.needs_sample_targets:
+            targets = torch.as_tensor(self.replay_buffer.last_targets, device=self.device)
+        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
         scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
         return alpha * scale * loss

@@ -1,0 +1,289 @@
+"""Scripted-controller teachers for online distillation: default parameters or LLM hints.
+
+:class:`ControllerTargets` wraps the training vector env (below ``VecNormalize``, so it reads raw
+observations) and runs one scripted controller per env (``envs.controllers``: the trot for the
+quadruped, the grasp for the claw). For every step it writes into ``info["teacher_target"]`` the
+controller's action for the observation that step's action was taken on, followed by a weight.
+The students store that row with the sample; :class:`distill.teachers.SampleTargetsTeacher` turns
+it into a Gaussian target for the KL loss.
+
+Two sources of controller parameters:
+
+* ``scripted`` — the ablation teacher: default parameters, weight 1 on every sample, no LLM;
+* ``llm`` — hints: each env's stream is cut into segments (an episode, or ``segment_steps`` steps).
+  When a segment ends its compact summary goes to :class:`distill.hint_service.HintService`
+  (asynchronous). An accepted hint sets that env's controller parameters for the following segments
+  (weight 1); a rejected, failed, missing or stale hint (older than ``max_age`` segments) masks the
+  env's samples (weight 0). Training never waits for a hint.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from omegaconf import OmegaConf
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from agents.config import ConfigError
+from agents.students.raw_obs import TARGET_KEY
+from distill.channel import ChannelConfig
+from distill.check import check_channel, open_channel
+from distill.hint_service import HintService
+from distill.hints import HintSchema, build_request
+from envs.claw import ClawEnv
+from envs.controllers.grasp import GraspController, GraspParams
+from envs.controllers.trot import TrotController, TrotParams
+from envs.quadruped import QuadrupedEnv
+
+
+class QuadrupedSegment:
+    """Statistics of one quadruped segment: command and measured velocity (m/s, rad/s, body frame)."""
+
+    def __init__(self) -> None:
+        self.steps, self.sums, self.fell = 0, np.zeros(7), False
+
+    def add(self, obs: np.ndarray, info: dict[str, Any]) -> None:
+        s = QuadrupedEnv.OBS_SLICES
+        cmd, vel = obs[s["command"]], obs[s["lin_vel"]]
+        self.sums += (cmd[0], cmd[1], cmd[2], vel[0], vel[1], obs[s["ang_vel"]][2], info.get("tracking_error", 0.0))
+        self.fell |= bool(info.get("fell", False))
+        self.steps += 1
+
+    def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        m = self.sums / max(self.steps, 1)
+        summary = {"command_vx": m[0], "command_vy": m[1], "command_yaw_rate": m[2], "mean_vx": m[3],
+                   "mean_vy": m[4], "mean_yaw_rate": m[5], "tracking_error": m[6], "steps": self.steps,
+                   "units": "m/s, rad/s, body frame"}
+        return summary, {"fell": self.fell, "tracking_error": m[6]}
+
+
+class ClawSegment:
+    """Statistics of one claw segment: reach, hold and lift (m, world frame)."""
+
+    def __init__(self) -> None:
+        self.steps, self.min_reach, self.grasped_steps, self.max_lift = 0, np.inf, 0, 0.0
+        self.goal_height, self.distance, self.success, self.was_grasped = 0.0, np.inf, False, False
+
+    def add(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> None:
+        s = ClawEnv.OBS_SLICES
+        o = obs["observation"]
+        self.min_reach = min(self.min_reach, float(np.linalg.norm(o[s["object_rel_pos"]])))
+        grasped = bool(info.get("grasped", False))
+        self.grasped_steps += grasped
+        self.was_grasped |= grasped
+        self.max_lift = max(self.max_lift, float(o[s["object_pos"]][2]))
+        self.goal_height = float(obs["desired_goal"][2])
+        self.distance = float(info.get("distance", np.inf))
+        self.success = bool(info.get("is_success", 0.0))
+        self.steps += 1
+
+    def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        summary = {"steps": self.steps, "min_reach_distance": self.min_reach, "grasped_steps": self.grasped_steps,
+                   "max_cube_height": self.max_lift, "goal_height": self.goal_height,
+                   "final_distance": self.distance, "units": "m, world frame"}
+        dropped = self.was_grasped and not self.success and self.grasped_steps < self.steps
+        return summary, {"success": self.success, "dropped": dropped}
+
+
+@dataclass(frozen=True)
+class ControllerTask:
+    """How one env family is taught: its controller, parameters, hint schema and segment statistics."""
+
+    schema: HintSchema
+    default_params: Callable[[], Any]
+    params_from_dict: Callable[[dict[str, Any]], Any]
+    make_controller: Callable[[Any, float], Any]
+    segment: Callable[[], Any]
+
+
+TASKS: dict[str, ControllerTask] = {
+    "quadruped": ControllerTask(
+        HintSchema("quadruped", dict(TrotParams.BOUNDS)),
+        TrotParams, TrotParams.from_dict, lambda p, dt: TrotController(p, dt=dt), QuadrupedSegment,
+    ),
+    "claw": ControllerTask(
+        HintSchema("claw", dict(GraspParams.BOUNDS), frozenset({"close_steps", "release_steps"})),
+        GraspParams, GraspParams.from_dict, lambda p, dt: GraspController(p), ClawSegment,
+    ),
+}
+
+
+def task_for(env: Any) -> ControllerTask:
+    """The :data:`TASKS` entry for an unwrapped env (by class)."""
+    if isinstance(env, QuadrupedEnv):
+        return TASKS["quadruped"]
+    if isinstance(env, ClawEnv):
+        return TASKS["claw"]
+    raise ValueError(f"no scripted controller teaches {type(env).__name__}; controller teachers exist for: "
+                     f"{', '.join(TASKS)}")
+
+
+class ControllerTargets(VecEnvWrapper):
+    """Record a scripted controller's target (and a weight) in every step's info.
+
+    Args:
+        venv: the raw (un-normalised) training vector env.
+        task: controller, schema and statistics for the env family.
+        dt: control period of the env (s), for the controllers' clocks.
+        service: hint queries (``llm`` source), or None for the default-parameter teacher.
+        segment_steps: a segment ends at an episode end or after this many steps.
+        max_age: segments an accepted hint stays valid for.
+    """
+
+    def __init__(self, venv: VecEnv, task: ControllerTask, dt: float, service: HintService | None = None,
+                 segment_steps: int = 200, max_age: int = 3) -> None:
+        super().__init__(venv)
+        n = venv.num_envs
+        self.task, self.service = task, service
+        self.segment_steps, self.max_age = segment_steps, max_age
+        self.params = [task.default_params() for _ in range(n)]
+        self.controllers = [task.make_controller(p, dt) for p in self.params]
+        self.segments = [task.segment() for _ in range(n)]
+        self.segment_index = [0] * n
+        self.hint_from = [None] * n  # first segment an accepted hint applies to (None: no hint)
+        self.invalid_hints = 0
+        self._pending: np.ndarray | None = None
+        self._actions: np.ndarray | None = None
+        self._weights_sum, self._weights_n = 0.0, 0
+        self.on_close: list[Callable[[], None]] = []  # e.g. the LLM channel and the bundled server
+
+    def reset(self):
+        obs = self.venv.reset()
+        for i, controller in enumerate(self.controllers):
+            controller.reset()
+            self.segments[i] = self.task.segment()
+        self._pending = self._targets(obs)
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.venv.step_async(actions)
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        acted_on = self._pending
+        for i, info in enumerate(infos):
+            info[TARGET_KEY] = acted_on[i]
+            step_obs = info["terminal_observation"] if dones[i] else _row(obs, i)
+            self.segments[i].add(step_obs, info)
+            if dones[i] or self.segments[i].steps >= self.segment_steps:
+                self._end_segment(i)
+            if dones[i]:
+                self.controllers[i].reset()
+        self._collect_hints()
+        self._pending = self._targets(obs)
+        return obs, rewards, dones, infos
+
+    def coverage(self) -> float:
+        """Fraction of recorded samples with a target since the last call."""
+        value = self._weights_sum / self._weights_n if self._weights_n else 0.0
+        self._weights_sum, self._weights_n = 0.0, 0
+        return value
+
+    def close(self) -> None:
+        if self.service is not None:
+            self.service.close()
+        for close in self.on_close:
+            close()
+        super().close()
+
+    # ------------------------------------------------------------------
+
+    def _weight(self, i: int) -> float:
+        if self.service is None:
+            return 1.0
+        start = self.hint_from[i]
+        return 1.0 if start is not None and 0 <= self.segment_index[i] - start < self.max_age else 0.0
+
+    def _targets(self, obs) -> np.ndarray:
+        rows = []
+        for i, controller in enumerate(self.controllers):
+            weight = self._weight(i)
+            rows.append(np.append(controller.act(_row(obs, i)), weight).astype(np.float32))
+            self._weights_sum += weight
+            self._weights_n += 1
+        return np.stack(rows)
+
+    def _end_segment(self, i: int) -> None:
+        if self.service is not None:
+            summary, outcome = self.segments[i].summary()
+            request = build_request(self.task.schema, self.params[i].to_dict(), summary, outcome)
+            self.service.submit(i, self.segment_index[i], request)
+        self.segment_index[i] += 1
+        self.segments[i] = self.task.segment()
+
+    def _collect_hints(self) -> None:
+        if self.service is None:
+            return
+        for i in range(self.num_envs):
+            outcome = self.service.poll(i)
+            if outcome is None:
+                continue
+            if not outcome.accepted:
+                self.hint_from[i] = None
+                continue
+            try:
+                params = self.task.params_from_dict({**self.params[i].to_dict(), **outcome.params})
+            except (TypeError, ValueError):
+                self.invalid_hints += 1
+                self.hint_from[i] = None
+                continue
+            self.params[i] = params
+            self.controllers[i].params = params
+            self.hint_from[i] = outcome.segment + 1
+
+
+def _row(obs, i: int):
+    return {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
+
+
+class HintStatsLogger(BaseCallback):
+    """Log the teacher's coverage and the hint service's counters (``hints/*``) once per rollout."""
+
+    def __init__(self, targets: ControllerTargets) -> None:
+        super().__init__()
+        self.targets = targets
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.logger.record("hints/teacher_coverage", self.targets.coverage())
+        if self.targets.service is not None:
+            for key, value in self.targets.service.stats().items():
+                self.logger.record(f"hints/{key}", value)
+            self.logger.record("hints/invalid_params", float(self.targets.invalid_hints))
+
+
+def controller_targets(venv: VecEnv, distill: Any, llm: Any, run_name: str) -> ControllerTargets:
+    """The ``distill=scripted`` / ``distill=llm_hint`` wrapper for ``venv`` (raw, before normalisation).
+
+    For ``llm_hint`` this opens the LLM channel (starting the bundled offline server when
+    ``llm.base_url`` is null), checks it with one call per model, and raises :class:`ConfigError`
+    with the diagnosis when the check fails; ``distill.hint_replay`` answers from a records file
+    instead, without any LLM.
+    """
+    env = venv.get_attr("unwrapped", indices=[0])[0]
+    task = task_for(env)
+    if distill.name == "scripted":
+        return ControllerTargets(venv, task, env.dt)
+    cfg = ChannelConfig.from_mapping(OmegaConf.to_container(llm, resolve=True)).with_env_overrides()
+    records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    channel, server = None, None
+    if not distill.hint_replay:
+        failed = [r for r in check_channel(cfg) if not r.ok]
+        if failed:
+            raise ConfigError("LLM channel check failed (python -m distill.check diagnoses it):\n" + "\n".join(
+                f"  {r.model}: {r.message}" for r in failed))
+        channel, server = open_channel(cfg)
+    service = HintService(channel, cfg, task.schema, records_path=records)
+    if distill.hint_replay:
+        service.load_records(Path(distill.hint_replay))
+    wrapper = ControllerTargets(venv, task, env.dt, service, distill.segment_steps, distill.hint_max_age)
+    wrapper.on_close += [c.close for c in (channel, server) if c is not None]
+    return wrapper

@@ -1,0 +1,104 @@
+"""LLM-hint teacher benchmark (long; not run in CI): does the hint teacher help, and does the LLM?
+
+Arms, all through ``train.py``, same seeds and budget:
+
+``baseline``  ``distill=none``
+``scripted``  ``distill=scripted``: the scripted controller with default parameters, no LLM (ablation)
+``llm_hint``  ``distill=llm_hint``: the same controller driven by accepted hints of the offline coach
+              (``llm=default``: the bundled server, started automatically)
+
+Tasks and the thresholds, fixed before running:
+
+``quadruped``  PPO on ``OpenClaw/Quadruped-v0``, forward commands vx in [0.3, 1.0] m/s; threshold: eval
+               tracking error <= 0.30 m/s with <= 10% falls (10 episodes)
+``claw``       SAC on ``OpenClaw/Claw-v0`` (dense reward); threshold: eval success >= 50% (20 episodes)
+
+Usage::
+
+    python benchmarks/hints.py quadruped --seeds 0 1 2 --steps 300000
+    python benchmarks/hints.py claw --seeds 0 1 2 --steps 100000 --arms scripted llm_hint
+    python benchmarks/hints.py claw -- distill.alpha=2.0        # extra overrides for every run
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import runs
+
+ARMS = {
+    "baseline": ["distill=none"],
+    "scripted": ["distill=scripted"],
+    "llm_hint": ["distill=llm_hint"],
+}
+
+TASKS = {
+    "quadruped": dict(
+        overrides=["env=quadruped", "agent=ppo", "env.kwargs.command_vx=[0.3,1.0]", "env.kwargs.command_vy=[0.0,0.0]",
+                   "env.kwargs.command_yaw_rate=[0.0,0.0]", "train.eval_episodes=10", "train.eval_envs=5",
+                   "train.video=false"],
+        eval_freq=50_000,
+        passed=lambda row: float(row["tracking_error"]) <= 0.30 and float(row["fall_rate"]) <= 0.10,
+        threshold="eval tracking error <= 0.30 m/s and falls <= 10% (10 episodes)",
+    ),
+    "claw": dict(
+        overrides=["env=claw", "agent=sac", "agent.gradient_steps=1", "train.eval_episodes=20", "train.eval_envs=10",
+                   "train.video=false"],
+        eval_freq=10_000,
+        passed=lambda row: float(row["success_rate"]) >= 0.5,
+        threshold="eval success >= 50% (20 episodes)",
+    ),
+}
+
+
+def last_hint_stats(run_dir: Path) -> dict[str, float]:
+    """The last logged ``hints/*`` counters of a run (empty for arms without hints)."""
+    with (run_dir / "progress.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("hints/queries")]
+    if not rows:
+        return {}
+    keys = ("queries", "accepted", "acceptance_rate", "parse_errors", "timeouts", "errors", "latency_p50_s")
+    return {k: float(rows[-1][f"hints/{k}"]) for k in keys if rows[-1].get(f"hints/{k}")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", choices=list(TASKS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=None, help="env steps per run (quadruped 300k, claw 100k)")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--out", default=str(runs.ROOT / "runs" / "benchmarks" / "hints"))
+    args, extra = parser.parse_known_args()
+    extra = [e for e in extra if e != "--"]
+    spec = TASKS[args.task]
+    steps = args.steps or (300_000 if args.task == "quadruped" else 100_000)
+    common = [*spec["overrides"], f"train.total_timesteps={steps}", f"train.eval_freq={spec['eval_freq']}", *extra]
+
+    table = {}
+    for arm in args.arms:
+        per_seed = []
+        for seed in args.seeds:
+            run_dir = Path(args.out) / f"{args.task}-{arm}-seed{seed}"
+            records = run_dir / "records"
+            wall = runs.train([*common, *ARMS[arm], f"seed={seed}", f"distill.records_dir={records}"], run_dir)
+            first = runs.first_passing(run_dir, spec["passed"])
+            summary = runs.summary(run_dir)
+            per_seed.append({
+                "seed": seed,
+                "steps_to_threshold": int(first["step"]) if first else None,
+                "final_return": summary["final_eval_return"],
+                "final_success_rate": summary.get("final_success_rate"),
+                "final_tracking_error": summary.get("final_tracking_error"),
+                "wall_s": round(wall, 1),
+                "hints": last_hint_stats(run_dir),
+            })
+        mean, ci = runs.mean_ci95([s["final_return"] for s in per_seed])
+        table[arm] = {"seeds": per_seed, "final_return_mean": mean, "final_return_ci95": ci}
+    print(json.dumps({"task": args.task, "threshold": spec["threshold"], "steps": steps, "arms": table}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

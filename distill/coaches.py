@@ -1,0 +1,76 @@
+"""Deterministic scripted coaches: the "models" of the bundled offline hint server.
+
+They read a hint request (see :mod:`distill.hints`) and answer like a sensible LLM would, by rules
+a robotics engineer would write down. ``rng`` adds small, seeded jitter so that the ``m`` sampled
+answers of one request differ a little (as sampled LLM answers do) and the vote has work to do.
+
+Quadruped (scripted trot): when the student already tracks its command (error < 0.1 m/s, no fall)
+no teacher is needed (decision -1, the hint's influence decays as the student learns). Otherwise the
+gait is matched to the commanded speed ``v`` (m/s): cadence ``frequency_hz = 2.0 + 1.5 v`` and a
+stride gain that keeps each stride below 0.12 m (long strides saturate the action range); after a
+fall the gait becomes more conservative (longer stance, lower swing).
+
+Claw (scripted grasp): success -> -1. Otherwise the failure mode picks the change: never reached
+the cube -> move faster with a firmer gain; reached but never held it -> grasp a little lower,
+with tighter alignment and a longer squeeze; held but dropped it -> carry slower with a full grip.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+
+def coach_answer(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The answer object ``{decision, hint, params, confidence}`` for one request."""
+    coach = COACHES.get(request.get("task"))
+    if coach is None:
+        return {"decision": -1, "hint": f"unknown task {request.get('task')!r}", "params": {}, "confidence": 0.0}
+    decision, hint, changes = coach(request.get("summary", {}), request.get("outcome", {}))
+    params = dict(request.get("params", {}))
+    params.update(changes)
+    schema = request.get("schema", {})
+    params = {k: _jitter(k, v, schema, rng) for k, v in params.items() if k in schema}
+    confidence = round(min(1.0, max(0.0, 0.8 + rng.uniform(-0.1, 0.1))), 3)
+    return {"decision": decision, "hint": hint, "params": params, "confidence": confidence}
+
+
+def _quadruped(summary: dict[str, Any], outcome: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    fell = bool(outcome.get("fell", False))
+    error = float(summary.get("tracking_error", math.inf))
+    if not fell and error < 0.1:
+        return -1, "student tracks the command; no teacher needed", {}
+    speed = math.hypot(float(summary.get("command_vx", 0.0)), float(summary.get("command_vy", 0.0)))
+    frequency = 2.0 + 1.5 * speed
+    duty = 0.6 if fell else 0.5
+    stance_time = duty / frequency
+    gain = min(1.8, 0.12 / max(speed * stance_time, 1e-3))
+    changes = {"frequency_hz": frequency, "duty_factor": duty, "velocity_gain": gain,
+               "swing_height": 0.06 if fell else 0.07, "body_height": 0.27}
+    why = "fell: slower, longer stance" if fell else f"tracking error {error:.2f} m/s: match cadence to {speed:.2f} m/s"
+    return 1, why, changes
+
+
+def _claw(summary: dict[str, Any], outcome: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    if outcome.get("success"):
+        return -1, "goal reached; no teacher needed", {}
+    if float(summary.get("min_reach_distance", math.inf)) > 0.02:
+        return 1, "never reached the cube: approach faster", {"move_speed": 0.75, "gain": 1.0, "approach_height": 0.06}
+    if int(summary.get("grasped_steps", 0)) == 0:
+        return 1, "reached but never held it: grasp lower, align tighter", {
+            "grasp_height_offset": 0.0, "xy_tol": 0.005, "close_steps": 4, "close_command": 1.0}
+    return 1, "dropped the cube: carry slower with a full grip", {"lift_speed": 0.3, "close_command": 1.0}
+
+
+COACHES = {"quadruped": _quadruped, "claw": _claw}
+
+
+def _jitter(name: str, value: Any, schema: dict[str, list[float]], rng: random.Random) -> Any:
+    """Value moved by up to 2% of its range, kept in bounds (lists component-wise; integers untouched)."""
+    lo, hi = schema[name]
+    if isinstance(value, list):
+        return [_jitter(name, v, schema, rng) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return round(min(hi, max(lo, float(value) + rng.uniform(-0.02, 0.02) * (hi - lo))), 4)

@@ -1,0 +1,358 @@
+"""Bundled offline OpenAI-compatible hint server (standard library only).
+
+Serves on 127.0.0.1 by default:
+
+* ``GET /healthz`` -> ``{"ok": true}``
+* ``GET /v1/models`` -> OpenAI list of :data:`MODELS`
+* ``POST /v1/chat/completions`` -> OpenAI ``chat.completion`` (supports ``n``, ``seed``,
+  ``temperature``; ``max_tokens`` is accepted and ignored)
+* ``GET /stats`` -> ``{"total": N, "models": {model: N}, "max_in_flight": K}`` (chat requests)
+
+Models: ``openclaw-coach`` (deterministic scripted coach: the last user message is a JSON hint
+request answered by :func:`distill.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
+the fault models used by tests (see :data:`FAULT_MODELS`). Token counts are rough:
+``len(text) // 4 + 1``. With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
+
+CLI: ``python -m distill.hint_server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import random
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+COACH_MODEL = "openclaw-coach"
+FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
+                "fault-nochoices")
+MODELS = (COACH_MODEL, *FAULT_MODELS)
+PONG = "pong"
+MALFORMED_TEXT = "Sure! {decision: maybe"
+REFUSAL_TEXT = "I'm sorry, but I can't help with that."
+_CREATED = 1_700_000_000
+
+
+def count_tokens(text: str) -> int:
+    """Rough token count: ``len(text) // 4 + 1``."""
+    return len(text) // 4 + 1
+
+
+def _fallback_coach(request: dict, rng: random.Random) -> dict:
+    """Stand-in used only while ``distill.coaches`` does not exist."""
+    return {"decision": 1, "hint": "keep", "params": request.get("params", {}), "confidence": 0.5}
+
+
+def _coach() -> Callable[[dict, random.Random], dict]:
+    """``distill.coaches.coach_answer`` (or the stand-in when that module is absent)."""
+    try:
+        from distill.coaches import coach_answer
+    except ModuleNotFoundError as exc:
+        if exc.name != "distill.coaches":
+            raise
+        return _fallback_coach
+    return coach_answer
+
+
+def _text(content: Any) -> str:
+    """Message content as text (string content or OpenAI content parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def coach_reply(messages: list[dict], seed: int | None, temperature: float, index: int) -> str:
+    """The coach's content for choice ``index``: JSON answer to a JSON request, else ``pong``.
+
+    The rng is seeded from ``seed`` (or a hash of the request); with ``temperature > 0`` each
+    choice adds its index, so the ``n`` choices may differ. Raises ValueError on a bad request.
+    """
+    user = next((_text(m.get("content")) for m in reversed(messages)
+                 if isinstance(m, dict) and m.get("role") == "user"), "")
+    try:
+        request = json.loads(user)
+    except ValueError:
+        return PONG
+    if not isinstance(request, dict):
+        return PONG
+    base = seed if seed is not None else int(hashlib.sha256(user.encode()).hexdigest()[:12], 16)
+    rng = random.Random(base + index if temperature > 0 else base)
+    try:
+        answer = _coach()(request, rng)
+    except Exception as exc:  # noqa: BLE001 - reported to the client as a 400
+        raise ValueError(f"invalid hint request: {type(exc).__name__}: {exc}") from exc
+    return json.dumps(answer, sort_keys=True)
+
+
+class _State:
+    """Thread-safe request counters."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.models: Counter[str] = Counter()
+        self.total = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def enter(self, model: str) -> None:
+        with self.lock:
+            self.models[model] += 1
+            self.total += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {"total": self.total, "models": dict(self.models),
+                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int], api_key: str | None, slow_s: float) -> None:
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(addr, _Handler)
+        self.api_key = api_key
+        self.slow_s = slow_s
+        self.stopping = threading.Event()
+        self.state = _State()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    server_version = "openclaw-hint/1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet server
+        pass
+
+    # -- responses
+    def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client gave up (e.g. timed out)
+
+    def _error(self, status: int, message: str, type_: str, code: str | None,
+               headers: dict[str, str] | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": type_, "param": None,
+                                      "code": code}}, headers)
+
+    def _authorized(self) -> bool:
+        key = self.server.api_key
+        if key is None:
+            return True
+        got = self.headers.get("Authorization", "")
+        return hmac.compare_digest(got.encode(), f"Bearer {key}".encode())
+
+    def _unauthorized(self) -> None:
+        # never echo the key that was sent
+        self._error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+
+    def _not_found(self, method: str, path: str) -> None:
+        self._error(404, f"Unknown request URL: {method} {path}. Check the base URL (it should "
+                    "end in /v1).", "invalid_request_error", "unknown_url")
+
+    # -- routes
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/healthz":
+            self._send(200, {"ok": True})
+        elif path == "/stats":
+            self._send(200, self.server.state.snapshot())
+        elif path == "/v1/models":
+            if not self._authorized():
+                self._unauthorized()
+                return
+            self._send(200, {"object": "list", "data": [
+                {"id": m, "object": "model", "created": _CREATED, "owned_by": "openclaw"}
+                for m in MODELS]})
+        else:
+            self._not_found("GET", path)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        path = self.path.split("?", 1)[0].rstrip("/")
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        if path != "/v1/chat/completions":
+            self._not_found("POST", path)
+            return
+        try:
+            req = json.loads(raw or b"null")
+        except ValueError:
+            req = None
+        model = req.get("model") if isinstance(req, dict) else None
+        self.server.state.enter(str(model))
+        try:
+            self._chat(req, model)
+        finally:
+            self.server.state.leave()
+
+    def _chat(self, req: Any, model: Any) -> None:
+        if not self._authorized():
+            self._unauthorized()
+            return
+        bad = "invalid_request_error"
+        if not isinstance(req, dict) or not isinstance(model, str):
+            self._error(400, "body must be a JSON object with 'model' and 'messages'", bad, None)
+            return
+        messages = req.get("messages")
+        n = req.get("n") or 1
+        seed = req.get("seed")
+        temperature = req.get("temperature", 1.0)
+        if (not isinstance(messages, list) or not isinstance(n, int) or not 1 <= n <= 16
+                or not (seed is None or isinstance(seed, int))
+                or not isinstance(temperature, (int, float))):
+            self._error(400, "'messages' must be a list, 'n' an integer in 1..16, 'seed' an "
+                        "integer, 'temperature' a number", bad, None)
+            return
+        if model not in MODELS:
+            self._error(404, f"The model '{model}' does not exist or you do not have access "
+                        "to it.", bad, "model_not_found")
+            return
+        if model == "fault-500":
+            self._error(500, "The server had an error while processing your request.",
+                        "server_error", None)
+            return
+        if model == "fault-429":
+            self._error(429, "Rate limit reached; retry later.", "requests", "rate_limit_exceeded",
+                        headers={"Retry-After": "0"})
+            return
+        if model == "fault-slow" and self.server.stopping.wait(self.server.slow_s):
+            return  # shutting down: drop the request
+        try:
+            if model == "fault-malformed":
+                contents = [MALFORMED_TEXT] * n
+            elif model == "fault-refuse":
+                contents = [REFUSAL_TEXT] * n
+            else:
+                contents = [coach_reply(messages, seed, float(temperature), i) for i in range(n)]
+        except ValueError as exc:
+            self._error(400, str(exc), bad, None)
+            return
+        prompt = count_tokens("".join(_text(m.get("content")) for m in messages
+                                      if isinstance(m, dict)))
+        completion = sum(count_tokens(c) for c in contents)
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": "openclaw-hint",
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }
+        if model != "fault-nochoices":
+            body["choices"] = [{"index": i, "message": {"role": "assistant", "content": c},
+                                "finish_reason": "stop", "logprobs": None}
+                               for i, c in enumerate(contents)]
+        self._send(200, body)
+
+
+class HintServer:
+    """A running :func:`start_server` instance; use as a context manager or call :meth:`close`."""
+
+    def __init__(self, httpd: _Server, thread: threading.Thread) -> None:
+        self._httpd = httpd
+        self._thread = thread
+        host, port = httpd.server_address[:2]
+        self.host = str(host)
+        self.port = int(port)
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{shown}:{self.port}/v1"
+        self._closed = False
+
+    def request_counts(self) -> dict[str, Any]:
+        """``{"total": N, "models": {...}, "in_flight": k, "max_in_flight": K}``."""
+        return self._httpd.state.snapshot()
+
+    def close(self) -> None:
+        """Stop serving (slow requests are interrupted) and release the port."""
+        if self._closed:
+            return
+        self._closed = True
+        self._httpd.stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5.0)
+
+    def __enter__(self) -> HintServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"HintServer(url={self.url!r})"
+
+
+def start_server(host: str = "127.0.0.1", port: int = 0, api_key: str | None = None,
+                 slow_s: float = 30.0) -> HintServer:
+    """Start the server in a background daemon thread (``port=0`` picks a free port)."""
+    httpd = _Server((host, port), api_key, slow_s)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="openclaw-hint-server", daemon=True)
+    thread.start()
+    return HintServer(httpd, thread)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point: serve until Ctrl-C (or SIGTERM)."""
+    parser = argparse.ArgumentParser(prog="python -m distill.hint_server",
+                                     description="Offline OpenAI-compatible hint server.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--api-key-env", default=None, metavar="VAR",
+                        help="require the key held in this environment variable (if set)")
+    args = parser.parse_args(argv)
+    key = os.environ.get(args.api_key_env, "").strip() if args.api_key_env else ""
+    server = start_server(args.host, args.port, api_key=key or None)
+    auth = f"key from ${args.api_key_env} required" if key else "no key required"
+    print(f"OpenClaw hint server at {server.url} ({auth}); models: {', '.join(MODELS)}",
+          flush=True)
+    def _stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)  # a plain `kill` also shuts down cleanly
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        print("stopping", file=sys.stderr)
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

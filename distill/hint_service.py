@@ -1,0 +1,221 @@
+"""Asynchronous hint queries: never in the training loop's way.
+
+:class:`HintService` runs each query (``m`` answers, a vote) on a small thread pool and hands back
+the outcome when it is ready; training only ever calls the non-blocking :meth:`HintService.submit`
+and :meth:`HintService.poll`. At most one query per env is in flight (a new segment whose env still
+waits is skipped and counted). Answers are cached by :func:`distill.hints.prompt_hash` of (model,
+messages, sampling), so a repeated prompt makes no request. Every query is written as one JSON line
+to the records file (answers redacted by the channel, so no key can leak), and
+:meth:`HintService.load_records` pre-fills the cache from such a file: a run's hints can be replayed
+with no LLM at all (``channel=None``).
+
+Counters (:meth:`HintService.stats`, logged under ``hints/``): queries, requests, cache_hits,
+parse_errors, timeouts, errors, budget_exhausted, skipped, accepted, rejected, acceptance_rate,
+latency_p50_s / latency_p95_s (per query), tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.channel import ChannelConfig, ChannelError, LLMChannel
+from distill.hints import HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash, vote
+
+
+@dataclass
+class HintOutcome:
+    """What one query decided for one env's segment."""
+
+    env_index: int
+    segment: int
+    accepted: bool
+    params: dict[str, Any]
+    reason: str
+
+
+class HintService:
+    """Background hint queries for ``num_envs`` envs.
+
+    Args:
+        channel: the LLM channel, or None to answer only from the cache (replay).
+        cfg: channel settings (models, sampling, ``num_answers`` = m, ``max_concurrency``).
+        schema: the task's parameter schema (validation and clipping).
+        records_path: JSONL file that gets one line per query (None: no records).
+    """
+
+    def __init__(self, channel: LLMChannel | None, cfg: ChannelConfig, schema: HintSchema,
+                 records_path: Path | None = None) -> None:
+        self.channel, self.cfg, self.schema = channel, cfg, schema
+        self.records_path = records_path
+        if records_path is not None:
+            records_path.parent.mkdir(parents=True, exist_ok=True)
+        self._pool = ThreadPoolExecutor(max_workers=cfg.max_concurrency, thread_name_prefix="hint")
+        self._lock = threading.Lock()
+        self._cache: dict[str, str] = {}
+        self._in_flight: set[int] = set()
+        self._done: dict[int, HintOutcome] = {}
+        self._counts: Counter[str] = Counter()
+        self._latencies: list[float] = []
+
+    # ------------------------------------------------------------------ training-side API (non-blocking)
+
+    def submit(self, env_index: int, segment: int, request: dict[str, Any]) -> bool:
+        """Queue a query for ``env_index``; False (and counted as skipped) when one is still in flight."""
+        with self._lock:
+            if env_index in self._in_flight:
+                self._counts["skipped"] += 1
+                return False
+            self._in_flight.add(env_index)
+        self._pool.submit(self._run_guarded, env_index, segment, request)
+        return True
+
+    def poll(self, env_index: int) -> HintOutcome | None:
+        """The finished outcome for ``env_index`` not yet collected, or None."""
+        with self._lock:
+            return self._done.pop(env_index, None)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no query is in flight (tests, shutdown); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._in_flight:
+                    return True
+            time.sleep(0.01)
+        return False
+
+    def stats(self) -> dict[str, float]:
+        with self._lock:
+            counts = dict(self._counts)
+            latencies = list(self._latencies)
+        decided = counts.get("accepted", 0) + counts.get("rejected", 0)
+        out = {k: float(counts.get(k, 0)) for k in (
+            "queries", "requests", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted",
+            "skipped", "accepted", "rejected", "tokens")}
+        out["acceptance_rate"] = counts.get("accepted", 0) / decided if decided else 0.0
+        if latencies:
+            out["latency_p50_s"] = float(np.percentile(latencies, 50))
+            out["latency_p95_s"] = float(np.percentile(latencies, 95))
+        return out
+
+    def close(self) -> None:
+        """Stop taking work; queries in flight are abandoned (their threads finish on their own)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def load_records(self, path: Path) -> int:
+        """Pre-fill the cache with the answers recorded in ``path``; returns how many were loaded."""
+        loaded = 0
+        for line in path.read_text().splitlines():
+            for answer in json.loads(line).get("answers", []):
+                if answer.get("text") is not None:
+                    self._cache[answer["hash"]] = answer["text"]
+                    loaded += 1
+        return loaded
+
+    # ------------------------------------------------------------------ worker side
+
+    def _run_guarded(self, env_index: int, segment: int, request: dict[str, Any]) -> None:
+        try:
+            outcome = self._query(env_index, segment, request)
+        except Exception as err:  # never let a hint problem reach training: mask and count
+            with self._lock:
+                self._counts["errors"] += 1
+            outcome = HintOutcome(env_index, segment, False, {}, f"internal error: {type(err).__name__}")
+        with self._lock:
+            self._done[env_index] = outcome
+            self._in_flight.discard(env_index)
+
+    def _query(self, env_index: int, segment: int, request: dict[str, Any]) -> HintOutcome:
+        t0 = time.monotonic()
+        messages = build_messages(request)
+        m = self.cfg.num_answers
+        answers = [self._answer(self.cfg.hint_model, messages, i) for i in range(m)]
+        parsed = [self._parse(text) for text, _ in answers]
+        judged = self.cfg.judge_model and self.cfg.judge_model != self.cfg.hint_model
+        if judged:  # the judge votes on the hint model's first proposal
+            proposal = next((p for p in parsed if p is not None and p.decision == 1), None)
+            if proposal is None:
+                result = vote([None] * m, m)
+            else:
+                judge_messages = build_messages({**request, "proposal": proposal.params})
+                answers += [self._answer(self.cfg.judge_model, judge_messages, i) for i in range(m)]
+                verdicts = [self._parse(text) for text, _ in answers[m:]]
+                result = vote([_with_params(v, proposal) for v in verdicts], m)
+        else:
+            result = vote(parsed, m)
+        latency = time.monotonic() - t0
+        with self._lock:
+            self._counts["queries"] += 1
+            self._counts["accepted" if result.accepted else "rejected"] += 1
+            self._latencies.append(latency)
+        self._record(env_index, segment, request, answers, parsed, result, latency)
+        return HintOutcome(env_index, segment, result.accepted, result.params, result.reason)
+
+    def _answer(self, model: str, messages: list[dict[str, str]], index: int) -> tuple[str | None, dict[str, Any]]:
+        """(text or None, record entry) for the ``index``-th sampled answer; errors are counted, never raised."""
+        sampling = {"temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens, "seed": index}
+        key = prompt_hash(model, messages, sampling)
+        entry: dict[str, Any] = {"model": model, "hash": key}
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._counts["cache_hits"] += 1
+        if cached is not None:
+            return cached, {**entry, "text": cached, "cached": True}
+        if self.channel is None:
+            return None, {**entry, "text": None, "error": "replay: not in the records"}
+        try:
+            result = self.channel.chat(model, messages, n_tokens=self.cfg.max_tokens,
+                                       temperature=self.cfg.temperature, seed=index)
+        except ChannelError as err:
+            kind = {"timeout": "timeouts", "budget": "budget_exhausted"}.get(err.kind, "errors")
+            with self._lock:
+                self._counts[kind] += 1
+            return None, {**entry, "text": None, "error": err.kind}
+        with self._lock:
+            self._counts["requests"] += result.attempts
+            self._counts["tokens"] += (result.prompt_tokens or 0) + (result.completion_tokens or 0)
+            self._cache[key] = result.text
+        return result.text, {**entry, "text": self.channel.redact(result.text), "latency_s": round(result.latency_s, 4)}
+
+    def _parse(self, text: str | None) -> ParsedHint | None:
+        if text is None:
+            return None
+        try:
+            return parse_answer(text, self.schema)
+        except HintParseError:
+            with self._lock:
+                self._counts["parse_errors"] += 1
+            return None
+
+    def _record(self, env_index: int, segment: int, request: dict[str, Any], answers, parsed, result: Vote,
+                latency: float) -> None:
+        if self.records_path is None:
+            return
+        line = {
+            "time": round(time.time(), 3), "env": env_index, "segment": segment,
+            "model": self.cfg.hint_model, "judge": self.cfg.judge_model or self.cfg.hint_model,
+            "prompt_hash": answers[0][1]["hash"], "request": request,
+            "answers": [entry for _, entry in answers], "votes": result.votes,
+            "clipped": sorted({name for p in parsed if p is not None for name in p.clipped}),
+            "accepted": result.accepted, "params": result.params, "reason": result.reason,
+            "latency_s": round(latency, 4),
+        }
+        with self._lock, self.records_path.open("a") as f:
+            f.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def _with_params(verdict: ParsedHint | None, proposal: ParsedHint) -> ParsedHint | None:
+    """A judge's verdict carries the proposal's parameters (the judge votes, it does not tune)."""
+    if verdict is None:
+        return None
+    return ParsedHint(verdict.decision, proposal.params, verdict.confidence, verdict.hint, proposal.clipped)

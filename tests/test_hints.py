@@ -1,0 +1,280 @@
+"""LLM-hint teacher: protocol, vote, asynchronous service against the bundled server, and wiring."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+
+from agents.hint_targets import TASKS, ControllerTargets
+from agents.scripted import ControllerPolicy
+from agents.students.raw_obs import TARGET_KEY
+from agents.students.replay_targets import with_targets
+from agents.vec_env import make_vec_env
+from distill.channel import ChannelConfig, LLMChannel
+from distill.hint_server import start_server
+from distill.hint_service import HintService
+from distill.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
+from distill.teachers import SampleTargetsTeacher
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = HintSchema("claw", {"lift_speed": (0.05, 0.75), "close_steps": (1, 20), "xy_offset": (-0.015, 0.015)},
+                    frozenset({"close_steps"}))
+CLAW_FAIL = build_request(TASKS["claw"].schema, TASKS["claw"].default_params().to_dict(),
+                          {"min_reach_distance": 0.3, "grasped_steps": 0}, {"success": False})
+
+
+def answer(**overrides) -> str:
+    return json.dumps({"decision": 1, "hint": "h", "params": {"lift_speed": 0.3}, "confidence": 0.9, **overrides})
+
+
+# ---------------------------------------------------------------- protocol
+
+
+def test_parse_answer_validates_and_clips():
+    hint = parse_answer(answer(params={"lift_speed": 2.0, "close_steps": 3.6, "xy_offset": [0.0, -1]}), SCHEMA)
+    assert hint.decision == 1 and hint.params == {"lift_speed": 0.75, "close_steps": 4, "xy_offset": [0.0, -0.015]}
+    assert set(hint.clipped) == {"lift_speed", "close_steps", "xy_offset"}
+    for bad in ("not json", "[1, 2]", answer(decision=0), answer(decision=True), answer(confidence=1.5),
+                answer(params={"unknown": 1.0}), answer(params={"lift_speed": "fast"}),
+                answer(params={"lift_speed": float("nan")}), json.dumps({"decision": 1, "params": {}})):
+        with pytest.raises(HintParseError):
+            parse_answer(bad, SCHEMA)
+
+
+def test_vote_needs_a_strict_majority_of_all_answers_and_merges_by_median():
+    yes = [ParsedHint(1, {"lift_speed": v, "xy_offset": [v, -v]}, 0.9, "") for v in (0.1, 0.2, 0.6)]
+    result = vote(yes, 3)
+    assert result.accepted and result.params == {"lift_speed": 0.2, "xy_offset": [0.2, -0.2]}
+    assert not vote([yes[0], None, None], 3).accepted  # one valid answer of three: masked
+    no = ParsedHint(-1, {}, 0.9, "")
+    assert not vote([yes[0], no, None], 3).accepted
+    assert vote([yes[0], yes[1], no], 3).votes == [1, 1, -1]
+    assert not vote([yes[0], yes[1]], 4).accepted  # 2 of 4 is not a majority
+
+
+def test_sample_targets_teacher_masks_and_squashes():
+    rows = torch.tensor([[0.5, -1.0, 1.0], [0.0, 0.2, 0.0]])
+    plain = SampleTargetsTeacher(0.3).targets(None, sample_targets=rows)
+    assert torch.equal(plain.dist.mean, rows[:, :2]) and plain.coverage == 0.5
+    squashed = SampleTargetsTeacher(0.3, squashed=True).targets(None, sample_targets=rows)
+    assert torch.allclose(torch.tanh(squashed.dist.mean[0, 0]), torch.tensor(0.5))
+    assert torch.isfinite(squashed.dist.mean).all()  # |a| = 1 is clipped before atanh
+
+
+# ---------------------------------------------------------------- the service against the real server
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = start_server(slow_s=3.0)
+    yield srv
+    srv.close()
+
+
+def service_for(server, tmp_path=None, **cfg) -> HintService:
+    settings = {"base_url": server.url, "timeout_s": 0.5, "max_retries": 1, "backoff_s": 0.01, **cfg}
+    config = ChannelConfig(**settings)
+    records = tmp_path / "records.jsonl" if tmp_path is not None else None
+    return HintService(LLMChannel(config, "unused"), config, TASKS["claw"].schema, records_path=records)
+
+
+def run_one(service: HintService, request=CLAW_FAIL, env=0, timeout=20.0):
+    assert service.submit(env, 0, request)
+    assert service.wait_idle(timeout)
+    return service.poll(env)
+
+
+def test_happy_path_accepts_a_coach_hint_and_records_it(server, tmp_path):
+    service = service_for(server, tmp_path)
+    outcome = run_one(service)
+    assert outcome.accepted and outcome.reason == "3 of 3 answers accepted"
+    assert abs(outcome.params["move_speed"] - 0.75) < 0.03  # "never reached the cube: approach faster"
+    stats = service.stats()
+    assert stats["queries"] == 1 and stats["requests"] == 3 and stats["acceptance_rate"] == 1.0
+    assert stats["tokens"] > 0 and stats["latency_p50_s"] > 0
+    line = json.loads((tmp_path / "records.jsonl").read_text())
+    assert line["accepted"] and line["votes"] == [1, 1, 1] and len(line["answers"]) == 3
+    assert line["request"]["task"] == "claw" and "prompt_hash" in line
+
+
+def test_a_student_that_succeeds_gets_no_teacher(server):
+    ok = build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.0}, {"success": True})
+    outcome = run_one(service_for(server), ok)
+    assert not outcome.accepted and service_for(server).poll(0) is None
+
+
+@pytest.mark.parametrize(
+    "model, counter",
+    [("fault-malformed", "parse_errors"), ("fault-refuse", "parse_errors"), ("fault-slow", "timeouts"),
+     ("fault-500", "errors"), ("fault-429", "errors"), ("fault-nochoices", "errors")],
+)
+def test_each_fault_masks_the_segment_and_is_counted(server, model, counter):
+    service = service_for(server, hint_model=model, num_answers=1)
+    outcome = run_one(service)
+    assert outcome is not None and not outcome.accepted and outcome.params == {}
+    assert service.stats()[counter] == 1
+
+
+def test_cache_hit_makes_no_second_request(server):
+    service = service_for(server)
+    first = run_one(service)
+    before = server.request_counts()["total"]
+    second = run_one(service)
+    assert server.request_counts()["total"] == before
+    assert service.stats()["cache_hits"] == 3 and second.params == first.params
+
+
+def test_budget_exhaustion_masks_without_requests(server):
+    service = service_for(server, max_calls=3)
+    assert run_one(service).accepted
+    before = server.request_counts()["total"]
+    other = build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.5}, {"success": False})
+    assert not run_one(service, other).accepted
+    assert server.request_counts()["total"] == before and service.stats()["budget_exhausted"] == 3
+
+
+def test_one_query_per_env_in_flight(server):
+    service = service_for(server, hint_model="fault-slow", num_answers=1, max_retries=0)
+    assert service.submit(0, 0, CLAW_FAIL)
+    assert not service.submit(0, 1, CLAW_FAIL) and service.stats()["skipped"] == 1
+    assert service.submit(1, 0, CLAW_FAIL)  # other envs are not blocked
+    assert service.wait_idle(20)
+
+
+def test_64_concurrent_queries_complete():
+    server = start_server()
+    service = service_for(server, max_concurrency=4, timeout_s=5.0)
+    requests = [build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.1 + i / 100}, {"success": False})
+                for i in range(64)]
+    threads = [threading.Thread(target=service.submit, args=(i, 0, r)) for i, r in enumerate(requests)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert service.wait_idle(60)
+    outcomes = [service.poll(i) for i in range(64)]
+    assert all(o is not None and o.accepted for o in outcomes)
+    assert server.request_counts()["max_in_flight"] <= 4
+    server.close()
+
+
+def test_records_replay_without_any_llm(server, tmp_path):
+    live = service_for(server, tmp_path)
+    recorded = run_one(live)
+    replay = HintService(None, live.cfg, TASKS["claw"].schema)
+    assert replay.load_records(tmp_path / "records.jsonl") == 3
+    again = run_one(replay)
+    assert again.accepted and again.params == recorded.params and replay.stats()["requests"] == 0
+    other = build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.9}, {"success": False})
+    assert not run_one(replay, other).accepted  # not in the records: masked, never guessed
+
+
+# ---------------------------------------------------------------- the env wrapper and the buffers
+
+
+def test_scripted_targets_are_the_controllers_actions_on_the_acted_on_observations():
+    venv = ControllerTargets(make_vec_env("OpenClaw/Claw-v0", {}, 2), TASKS["claw"], dt=0.04)
+    reference = ControllerPolicy("grasp", 2, dt=0.04)
+    venv.seed(3)
+    obs = venv.reset()
+    starts = np.ones(2, dtype=bool)
+    rng = np.random.default_rng(0)
+    for _ in range(150):  # crosses an episode end (100 steps)
+        expected, _ = reference.predict(obs, episode_start=starts)
+        obs, _, dones, infos = venv.step(rng.uniform(-1, 1, size=(2, 5)).astype(np.float32))
+        got = np.stack([info[TARGET_KEY] for info in infos])
+        np.testing.assert_allclose(got[:, :5], expected, atol=1e-6)
+        assert (got[:, 5] == 1.0).all()
+        starts = dones
+    venv.close()
+
+
+def test_failing_llm_masks_samples_and_the_env_keeps_stepping(server):
+    service = service_for(server, hint_model="fault-500", num_answers=1)
+    venv = ControllerTargets(make_vec_env("OpenClaw/Claw-v0", {}, 2), TASKS["claw"], 0.04, service, segment_steps=10)
+    venv.reset()
+    for _ in range(60):
+        _, _, _, infos = venv.step(np.zeros((2, 5), dtype=np.float32))
+        assert all(info[TARGET_KEY][-1] == 0.0 for info in infos)
+    assert service.wait_idle(20) and service.stats()["errors"] >= 2
+    venv.close()
+
+
+@pytest.mark.parametrize("buffer_cls", [ReplayBuffer, DictReplayBuffer])
+def test_targets_replay_buffer_samples_like_sb3_and_aligns_targets(buffer_cls):
+    import gymnasium as gym
+
+    box = gym.spaces.Box(-1, 1, (2,), np.float32)
+    space = gym.spaces.Dict({"o": box}) if buffer_cls is DictReplayBuffer else box
+    plain, ours = (buffer_cls(64, space, box, n_envs=2) for _ in range(2))
+    ours = with_targets(ours)
+    for t in range(40):
+        o = np.full((2, 2), t, np.float32) + np.array([[0], [100]], np.float32)
+        obs = {"o": o} if isinstance(space, gym.spaces.Dict) else o
+        infos = [{TARGET_KEY: np.array([v, v, 1.0], np.float32)} for v in o[:, 0]]
+        for b in (plain, ours):
+            b.add(obs, obs, np.zeros((2, 2), np.float32), np.zeros(2), np.zeros(2), infos)
+    np.random.seed(5)
+    a = plain.sample(32)
+    np.random.seed(5)
+    b = ours.sample(32)
+    obs_a = a.observations["o"] if isinstance(a.observations, dict) else a.observations
+    obs_b = b.observations["o"] if isinstance(b.observations, dict) else b.observations
+    assert torch.equal(obs_a, obs_b)
+    np.testing.assert_array_equal(ours.last_targets[:, 0], obs_b[:, 0].numpy())
+
+
+# ---------------------------------------------------------------- through train.py
+
+
+def run_train(*args, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), "train=smoke", "train.progress_bar=false", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=400, env=env)
+
+
+def test_train_with_llm_hints_offline_by_default(tmp_path):
+    run_dir = tmp_path / "run"
+    result = run_train("distill=llm_hint", f"hydra.run.dir={run_dir}", f"distill.records_dir={tmp_path / 'rec'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = list(csv.DictReader((run_dir / "progress.csv").open()))
+    accepted = [float(r["hints/accepted"]) for r in rows if r.get("hints/accepted")]
+    assert accepted and accepted[-1] > 0
+    kl = [float(r["distill/kl"]) for r in rows if r.get("distill/kl")]
+    assert kl and all(np.isfinite(kl))
+    records = list((tmp_path / "rec").glob("quadruped-ppo-run-*.jsonl"))
+    assert len(records) == 1 and records[0].read_text().count("\n") >= accepted[-1]
+
+
+def test_train_continues_when_every_hint_fails(tmp_path):
+    # the judge passes the connectivity check (it answers) but never with valid JSON: every segment is masked
+    run_dir = tmp_path / "run"
+    result = run_train("distill=llm_hint", "llm.judge_model=fault-malformed", f"hydra.run.dir={run_dir}",
+                       f"distill.records_dir={tmp_path / 'rec'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = list(csv.DictReader((run_dir / "progress.csv").open()))
+    last = [r for r in rows if r.get("hints/queries")][-1]
+    assert float(last["hints/queries"]) > 0 and float(last["hints/accepted"]) == 0
+    assert float(last["hints/parse_errors"]) >= 3 * float(last["hints/queries"]) - 3  # in-flight ones may lag
+    assert all(float(r["distill/coverage"]) == 0.0 for r in rows if r.get("distill/coverage"))
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] >= 4096
+
+
+def test_train_stops_before_training_when_the_channel_check_fails(tmp_path):
+    result = run_train("env=claw", "agent=sac", "distill=llm_hint", "llm.hint_model=fault-500", "llm.max_retries=0",
+                       f"hydra.run.dir={tmp_path}", f"distill.records_dir={tmp_path / 'rec'}")
+    assert result.returncode == 2 and "fault-500" in result.stderr and "500" in result.stderr
+
+
+def test_train_with_hosted_endpoint_and_no_key_says_which_variable_to_set(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENCLAW_LLM_API_KEY"}
+    result = run_train("distill=llm_hint", "llm.base_url=http://127.0.0.1:9/v1", f"hydra.run.dir={tmp_path}", env=env)
+    assert result.returncode == 2 and "OPENCLAW_LLM_API_KEY" in result.stderr

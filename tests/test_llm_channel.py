@@ -1,0 +1,298 @@
+"""The LLM key channel against the real bundled server over loopback (no mocks)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from distill.channel import (ChannelConfig, ChannelError, LLMChannel, resolve_api_key)
+from distill.check import check_channel, load_config
+from distill.hint_server import MODELS, start_server
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "sk-test-S3CRET-0123456789abcdefXYZ"
+VAR = "OPENCLAW_LLM_API_KEY"
+REQUEST = {"task": "quadruped", "schema": {"kp": [10.0, 60.0], "gait_freq": [1.0, 3.0]},
+           "params": {"kp": 30.0, "gait_freq": 2.0}, "summary": {"return": 12.5},
+           "outcome": {"improved": False}}
+
+
+@pytest.fixture
+def server():
+    srv = start_server(slow_s=5.0)
+    yield srv
+    srv.close()
+
+
+def make(url: str, key: str = "unused", **kw) -> LLMChannel:
+    base = dict(base_url=url, timeout_s=2.0, max_retries=2, backoff_s=0.01)
+    base.update(kw)
+    return LLMChannel(ChannelConfig(**base), key)
+
+
+def user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def chat_total(srv) -> int:
+    return srv.request_counts()["total"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("OPENCLAW_") and "proxy" not in k.lower()}
+    env.update(extra)
+    return env
+
+
+# ------------------------------------------------------------------------------------ happy path
+def test_coach_answers_json_hint(server):
+    with make(server.url) as ch:
+        res = ch.chat("openclaw-coach", user(json.dumps(REQUEST)), seed=3, n=3)
+        assert res.attempts == 1 and len(res.texts) == 3 and res.text == res.texts[0]
+        for text in res.texts:
+            answer = json.loads(text)
+            assert answer["decision"] in (1, -1)
+            assert isinstance(answer["params"], dict)
+            assert 0.0 <= float(answer["confidence"]) <= 1.0
+        assert res.prompt_tokens > 0 and res.completion_tokens > 0
+        again = ch.chat("openclaw-coach", user(json.dumps(REQUEST)), seed=3, n=3)
+        assert again.texts == res.texts  # same seed -> same answers
+        assert ch.chat("openclaw-coach", user("Reply with the word: pong")).text == "pong"
+        stats = ch.stats()
+    assert stats["calls"] == 3 and stats["attempts"] == 3 and stats["errors_by_kind"] == {}
+    assert stats["prompt_tokens"] > 0 and stats["latency_p95_s"] >= stats["latency_p50_s"] > 0
+
+
+def test_models_health_and_stats_endpoints(server):
+    root = server.url.rsplit("/v1", 1)[0]
+    with urllib.request.urlopen(server.url + "/models", timeout=5) as r:
+        listing = json.load(r)
+    assert listing["object"] == "list"
+    assert {m["id"] for m in listing["data"]} == set(MODELS)
+    assert all(m["object"] == "model" for m in listing["data"])
+    with urllib.request.urlopen(root + "/healthz", timeout=5) as r:
+        assert json.load(r) == {"ok": True}
+    with make(server.url) as ch:
+        assert "openclaw-coach" in ch.list_models()
+    assert chat_total(server) == 0
+
+
+# ------------------------------------------------------------------------------------ faults
+def test_malformed_and_refusal_are_returned_as_text(server):
+    with make(server.url) as ch:
+        assert ch.chat("fault-malformed", user(json.dumps(REQUEST))).text.startswith("Sure!")
+        refusal = ch.chat("fault-refuse", user(json.dumps(REQUEST)))
+        assert "can't help" in refusal.text and refusal.finish_reasons == ["stop"]
+
+
+def test_no_choices_is_bad_response(server):
+    with make(server.url) as ch, pytest.raises(ChannelError) as ei:
+        ch.chat("fault-nochoices", user("hi"))
+    assert ei.value.kind == "bad_response" and "choices" in ei.value.message
+    assert chat_total(server) == 1  # a 200 is not retried
+
+
+def test_slow_server_times_out_quickly(server):
+    with make(server.url, timeout_s=0.3, max_retries=1) as ch:
+        t0 = time.monotonic()
+        with pytest.raises(ChannelError) as ei:
+            ch.chat("fault-slow", user("hi"))
+        elapsed = time.monotonic() - t0
+    assert ei.value.kind == "timeout" and "timeout_s" in ei.value.message
+    assert 0.5 <= elapsed < 0.3 * 2 + 2.0
+    assert server.request_counts()["models"]["fault-slow"] == 2
+    t0 = time.monotonic()
+    server.close()  # interrupts the sleeping handlers
+    assert time.monotonic() - t0 < 2.0
+
+
+@pytest.mark.parametrize("model,kind", [("fault-500", "server"), ("fault-429", "rate_limit")])
+def test_retryable_status_is_retried_then_fails(server, model, kind):
+    with make(server.url, max_retries=2) as ch:
+        with pytest.raises(ChannelError) as ei:
+            ch.chat(model, user("hi"))
+        assert ch.stats()["attempts"] == 3 and ch.stats()["errors_by_kind"] == {kind: 1}
+    assert ei.value.kind == kind and "3 attempts" in ei.value.message
+    assert server.request_counts()["models"][model] == 3
+
+
+def test_unknown_model_is_not_found_without_retry(server):
+    with make(server.url, max_retries=3) as ch, pytest.raises(ChannelError) as ei:
+        ch.chat("no-such-model", user("hi"))
+    assert ei.value.kind == "not_found"
+    assert "no-such-model" in ei.value.message and "openclaw-coach" in ei.value.message  # listed
+    assert server.request_counts()["models"]["no-such-model"] == 1
+
+
+def test_wrong_path_is_bad_url(server):
+    root = server.url.rsplit("/v1", 1)[0]
+    with make(root + "/api", max_retries=3) as ch, pytest.raises(ChannelError) as ei:
+        ch.chat("openclaw-coach", user("hi"))
+    assert ei.value.kind == "bad_url" and "/v1" in ei.value.message
+
+
+def test_doubled_v1_is_bad_url_before_any_request(server):
+    with pytest.raises(ChannelError) as ei:
+        make(server.url + "/v1")
+    assert ei.value.kind == "bad_url" and server.url in ei.value.message
+    cfg = ChannelConfig(base_url=server.url + "/v1/")
+    [res] = check_channel(cfg, {VAR: "whatever"})
+    assert not res.ok and res.error_kind == "bad_url"
+    assert chat_total(server) == 0
+
+
+def test_connection_refused():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ch = make(f"http://127.0.0.1:{port}/v1", max_retries=1)
+    with ch, pytest.raises(ChannelError) as ei:
+        ch.chat("openclaw-coach", user("hi"))
+    assert ei.value.kind == "connection" and "is the server running" in ei.value.message
+    assert ch.stats()["attempts"] == 2
+
+
+# ------------------------------------------------------------------------------------ keys
+def test_right_key_is_accepted():
+    with start_server(api_key=SECRET) as srv:
+        [res] = check_channel(ChannelConfig(base_url=srv.url), {VAR: f"  {SECRET}\n"})
+    assert res.ok and res.answer == "pong"
+
+
+def test_wrong_key_is_auth_and_never_leaks():
+    with start_server(api_key="the-server-key-000") as srv:
+        [res] = check_channel(ChannelConfig(base_url=srv.url), {VAR: SECRET})
+        assert not res.ok and res.error_kind == "auth"
+        assert VAR in res.message and "401" in res.message and SECRET not in res.message
+        with make(srv.url, key=SECRET) as ch:
+            with pytest.raises(ChannelError) as ei:
+                ch.chat("openclaw-coach", user("hi"))
+            assert ch.stats()["attempts"] == 1  # 401 is not retried
+            assert SECRET not in repr(ch) and SECRET not in str(ch.stats())
+            assert ch.redact(f"key={SECRET}") == "key=***"
+        err = ei.value
+        assert err.kind == "auth" and SECRET not in str(err) and SECRET not in repr(err.args)
+        assert err.__cause__ is None and err.__suppress_context__
+        proc = subprocess.run([sys.executable, "-m", "distill.check", "--base-url", srv.url],
+                              cwd=ROOT, env=clean_env(**{VAR: SECRET}), capture_output=True,
+                              text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "auth" in out and "401" in out and VAR in out
+    assert SECRET not in out
+
+
+@pytest.mark.parametrize("value", [None, "", "   \t"])
+def test_missing_key_names_the_variable(value):
+    env = {} if value is None else {"MY_LLM_KEY": value}
+    cfg = ChannelConfig(base_url="http://127.0.0.1:9/v1", api_key_env="MY_LLM_KEY")
+    with pytest.raises(ChannelError) as ei:
+        resolve_api_key(cfg, env)
+    assert ei.value.kind == "key_missing"
+    assert "MY_LLM_KEY" in ei.value.message and "export MY_LLM_KEY=" in ei.value.message
+    assert resolve_api_key(cfg, env, required=False) == "no-key"
+    [res] = check_channel(cfg, env)
+    assert res.error_kind == "key_missing"
+
+
+def test_bundled_server_needs_no_key():
+    [res] = check_channel(ChannelConfig(), {})
+    assert res.ok and res.answer == "pong"
+
+
+# ------------------------------------------------------------------------------------ budget
+def test_call_budget_blocks_without_request(server):
+    with make(server.url, max_calls=2) as ch:
+        ch.chat("openclaw-coach", user("hi"))
+        ch.chat("openclaw-coach", user("hi"))
+        before = chat_total(server)
+        with pytest.raises(ChannelError) as ei:
+            ch.chat("openclaw-coach", user("hi"))
+        assert ei.value.kind == "budget" and "max_calls" in ei.value.message
+        assert chat_total(server) == before == 2
+        assert ch.stats()["errors_by_kind"] == {"budget": 1}
+
+
+def test_token_budget(server):
+    with make(server.url, max_tokens_budget=5) as ch:
+        ch.chat("openclaw-coach", user(json.dumps(REQUEST)))
+        with pytest.raises(ChannelError) as ei:
+            ch.chat("openclaw-coach", user("hi"))
+    assert ei.value.kind == "budget" and "max_tokens_budget" in ei.value.message
+    assert chat_total(server) == 1
+
+
+# ------------------------------------------------------------------------------------ concurrency
+def test_64_concurrent_calls_bounded_by_max_concurrency(server):
+    results: list[str] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    with make(server.url, max_concurrency=4) as ch:
+        def work(i: int) -> None:
+            try:
+                text = ch.chat("openclaw-coach", user(json.dumps({**REQUEST, "i": i})), seed=i).text
+                with lock:
+                    results.append(text)
+            except BaseException as exc:  # noqa: BLE001
+                with lock:
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(64)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in threads), "deadlock: calls still running"
+        assert not errors and len(results) == 64
+        assert ch.stats()["calls"] == 64
+    counts = server.request_counts()
+    assert counts["total"] == 64 and 1 <= counts["max_in_flight"] <= 4
+
+
+# ------------------------------------------------------------------------------------ config + CLI
+def test_config_validation_and_overrides():
+    with pytest.raises(ValueError, match="valid keys: base_url, api_key_env"):
+        ChannelConfig.from_mapping({"base_ur1": "x"})
+    for bad in ({"timeout_s": 0}, {"max_retries": -1}, {"max_concurrency": 0},
+                {"num_answers": 0}, {"max_retries": 1.5}, {"hint_model": ""}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ChannelConfig.from_mapping(bad)
+    default = load_config(ROOT / "configs/llm/default.yaml")
+    assert default == ChannelConfig() and default.judge == "openclaw-coach"
+    hosted = load_config(ROOT / "configs/llm/openai.yaml")
+    assert hosted.base_url == "https://api.openai.com/v1" and hosted.api_key_env == "OPENAI_API_KEY"
+    over = default.with_env_overrides({"OPENCLAW_LLM_BASE_URL": "http://h:1/v1",
+                                       "OPENCLAW_HINT_MODEL": "m1", "OPENCLAW_JUDGE_MODEL": " "})
+    assert (over.base_url, over.hint_model, over.judge) == ("http://h:1/v1", "m1", "m1")
+    assert dataclasses.replace(over, judge_model="j").judge == "j"
+
+
+def test_check_cli_default_config_prints_pong():
+    proc = subprocess.run([sys.executable, "-m", "distill.check"], cwd=ROOT, env=clean_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "pong" in proc.stdout and "openclaw-coach" in proc.stdout
+
+
+def test_proxy_failure_mentions_proxy_variables(monkeypatch):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    with make("http://llm.invalid/v1", max_retries=0) as ch, pytest.raises(ChannelError) as ei:
+        ch.chat("openclaw-coach", user("hi"))
+    assert ei.value.kind == "proxy" and "HTTP_PROXY" in ei.value.message
