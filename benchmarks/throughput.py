@@ -97,19 +97,6 @@ def bench_overhead(env_id: str, steps: int) -> tuple[float, float]:
     return env_time / raw_time, steps * frame_skip / raw_time
 
 
-def bench_vec(env_id: str, num_envs: int, mode: str, steps: int) -> float:
-    """Total env steps/s of a Gymnasium vector env (``steps`` vector steps of ``num_envs`` copies)."""
-    vec = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
-    actions = _actions(vec.action_space, steps)
-    vec.reset(seed=0)
-    t0 = time.perf_counter()
-    for a in actions:
-        vec.step(a)
-    elapsed = time.perf_counter() - t0
-    vec.close()
-    return steps * num_envs / elapsed
-
-
 VECTOR_MODES = ("sync", "async", "sb3_subproc", "sb3_dummy", "batched", "sb3_batched")
 PROCESS_MODES = ("async", "sb3_subproc")  # one process per copy
 
@@ -218,7 +205,7 @@ def main() -> None:
             record(f"{name}/env_step_unwrapped", bench_env(env_id, args.steps, unwrapped=True))
             for mode in args.modes:
                 for n in args.vec:
-                    record(f"{name}/{mode}_x{n}", bench_vec(env_id, n, mode, max(args.steps // n, 50)))
+                    record(f"{name}/{mode}_x{n}", bench_vector(env_id, n, mode, max(args.steps // n, 50)))
 
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"{'benchmark':34s} {'median':>12s}  unit")

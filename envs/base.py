@@ -138,18 +138,32 @@ class MujocoTaskEnv(gym.Env):
         return {}
 
     def step(self, action):
+        action = self._prepare_step(action)
+        mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
+        transition = self._finish_step(action)
+        if self.render_mode == "human":
+            self.render()
+        return transition
+
+    def _prepare_step(self, action) -> np.ndarray:
+        """Everything of :meth:`step` before the physics: validate and apply ``action``; returns it clipped.
+
+        :meth:`step` is ``_prepare_step``, ``frame_skip`` physics steps, :meth:`_finish_step`; a batched
+        vector env (``envs.batched``) runs the physics of many envs in one call between the two.
+        """
         action = self._validate_action(action)
         self._apply_action(action)
         self._before_physics()
-        mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
+        return action
+
+    def _finish_step(self, action: np.ndarray) -> tuple:
+        """Everything of :meth:`step` after the physics: ``(obs, reward, terminated, False, info)``."""
         if self._diverged():
             return self._blowup_transition()
         obs = self._observe()
         reward, terminated, info = self._evaluate(action)
         self._action[:] = action
         self._last_obs = obs
-        if self.render_mode == "human":
-            self.render()
         return obs, reward, terminated, False, info
 
     def _validate_action(self, action) -> np.ndarray:

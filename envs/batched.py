@@ -101,13 +101,10 @@ class BatchedSimulation:
         ids = self._all if ids is None else np.asarray(ids, dtype=np.int64)
         tasks, state = self.tasks, self._state
         clipped = []
-        for i in ids.tolist():  # MujocoTaskEnv.step() up to the physics
+        for i in ids.tolist():
             task = tasks[i]
-            action = task._validate_action(actions[i])
-            task._apply_action(action)
-            task._before_physics()
+            clipped.append(task._prepare_step(actions[i]))
             mujoco.mj_getState(task.model, task.data, state[i], _STATE)
-            clipped.append(action)
         self._warning[...] = 0
         self._batch.step(None if len(ids) == self.num_envs else ids, nstep=self.frame_skip)
         warned = set(np.flatnonzero(self._warning[:, :, 1].any(axis=1)).tolist())
@@ -119,7 +116,7 @@ class BatchedSimulation:
                 np.copyto(target, source[i])
             if i in warned:
                 self._add_warnings(task.data, self._warning[i])
-            obs, reward, terminated, truncated, info = _after_physics(task, action)
+            obs, reward, terminated, truncated, info = task._finish_step(action)
             self.elapsed_steps[i] += 1
             if self.max_episode_steps is not None and self.elapsed_steps[i] >= self.max_episode_steps:
                 truncated = True
@@ -141,17 +138,6 @@ class BatchedSimulation:
         self._state = self._derived = self._warning = None
         for env in self.envs:
             env.close()
-
-
-def _after_physics(task: MujocoTaskEnv, action: np.ndarray) -> tuple:
-    """The rest of :meth:`MujocoTaskEnv.step` after ``mj_step`` (keep the two in sync)."""
-    if task._diverged():
-        return task._blowup_transition()
-    obs = task._observe()
-    reward, terminated, info = task._evaluate(action)
-    task._action[:] = action
-    task._last_obs = obs
-    return obs, reward, terminated, False, info
 
 
 class BatchedVecEnv(gym.vector.VectorEnv):
