@@ -3,7 +3,7 @@
 #  - Debian GL packages for headless MuJoCo rendering (EGL / OSMesa), when missing and we are root;
 #  - the CPU build of PyTorch when no torch is installed (a plain `torch` requirement would pull a
 #    multi-GB CUDA build);
-#  - this package, editable, with the test extra.
+#  - this package, editable, with the test extra and the scale extra (Hydra Ray launcher + Ray).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -21,4 +21,4 @@ fi
 if ! python -c "import torch" >/dev/null 2>&1; then
   python -m pip install -q "torch==2.13.0"
 fi
-python -m pip install -q -e ".[test]"
+python -m pip install -q -e ".[test,scale]"
