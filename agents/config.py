@@ -101,7 +101,7 @@ class RunConfig:
 
     total_timesteps: int = 3_000_000
     num_envs: int = 16
-    vec_mode: str = "dummy"  # dummy (one process) | subproc (one process per env) | batched (one process, physics in native threads)
+    vec_mode: str = "batched"  # batched (one process, physics of all copies in native threads) | dummy (one process, one after another) | subproc (one process per env)
     device: str = "cpu"
     torch_threads: int = 1
     eval_freq: int = 100_000  # env steps between evaluations (0 disables)

@@ -10,8 +10,9 @@ Tasks:
                evaluation (50 episodes) with >= 90% success.
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
                (``distill=scripted``, alpha 1 constant, teacher std 0.1).
-``fps``        training throughput side by side in one process: SB3 PPO on our quadruped vs on
-               Gymnasium's ``Ant-v5`` with the same settings (alternating, median of repeats).
+``fps``        training throughput side by side in one process: SB3 PPO on our quadruped (SB3's
+               ``DummyVecEnv``, and our batched vector env) vs on Gymnasium's ``Ant-v5`` with the same
+               settings (alternating, median of repeats).
 
 Usage::
 
@@ -87,12 +88,19 @@ def bench_fps(repeats: int, steps: int, num_envs: int) -> dict:
 
     import envs  # noqa: F401
 
+    from agents.vec_env import make_vec_env as make_ours
+
     torch.set_num_threads(1)
     settings = dict(n_steps=256, batch_size=1024, n_epochs=5, policy_kwargs=dict(net_arch=[256, 256]))
-    fps: dict[str, list[float]] = {"OpenClaw/Quadruped-v0": [], "Ant-v5": []}
+    batched = "OpenClaw/Quadruped-v0 (train.vec_mode=batched)"
+    fps: dict[str, list[float]] = {"OpenClaw/Quadruped-v0": [], batched: [], "Ant-v5": []}
     for _ in range(repeats):
         for env_id in fps:
-            venv = make_vec_env(env_id, n_envs=num_envs, seed=0)
+            if env_id == batched:
+                venv = make_ours("OpenClaw/Quadruped-v0", {}, num_envs, mode="batched")
+                venv.seed(0)
+            else:
+                venv = make_vec_env(env_id, n_envs=num_envs, seed=0)
             model = PPO("MlpPolicy", venv, seed=0, device="cpu", **settings)
             t0 = time.perf_counter()
             model.learn(steps)
@@ -104,6 +112,7 @@ def bench_fps(repeats: int, steps: int, num_envs: int) -> dict:
         "samples": fps,
         "median_fps": med,
         "ratio_ours_over_ant": med["OpenClaw/Quadruped-v0"] / med["Ant-v5"],
+        "ratio_ours_batched_over_ant": med[batched] / med["Ant-v5"],
     }
 
 
