@@ -26,19 +26,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.callbacks import BaseCallback
 from omegaconf import OmegaConf
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from agents.config import ConfigError
+from agents.scripted import ControllerPolicy, obs_row
 from agents.students.raw_obs import TARGET_KEY
-from distill.channel import ChannelConfig
-from distill.check import check_channel, open_channel
+from distill.channel import ChannelConfig, ChannelError
+from distill.check import check_models, models_of, open_channel
 from distill.hint_service import HintService
 from distill.hints import HintSchema, build_request
 from envs.claw import ClawEnv
-from envs.controllers.grasp import GraspController, GraspParams
-from envs.controllers.trot import TrotController, TrotParams
+from envs.controllers.grasp import GraspParams
+from envs.controllers.trot import TrotParams
 from envs.quadruped import QuadrupedEnv
 
 
@@ -93,23 +94,22 @@ class ClawSegment:
 
 @dataclass(frozen=True)
 class ControllerTask:
-    """How one env family is taught: its controller, parameters, hint schema and segment statistics."""
+    """How one env family is taught: its controller (a key of ``agents.scripted.CONTROLLERS``), how
+    hinted parameters are validated, the hint schema and the segment statistics."""
 
+    controller: str
     schema: HintSchema
-    default_params: Callable[[], Any]
     params_from_dict: Callable[[dict[str, Any]], Any]
-    make_controller: Callable[[Any, float], Any]
     segment: Callable[[], Any]
 
 
 TASKS: dict[str, ControllerTask] = {
     "quadruped": ControllerTask(
-        HintSchema("quadruped", dict(TrotParams.BOUNDS)),
-        TrotParams, TrotParams.from_dict, lambda p, dt: TrotController(p, dt=dt), QuadrupedSegment,
+        "trot", HintSchema("quadruped", dict(TrotParams.BOUNDS)), TrotParams.from_dict, QuadrupedSegment,
     ),
     "claw": ControllerTask(
-        HintSchema("claw", dict(GraspParams.BOUNDS), frozenset({"close_steps", "release_steps"})),
-        GraspParams, GraspParams.from_dict, lambda p, dt: GraspController(p), ClawSegment,
+        "grasp", HintSchema("claw", dict(GraspParams.BOUNDS), frozenset({"close_steps", "release_steps"})),
+        GraspParams.from_dict, ClawSegment,
     ),
 }
 
@@ -142,41 +142,31 @@ class ControllerTargets(VecEnvWrapper):
         n = venv.num_envs
         self.task, self.service = task, service
         self.segment_steps, self.max_age = segment_steps, max_age
-        self.params = [task.default_params() for _ in range(n)]
-        self.controllers = [task.make_controller(p, dt) for p in self.params]
+        self.policy = ControllerPolicy(task.controller, n, dt)  # each controller holds its params
         self.segments = [task.segment() for _ in range(n)]
         self.segment_index = [0] * n
         self.hint_from = [None] * n  # first segment an accepted hint applies to (None: no hint)
         self.invalid_hints = 0
         self._pending: np.ndarray | None = None
-        self._actions: np.ndarray | None = None
         self._weights_sum, self._weights_n = 0.0, 0
         self.on_close: list[Callable[[], None]] = []  # e.g. the LLM channel and the bundled server
 
     def reset(self):
         obs = self.venv.reset()
-        for i, controller in enumerate(self.controllers):
-            controller.reset()
-            self.segments[i] = self.task.segment()
-        self._pending = self._targets(obs)
+        self.segments = [self.task.segment() for _ in range(self.num_envs)]
+        self._pending = self._targets(obs, np.ones(self.num_envs, dtype=bool))
         return obs
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self.venv.step_async(actions)
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
         acted_on = self._pending
         for i, info in enumerate(infos):
             info[TARGET_KEY] = acted_on[i]
-            step_obs = info["terminal_observation"] if dones[i] else _row(obs, i)
-            self.segments[i].add(step_obs, info)
+            self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
             if dones[i] or self.segments[i].steps >= self.segment_steps:
                 self._end_segment(i)
-            if dones[i]:
-                self.controllers[i].reset()
         self._collect_hints()
-        self._pending = self._targets(obs)
+        self._pending = self._targets(obs, dones)
         return obs, rewards, dones, infos
 
     def coverage(self) -> float:
@@ -200,19 +190,18 @@ class ControllerTargets(VecEnvWrapper):
         start = self.hint_from[i]
         return 1.0 if start is not None and 0 <= self.segment_index[i] - start < self.max_age else 0.0
 
-    def _targets(self, obs) -> np.ndarray:
-        rows = []
-        for i, controller in enumerate(self.controllers):
-            weight = self._weight(i)
-            rows.append(np.append(controller.act(_row(obs, i)), weight).astype(np.float32))
-            self._weights_sum += weight
-            self._weights_n += 1
-        return np.stack(rows)
+    def _targets(self, obs, episode_start: np.ndarray) -> np.ndarray:
+        """Rows (action, weight) for ``obs``; controllers of envs starting an episode are reset first."""
+        actions, _ = self.policy.predict(obs, episode_start=episode_start)
+        weights = np.array([self._weight(i) for i in range(self.num_envs)], dtype=np.float32)
+        self._weights_sum += float(weights.sum())
+        self._weights_n += len(weights)
+        return np.hstack([actions, weights[:, None]]).astype(np.float32)
 
     def _end_segment(self, i: int) -> None:
         if self.service is not None:
             summary, outcome = self.segments[i].summary()
-            request = build_request(self.task.schema, self.params[i].to_dict(), summary, outcome)
+            request = build_request(self.task.schema, self.policy.controllers[i].params.to_dict(), summary, outcome)
             self.service.submit(i, self.segment_index[i], request)
         self.segment_index[i] += 1
         self.segments[i] = self.task.segment()
@@ -227,19 +216,14 @@ class ControllerTargets(VecEnvWrapper):
             if not outcome.accepted:
                 self.hint_from[i] = None
                 continue
+            controller = self.policy.controllers[i]
             try:
-                params = self.task.params_from_dict({**self.params[i].to_dict(), **outcome.params})
+                controller.params = self.task.params_from_dict({**controller.params.to_dict(), **outcome.params})
             except (TypeError, ValueError):
                 self.invalid_hints += 1
                 self.hint_from[i] = None
                 continue
-            self.params[i] = params
-            self.controllers[i].params = params
             self.hint_from[i] = outcome.segment + 1
-
-
-def _row(obs, i: int):
-    return {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
 
 
 class HintStatsLogger(BaseCallback):
@@ -276,11 +260,17 @@ def controller_targets(venv: VecEnv, distill: Any, llm: Any, run_name: str) -> C
     records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     channel, server = None, None
     if not distill.hint_replay:
-        failed = [r for r in check_channel(cfg) if not r.ok]
+        try:
+            channel, server = open_channel(cfg)
+        except ChannelError as err:
+            raise ConfigError(f"LLM channel: {err.message}") from None
+        failed = [r for r in check_models(channel, models_of(cfg)) if not r.ok]
         if failed:
+            for resource in (channel, server):
+                if resource is not None:
+                    resource.close()
             raise ConfigError("LLM channel check failed (python -m distill.check diagnoses it):\n" + "\n".join(
                 f"  {r.model}: {r.message}" for r in failed))
-        channel, server = open_channel(cfg)
     service = HintService(channel, cfg, task.schema, records_path=records)
     if distill.hint_replay:
         service.load_records(Path(distill.hint_replay))

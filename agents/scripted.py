@@ -40,6 +40,10 @@ class ControllerPolicy:
         for i, controller in enumerate(self.controllers):
             if episode_start is not None and episode_start[i]:
                 controller.reset()
-            obs = {k: v[i] for k, v in observation.items()} if isinstance(observation, dict) else observation[i]
-            actions.append(controller.act(obs))
+            actions.append(controller.act(obs_row(observation, i)))
         return np.stack(actions), None
+
+
+def obs_row(observation: Any, i: int) -> Any:
+    """Env ``i``'s observation from a vector env's batch (array or dict of arrays)."""
+    return {k: v[i] for k, v in observation.items()} if isinstance(observation, dict) else observation[i]

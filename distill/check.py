@@ -69,22 +69,24 @@ def check_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
         channel, server = open_channel(cfg, environ)
     except ChannelError as err:
         return [CheckResult(m, False, None, "", err.kind, err.message) for m in models]
-    results: list[CheckResult] = []
     try:
-        for model in models:
-            try:
-                res = channel.chat(model, [{"role": "user", "content": PING}], n_tokens=16,
-                                   temperature=0.0)
-            except ChannelError as err:
-                results.append(CheckResult(model, False, None, "", err.kind,
-                                           channel.redact(err.message)))
-                continue
-            answer = channel.redact(res.text.strip())
-            results.append(CheckResult(model, True, res.latency_s, answer, None, "ok"))
+        return check_models(channel, models)
     finally:
         channel.close()
         if server is not None:
             server.close()
+
+
+def check_models(channel: LLMChannel, models: list[str]) -> list[CheckResult]:
+    """One minimal chat call per model on an open ``channel``; never raises ChannelError."""
+    results: list[CheckResult] = []
+    for model in models:
+        try:
+            res = channel.chat(model, [{"role": "user", "content": PING}], n_tokens=16, temperature=0.0)
+        except ChannelError as err:
+            results.append(CheckResult(model, False, None, "", err.kind, channel.redact(err.message)))
+            continue
+        results.append(CheckResult(model, True, res.latency_s, channel.redact(res.text.strip()), None, "ok"))
     return results
 
 

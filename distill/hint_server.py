@@ -31,9 +31,10 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from distill.coaches import coach_answer
 
 COACH_MODEL = "openclaw-coach"
 FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
@@ -48,22 +49,6 @@ _CREATED = 1_700_000_000
 def count_tokens(text: str) -> int:
     """Rough token count: ``len(text) // 4 + 1``."""
     return len(text) // 4 + 1
-
-
-def _fallback_coach(request: dict, rng: random.Random) -> dict:
-    """Stand-in used only while ``distill.coaches`` does not exist."""
-    return {"decision": 1, "hint": "keep", "params": request.get("params", {}), "confidence": 0.5}
-
-
-def _coach() -> Callable[[dict, random.Random], dict]:
-    """``distill.coaches.coach_answer`` (or the stand-in when that module is absent)."""
-    try:
-        from distill.coaches import coach_answer
-    except ModuleNotFoundError as exc:
-        if exc.name != "distill.coaches":
-            raise
-        return _fallback_coach
-    return coach_answer
 
 
 def _text(content: Any) -> str:
@@ -92,7 +77,7 @@ def coach_reply(messages: list[dict], seed: int | None, temperature: float, inde
     base = seed if seed is not None else int(hashlib.sha256(user.encode()).hexdigest()[:12], 16)
     rng = random.Random(base + index if temperature > 0 else base)
     try:
-        answer = _coach()(request, rng)
+        answer = coach_answer(request, rng)
     except Exception as exc:  # noqa: BLE001 - reported to the client as a 400
         raise ValueError(f"invalid hint request: {type(exc).__name__}: {exc}") from exc
     return json.dumps(answer, sort_keys=True)

@@ -99,8 +99,11 @@ class HintService:
             latencies = list(self._latencies)
         decided = counts.get("accepted", 0) + counts.get("rejected", 0)
         out = {k: float(counts.get(k, 0)) for k in (
-            "queries", "requests", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted",
-            "skipped", "accepted", "rejected", "tokens")}
+            "queries", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted",
+            "skipped", "accepted", "rejected")}
+        channel = self.channel.stats() if self.channel is not None else {}
+        out["requests"] = float(channel.get("attempts", 0))  # HTTP requests, retries included
+        out["tokens"] = float(channel.get("total_tokens", 0))
         out["acceptance_rate"] = counts.get("accepted", 0) / decided if decided else 0.0
         if latencies:
             out["latency_p50_s"] = float(np.percentile(latencies, 50))
@@ -182,8 +185,6 @@ class HintService:
                 self._counts[kind] += 1
             return None, {**entry, "text": None, "error": err.kind}
         with self._lock:
-            self._counts["requests"] += result.attempts
-            self._counts["tokens"] += (result.prompt_tokens or 0) + (result.completion_tokens or 0)
             self._cache[key] = result.text
         return result.text, {**entry, "text": self.channel.redact(result.text), "latency_s": round(result.latency_s, 4)}
 

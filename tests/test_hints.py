@@ -24,11 +24,12 @@ from distill.hint_server import start_server
 from distill.hint_service import HintService
 from distill.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
 from distill.teachers import SampleTargetsTeacher
+from envs.controllers.grasp import GraspParams
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = HintSchema("claw", {"lift_speed": (0.05, 0.75), "close_steps": (1, 20), "xy_offset": (-0.015, 0.015)},
                     frozenset({"close_steps"}))
-CLAW_FAIL = build_request(TASKS["claw"].schema, TASKS["claw"].default_params().to_dict(),
+CLAW_FAIL = build_request(TASKS["claw"].schema, GraspParams().to_dict(),
                           {"min_reach_distance": 0.3, "grasped_steps": 0}, {"success": False})
 
 
