@@ -6,8 +6,8 @@
     python evaluate.py run=<run> env_id=OpenClaw/QuadrupedRough-v0 out_dir=<run>/eval_rough
     python evaluate.py policy=trot                                   # scripted controllers: trot, grasp
 
-Options and their meanings: ``configs/evaluate.yaml`` and :class:`agents.eval_run.EvalConfig`.
-The logic lives in :mod:`agents.eval_run`; this file composes the Hydra config and reports errors.
+Options and their meanings: ``configs/evaluate.yaml`` and :class:`agents.evaluation.run.EvalConfig`.
+The logic lives in :mod:`agents.evaluation.run`; this file composes the Hydra config and reports errors.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import hydra
 from omegaconf import DictConfig
 
 import envs  # noqa: F401  (picks a headless GL backend before mujoco is imported)
-from agents.config import ConfigError
-from agents.eval_run import format_metrics, register_config, run, validate
+from agents.errors import ConfigError
+from agents.evaluation.run import format_metrics, register_config, run, validate
 from agents.overrides import check_overrides
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")

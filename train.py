@@ -21,7 +21,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from agents.config import ConfigError, register_configs, validate
+from agents.errors import ConfigError
+from agents.training.config import register_configs, validate
 from agents.overrides import check_overrides, resume_argv
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
@@ -43,7 +44,7 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from agents.runner import EXIT_INTERRUPTED, TrainingInterrupted, train
+    from agents.training.runner import EXIT_INTERRUPTED, TrainingInterrupted, train
 
     try:
         if cfg.resume:
@@ -51,7 +52,7 @@ def main(cfg: DictConfig) -> None:
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
         validate(cfg)
-        from agents.report import format_summary
+        from agents.training.report import format_summary
 
         summary = train(cfg)
         print(format_summary(summary))

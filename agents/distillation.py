@@ -18,7 +18,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
 from agents import checkpoint
-from agents.config import ConfigError
+from agents.errors import ConfigError
 from agents.factory import ALGORITHMS
 from agents.students import ppo_action_distribution, sac_action_distribution
 from distill.opd import OnlinePolicyDistillation
@@ -98,7 +98,7 @@ def build_distillation(
         teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     elif d.name == "checkpoint":
         teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
-    elif d.name in ("scripted", "llm_hint"):  # targets recorded by agents.hint_targets.ControllerTargets
+    elif d.name in ("scripted", "llm_hint"):  # targets recorded by agents.controller_teacher.ControllerTargets
         teacher = SampleTargetsTeacher(d.teacher_std, squashed=isinstance(model, SAC))
     else:
         raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema, checkpoint, scripted or llm_hint")

@@ -17,7 +17,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.config import ConfigError
+from agents.errors import ConfigError
 
 _KEY_RE = re.compile(r"full_key: ([\w.]+)")
 

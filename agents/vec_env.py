@@ -9,6 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
@@ -155,3 +156,11 @@ def copy_normalization(train_venv: VecEnv, eval_venv: VecEnv) -> None:
     if isinstance(train_venv, VecNormalize) and isinstance(eval_venv, VecNormalize):
         eval_venv.obs_rms = copy.deepcopy(train_venv.obs_rms)
         eval_venv.ret_rms = copy.deepcopy(train_venv.ret_rms)
+
+
+def env_kwargs(cfg: DictConfig, evaluation: bool = False) -> dict[str, Any]:
+    """The env's constructor arguments as plain Python values (``eval_kwargs`` on top for evaluation)."""
+    kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
+    if evaluation:
+        kwargs.update(OmegaConf.to_container(cfg.env.eval_kwargs, resolve=True))
+    return kwargs

@@ -3,7 +3,7 @@
 The learners are built as ``train.py`` builds them: the Hydra config is composed from ``configs/``
 (``env=quadruped agent=ppo`` picks ``configs/tuned/quadruped_ppo.yaml``: 16 envs, n_steps 256,
 batch 1024, 5 epochs, [256, 256] ELU; ``env=claw agent=sac`` picks ``configs/tuned/claw_sac.yaml``),
-then ``agents.runner``'s training envs (``VecNormalize`` over ``DummyVecEnv`` of ``Monitor``-wrapped
+then ``agents.training.runner``'s training envs (``VecNormalize`` over ``DummyVecEnv`` of ``Monitor``-wrapped
 envs), ``agents.factory.build_agent``, SB3's CSV + TensorBoard logger and the ``InfoTermLogger``
 callback. Evaluation, checkpoints and the progress bar are off: only ``model.learn`` is profiled.
 
@@ -52,7 +52,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.core.global_hydra import GlobalHydra  # noqa: E402
 from omegaconf import DictConfig, open_dict  # noqa: E402
 
-from agents.config import register_configs, validate  # noqa: E402
+from agents.training.config import register_configs, validate  # noqa: E402
 
 BUCKETS = (
     "physics (mj_*)",
@@ -192,7 +192,7 @@ HOT_SPOTS = (
     ("torch Distribution validation", "torch/distributions/distribution.py", "_validate_sample"),
     ("torch Distribution.__init__", "torch/distributions/distribution.py", "__init__"),
     ("obs_as_tensor", "common/utils.py", "obs_as_tensor"),
-    ("InfoTermLogger._on_step", "agents/callbacks.py", "_on_step"),
+    ("InfoTermLogger._on_step", "agents/training/callbacks.py", "_on_step"),
     ("logger.dump", "common/logger.py", "dump"),
     ("buffer add", "common/buffers.py", "add"),
     ("buffer sample", "common/buffers.py", "sample"),
@@ -242,12 +242,12 @@ def compose_cfg(env: str, agent: str, run_dir: str, overrides: list[str]) -> Dic
 
 
 def build(cfg: DictConfig):
-    """Training envs, learner, logger and callbacks as ``agents.runner.train`` makes them."""
+    """Training envs, learner, logger and callbacks as ``agents.training.runner.train`` makes them."""
     from stable_baselines3.common.logger import configure
 
-    from agents.callbacks import InfoTermLogger
+    from agents.training.callbacks import InfoTermLogger
     from agents.factory import build_agent
-    from agents.runner import _train_envs
+    from agents.training.runner import _train_envs
 
     venv, _ = _train_envs(cfg, None)
     model = build_agent(cfg, venv, tensorboard_dir=None)

@@ -4,7 +4,7 @@ Prints frames per second (medians over interleaved repeats) for each env:
 
 * ``render``: ``env.step`` + ``env.render()`` alone (MuJoCo's offscreen renderer);
 * ``record``: the whole recording path of ``evaluate.py`` - step, render, text overlay and H.264
-  encoding to an mp4 (:class:`agents.video.ClipRecorder`), with shadows (the default);
+  encoding to an mp4 (:class:`agents.evaluation.video.ClipRecorder`), with shadows (the default);
 * ``record_no_shadows``: the same with ``shadows=False``;
 
 and for scale Gymnasium's ``Ant-v5`` with its default quality (4096 shadow map, 4x multisampling)
@@ -33,7 +33,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from agents.video import ClipRecorder
+from agents.evaluation.video import ClipRecorder
 
 SIZE = 480
 ENVS = {"quadruped": "OpenClaw/Quadruped-v0", "claw": "OpenClaw/Claw-v0", "ant": "Ant-v5"}

@@ -1,1 +1,4 @@
-"""Online policy distillation (OPD): teachers, KL losses and alpha schedules."""
+"""Online policy distillation (OPD): the policy interface, KL losses, alpha schedules and teachers.
+
+Imports torch and nothing else of ours; the LLM plumbing lives in :mod:`distill.llm`.
+"""

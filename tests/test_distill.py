@@ -297,17 +297,34 @@ def test_bad_distill_values(override, expected):
 # ---------------------------------------------------------------- layering
 
 
-def imported_modules(package: str) -> set[str]:
+def imported_modules(package: str, depth: int = 1) -> set[str]:
+    """Dotted names (first ``depth`` parts) that the modules under ``package`` (a path) import."""
     names: set[str] = set()
     for path in (ROOT / package).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
+                names.update(".".join(alias.name.split(".")[:depth]) for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module.split(".")[0])
+                names.add(".".join(node.module.split(".")[:depth]))
+    return names
+
+
+def distill_core_imports() -> set[str]:
+    """What the distillation method (``distill/*.py``, not ``distill/llm/``) imports."""
+    names: set[str] = set()
+    for path in (ROOT / "distill").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
     return names
 
 
 def test_imports_flow_one_way():
     assert not {"agents", "distill", "stable_baselines3"} & imported_modules("envs")
     assert not {"agents", "envs", "stable_baselines3"} & imported_modules("distill")
+    core = distill_core_imports()
+    assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "openai"} or n.startswith("distill.llm")}
+    assert "agents.training" not in imported_modules("agents/evaluation", depth=2)
+    assert not {"agents", "envs"} & imported_modules("distill/llm")

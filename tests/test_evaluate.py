@@ -16,9 +16,9 @@ from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import VecNormalize
 
 from agents import checkpoint
-from agents.config import ConfigError
-from agents.eval_run import EvalConfig, run
-from agents.evaluation import evaluate
+from agents.errors import ConfigError
+from agents.evaluation.run import EvalConfig, run
+from agents.evaluation.protocol import evaluate
 from agents.factory import load_agent
 from agents.vec_env import make_vec_env
 
@@ -126,3 +126,19 @@ def test_training_records_clips_and_logs_them_to_tensorboard(tmp_path):
     events = EventAccumulator(str(next(run_path.glob("events.out.tfevents.*"))))
     events.Reload()
     assert "eval/video" in events.Tags()["images"]
+
+
+def test_scripted_evaluation_loads_neither_training_nor_llm_code(tmp_path):
+    """``evaluate.py policy=trot`` runs without importing the training runner or any LLM code."""
+    argv = ["evaluate.py", "policy=trot", "episodes=1", "envs=1", "videos=0", f"out_dir={tmp_path / 'eval'}",
+            f"hydra.run.dir={tmp_path / 'hydra'}", "+env_kwargs.max_episode_steps=50"]
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = {argv!r}\n"
+        "runpy.run_path('evaluate.py', run_name='__main__')\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('agents.training', 'distill.llm', 'openai'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "eval" / "metrics.json").is_file()
+    assert "LOADED []" in out.stdout, out.stdout

@@ -14,15 +14,15 @@ import pytest
 import torch
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
-from agents.hint_targets import TASKS, ControllerTargets
-from agents.scripted import ControllerPolicy
+from agents.controller_teacher import TASKS, ControllerTargets
+from agents.controller_policy import ControllerPolicy
 from agents.students.raw_obs import TARGET_KEY
 from agents.students.replay_targets import with_targets
 from agents.vec_env import make_vec_env
-from distill.channel import ChannelConfig, LLMChannel
-from distill.hint_server import start_server
-from distill.hint_service import HintService
-from distill.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
+from distill.llm.channel import ChannelConfig, LLMChannel
+from distill.llm.server import start_server
+from distill.llm.service import HintService
+from distill.llm.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
 from distill.teachers import SampleTargetsTeacher
 from envs.controllers.grasp import GraspParams
 

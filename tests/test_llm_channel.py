@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from distill.channel import (ChannelConfig, ChannelError, LLMChannel, resolve_api_key)
-from distill.check import check_channel, load_config
-from distill.hint_server import MODELS, start_server
+from distill.llm.channel import (ChannelConfig, ChannelError, LLMChannel, resolve_api_key)
+from distill.llm.check import check_channel, load_config
+from distill.llm.server import MODELS, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-S3CRET-0123456789abcdefXYZ"
@@ -184,7 +184,7 @@ def test_wrong_key_is_auth_and_never_leaks():
         err = ei.value
         assert err.kind == "auth" and SECRET not in str(err) and SECRET not in repr(err.args)
         assert err.__cause__ is None and err.__suppress_context__
-        proc = subprocess.run([sys.executable, "-m", "distill.check", "--base-url", srv.url],
+        proc = subprocess.run([sys.executable, "-m", "distill.llm.check", "--base-url", srv.url],
                               cwd=ROOT, env=clean_env(**{VAR: SECRET}), capture_output=True,
                               text=True, timeout=60)
     out = proc.stdout + proc.stderr
@@ -280,7 +280,7 @@ def test_config_validation_and_overrides():
 
 
 def test_check_cli_default_config_prints_pong():
-    proc = subprocess.run([sys.executable, "-m", "distill.check"], cwd=ROOT, env=clean_env(),
+    proc = subprocess.run([sys.executable, "-m", "distill.llm.check"], cwd=ROOT, env=clean_env(),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pong" in proc.stdout and "openclaw-coach" in proc.stdout

@@ -1,6 +1,6 @@
 """Replay buffers that store, with every transition, the teacher target recorded when it was collected.
 
-A vector env wrapper (see :mod:`agents.hint_targets`) puts in each step's ``info["teacher_target"]``
+A vector env wrapper (see :mod:`agents.controller_teacher`) puts in each step's ``info["teacher_target"]``
 the target action and weight for the observation that step's action was taken on. These buffers keep
 that row beside the transition and expose the rows of the last sampled batch as ``last_targets``.
 Sampling draws exactly the same random numbers as SB3's buffers, so attaching a teacher does not

@@ -3,7 +3,7 @@
 :class:`HintService` runs each query (``m`` answers, a vote) on a small thread pool and hands back
 the outcome when it is ready; training only ever calls the non-blocking :meth:`HintService.submit`
 and :meth:`HintService.poll`. At most one query per env is in flight (a new segment whose env still
-waits is skipped and counted). Answers are cached by :func:`distill.hints.prompt_hash` of (model,
+waits is skipped and counted). Answers are cached by :func:`distill.llm.hints.prompt_hash` of (model,
 messages, sampling), so a repeated prompt makes no request. Every query is written as one JSON line
 to the records file (answers redacted by the channel, so no key can leak), and
 :meth:`HintService.load_records` pre-fills the cache from such a file: a run's hints can be replayed
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from distill.channel import ChannelConfig, ChannelError, LLMChannel
-from distill.hints import HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash, vote
+from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel
+from distill.llm.hints import HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash, vote
 
 
 @dataclass

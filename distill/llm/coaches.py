@@ -1,6 +1,6 @@
 """Deterministic scripted coaches: the "models" of the bundled offline hint server.
 
-They read a hint request (see :mod:`distill.hints`) and answer like a sensible LLM would, by rules
+They read a hint request (see :mod:`distill.llm.hints`) and answer like a sensible LLM would, by rules
 a robotics engineer would write down. ``rng`` adds small, seeded jitter so that the ``m`` sampled
 answers of one request differ a little (as sampled LLM answers do) and the vote has work to do.
 

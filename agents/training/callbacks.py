@@ -14,9 +14,9 @@ from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from agents import checkpoint
-from agents.evaluation import EvalResult, evaluate
+from agents.evaluation.protocol import EvalResult, evaluate
 from agents.vec_env import copy_normalization
-from agents.video import contact_sheet, recording
+from agents.evaluation.video import contact_sheet, recording
 
 
 class ProgressBar(BaseCallback):
@@ -106,7 +106,7 @@ class EvalAndCheckpoint(BaseCallback):
 
     Evaluation results are appended to ``<run_dir>/eval.csv`` (step, wall time, metrics) and logged
     under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
-    ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.video.ClipRecorder`) the first episodes of
+    ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
     each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and their contact sheet to
     TensorBoard as the image ``eval/video`` (TensorBoard videos would need moviepy).
     """

@@ -2,12 +2,12 @@
 
 ``evaluate.py`` composes :class:`EvalConfig` with Hydra and calls :func:`run`; from Python::
 
-    from agents.eval_run import EvalConfig, run
+    from agents.evaluation.run import EvalConfig, run
     metrics = run(OmegaConf.structured(EvalConfig(run="runs/quadruped-ppo/<date>", episodes=4)))
 
 The protocol is the same for every policy: ``envs`` copies of the env, ``venv.seed(seed)`` (env ``i``'s
 first episode is reset with seed ``seed + i``), ``episodes`` deterministic episodes spread over the
-envs by :func:`agents.evaluation.evaluate`; the first ``videos`` of them are recorded. Written into
+envs by :func:`agents.evaluation.protocol.evaluate`; the first ``videos`` of them are recorded. Written into
 the output directory (default ``<run>/eval``): ``video_env<i>_ep<k>.mp4``, ``metrics.json``,
 ``contact_sheet.png`` (a row of frames per video) and ``episodes.png`` (per-episode return, length and
 tracking error or success).
@@ -31,13 +31,12 @@ from omegaconf.errors import OmegaConfBaseException
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint
-from agents.config import ConfigError
-from agents.evaluation import EvalResult, Predictor, evaluate
+from agents.errors import ConfigError
+from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import load_agent
-from agents.runner import env_kwargs
-from agents.scripted import CONTROLLERS, ControllerPolicy
-from agents.vec_env import make_vec_env
-from agents.video import Clip, contact_sheet, recordable, recording
+from agents.controller_policy import CONTROLLERS, ControllerPolicy
+from agents.vec_env import env_kwargs, make_vec_env
+from agents.evaluation.video import Clip, contact_sheet, recordable, recording
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -3,7 +3,7 @@
 ``train.py`` composes the config and calls :func:`train`; everything here is usable from Python too::
 
     from omegaconf import OmegaConf
-    from agents.runner import train
+    from agents.training.runner import train
     summary = train(cfg)   # cfg: the composed TrainConfig with cfg.run_dir set
 """
 
@@ -21,14 +21,15 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from agents import checkpoint, report
-from agents.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
-from agents.config import ConfigError
+from agents import checkpoint
+from agents.training import report
+from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
+from agents.errors import ConfigError
 from agents.distillation import build_distillation
 from agents.factory import build_agent, load_agent
-from agents.hint_targets import ControllerTargets, HintStatsLogger, controller_targets
-from agents.vec_env import eval_normalization, make_vec_env, wrap_normalization
-from agents.video import recordable
+from agents.controller_teacher import ControllerTargets, HintStatsLogger, controller_targets
+from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
+from agents.evaluation.video import recordable
 
 EXIT_INTERRUPTED = 130
 EVAL_SEED_OFFSET = 1_000_003
@@ -54,14 +55,6 @@ def _sigterm_as_keyboard_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def env_kwargs(cfg: DictConfig, evaluation: bool = False) -> dict[str, Any]:
-    """The env's constructor arguments as plain Python values (``eval_kwargs`` on top for evaluation)."""
-    kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
-    if evaluation:
-        kwargs.update(OmegaConf.to_container(cfg.env.eval_kwargs, resolve=True))
-    return kwargs
 
 
 def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> tuple[VecEnv, ControllerTargets | None]:

@@ -5,7 +5,7 @@ raw observations). It renders nothing until :meth:`ClipRecorder.arm` asks for th
 each of those is streamed to its own mp4 (H.264 through imageio-ffmpeg, so memory stays flat however
 long the episode) and the recorder goes idle again, so steps that are not recorded never render.
 :func:`recording` arms the recorders of a vector env around a rollout, e.g. one of
-:func:`agents.evaluation.evaluate`, and hands back the :class:`Clip` s.
+:func:`agents.evaluation.protocol.evaluate`, and hands back the :class:`Clip` s.
 
 A clip of an episode of ``T`` steps has ``T + 1`` frames: the state after ``reset`` and after each
 step. Frames are RGB ``uint8`` arrays ``(height, width, 3)``; the frame rate defaults to the env's
@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from stable_baselines3.common.vec_env import VecEnv
 
-from agents.evaluation import split_episodes
+from agents.evaluation.protocol import split_episodes
 from envs.quadruped import QuadrupedEnv
 
 _Q = QuadrupedEnv.OBS_SLICES
@@ -227,7 +227,7 @@ def recordable(
 def recording(venv: VecEnv, directory: str | Path, prefix: str, episodes: int) -> Iterator[list[Clip]]:
     """Record the first ``episodes`` episodes of a rollout on ``venv`` whose envs are :class:`ClipRecorder` s.
 
-    Episodes are spread over the envs as :func:`agents.evaluation.evaluate` spreads them, so every
+    Episodes are spread over the envs as :func:`agents.evaluation.protocol.evaluate` spreads them, so every
     recorded episode is one that an evaluation of at least ``episodes`` episodes counts. Files are
     ``<directory>/<prefix>_env<i>_ep<k>.mp4``. The yielded list is filled when the block exits::
 

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from distill.llm.server import HintServer, start_server
+
 ENV_BASE_URL = "OPENCLAW_LLM_BASE_URL"
 ENV_HINT_MODEL = "OPENCLAW_HINT_MODEL"
 ENV_JUDGE_MODEL = "OPENCLAW_JUDGE_MODEL"
@@ -434,7 +436,7 @@ class LLMChannel:
                                     "or add the host to NO_PROXY / unset them")
             if "refused" in chain:
                 return ChannelError("connection", f"connection refused at {url}: is the server "
-                                    "running? (start one with `python -m distill.hint_server`, or "
+                                    "running? (start one with `python -m distill.llm.server`, or "
                                     "set llm.base_url: null for the bundled server)")
             detail = self.redact(chain.split(" | ")[-1])[:160]
             return ChannelError("connection", f"cannot connect to {url} ({tries}): {detail}; "
@@ -515,3 +517,55 @@ class LLMChannel:
 
     def __repr__(self) -> str:
         return f"LLMChannel(base_url={safe_url(self.base_url)!r}, key=***)"
+
+
+PING = "Reply with the word: pong"
+
+
+@dataclass
+class CheckResult:
+    """The outcome for one model."""
+
+    model: str
+    ok: bool
+    latency_s: float | None
+    answer: str
+    error_kind: str | None
+    message: str
+
+
+def open_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
+                 ) -> tuple[LLMChannel, HintServer | None]:
+    """A channel for ``cfg``; when ``base_url`` is null, also the bundled server it talks to.
+
+    Diagnoses before any request: a bad/doubled base_url (``bad_url``) and, for an explicit
+    base_url, a missing key (``key_missing``). The caller closes both (server may be None).
+    """
+    if cfg.base_url is None:
+        server = start_server()
+        try:
+            key = resolve_api_key(cfg, environ, required=False)
+            return LLMChannel(dataclasses.replace(cfg, base_url=server.url), key), server
+        except BaseException:
+            server.close()
+            raise
+    validate_base_url(cfg.base_url)
+    return LLMChannel(cfg, resolve_api_key(cfg, environ, required=True)), None
+
+
+def models_of(cfg: ChannelConfig) -> list[str]:
+    """Hint and judge model, deduplicated, in that order."""
+    return list(dict.fromkeys([cfg.hint_model, cfg.judge]))
+
+
+def check_models(channel: LLMChannel, models: list[str]) -> list[CheckResult]:
+    """One minimal chat call per model on an open ``channel``; never raises ChannelError."""
+    results: list[CheckResult] = []
+    for model in models:
+        try:
+            res = channel.chat(model, [{"role": "user", "content": PING}], n_tokens=16, temperature=0.0)
+        except ChannelError as err:
+            results.append(CheckResult(model, False, None, "", err.kind, channel.redact(err.message)))
+            continue
+        results.append(CheckResult(model, True, res.latency_s, channel.redact(res.text.strip()), None, "ok"))
+    return results

@@ -13,9 +13,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-
-class ConfigError(ValueError):
-    """A configuration value that cannot work; the message names the key and the fix."""
+from agents.errors import ConfigError
 
 
 @dataclass
@@ -126,7 +124,7 @@ class TrainConfig:
     env: EnvConfig = MISSING
     agent: Any = MISSING
     distill: DistillConfig = field(default_factory=DistillConfig)
-    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.channel.ChannelConfig)
+    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.llm.channel.ChannelConfig)
     train: RunConfig = field(default_factory=RunConfig)
     seed: int = 0
     resume: Optional[str] = None  # a run directory to continue
@@ -200,7 +198,7 @@ def validate(cfg: DictConfig) -> None:
 def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
-    from distill.channel import ChannelConfig
+    from distill.llm.channel import ChannelConfig
 
     d = cfg.distill
     if d.teacher_std <= 0:

@@ -9,11 +9,11 @@ Serves on 127.0.0.1 by default:
 * ``GET /stats`` -> ``{"total": N, "models": {model: N}, "max_in_flight": K}`` (chat requests)
 
 Models: ``openclaw-coach`` (deterministic scripted coach: the last user message is a JSON hint
-request answered by :func:`distill.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
+request answered by :func:`distill.llm.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
 the fault models used by tests (see :data:`FAULT_MODELS`). Token counts are rough:
 ``len(text) // 4 + 1``. With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
 
-CLI: ``python -m distill.hint_server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]``.
+CLI: ``python -m distill.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from distill.coaches import coach_answer
+from distill.llm.coaches import coach_answer
 
 COACH_MODEL = "openclaw-coach"
 FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
@@ -313,7 +313,7 @@ def start_server(host: str = "127.0.0.1", port: int = 0, api_key: str | None = N
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point: serve until Ctrl-C (or SIGTERM)."""
-    parser = argparse.ArgumentParser(prog="python -m distill.hint_server",
+    parser = argparse.ArgumentParser(prog="python -m distill.llm.server",
                                      description="Offline OpenAI-compatible hint server.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)

@@ -2,7 +2,7 @@
 
 :class:`ControllerPolicy` has Stable-Baselines3's ``predict(obs, state, episode_start, deterministic)``
 signature and runs one controller per env of a vector env (each is reset when its env starts an
-episode), so :func:`agents.evaluation.evaluate` and ``evaluate.py policy=trot`` use it unchanged.
+episode), so :func:`agents.evaluation.protocol.evaluate` and ``evaluate.py policy=trot`` use it unchanged.
 Controllers read raw observations: do not wrap their vector env in ``VecNormalize``.
 """
 

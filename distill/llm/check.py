@@ -1,6 +1,6 @@
 """Connectivity check for the LLM channel.
 
-``python -m distill.check [--llm configs/llm/default.yaml] [--base-url URL] [--hint-model M]
+``python -m distill.llm.check [--llm configs/llm/default.yaml] [--base-url URL] [--hint-model M]
 [--judge-model M]`` loads the ``llm`` config, applies the environment overrides, starts the bundled
 server when ``base_url`` is null, and sends each configured model (hint and judge) one minimal chat
 call. Prints model, answer and latency, or the diagnosis of what to fix; exits 0 when all succeed,
@@ -14,51 +14,11 @@ import dataclasses
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from distill.channel import (ChannelConfig, ChannelError, LLMChannel, resolve_api_key,
-                             safe_url, validate_base_url)
-from distill.hint_server import HintServer, start_server
+from distill.llm.channel import ChannelConfig, ChannelError, CheckResult, check_models, models_of, open_channel, safe_url
 
-PING = "Reply with the word: pong"
 DEFAULT_LLM_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "llm" / "default.yaml"
-
-
-@dataclass
-class CheckResult:
-    """The outcome for one model."""
-
-    model: str
-    ok: bool
-    latency_s: float | None
-    answer: str
-    error_kind: str | None
-    message: str
-
-
-def open_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
-                 ) -> tuple[LLMChannel, HintServer | None]:
-    """A channel for ``cfg``; when ``base_url`` is null, also the bundled server it talks to.
-
-    Diagnoses before any request: a bad/doubled base_url (``bad_url``) and, for an explicit
-    base_url, a missing key (``key_missing``). The caller closes both (server may be None).
-    """
-    if cfg.base_url is None:
-        server = start_server()
-        try:
-            key = resolve_api_key(cfg, environ, required=False)
-            return LLMChannel(dataclasses.replace(cfg, base_url=server.url), key), server
-        except BaseException:
-            server.close()
-            raise
-    validate_base_url(cfg.base_url)
-    return LLMChannel(cfg, resolve_api_key(cfg, environ, required=True)), None
-
-
-def models_of(cfg: ChannelConfig) -> list[str]:
-    """Hint and judge model, deduplicated, in that order."""
-    return list(dict.fromkeys([cfg.hint_model, cfg.judge]))
 
 
 def check_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
@@ -77,19 +37,6 @@ def check_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
             server.close()
 
 
-def check_models(channel: LLMChannel, models: list[str]) -> list[CheckResult]:
-    """One minimal chat call per model on an open ``channel``; never raises ChannelError."""
-    results: list[CheckResult] = []
-    for model in models:
-        try:
-            res = channel.chat(model, [{"role": "user", "content": PING}], n_tokens=16, temperature=0.0)
-        except ChannelError as err:
-            results.append(CheckResult(model, False, None, "", err.kind, channel.redact(err.message)))
-            continue
-        results.append(CheckResult(model, True, res.latency_s, channel.redact(res.text.strip()), None, "ok"))
-    return results
-
-
 def load_config(path: str | os.PathLike[str] | None) -> ChannelConfig:
     """Read an ``llm`` config YAML (OmegaConf) into a validated ChannelConfig."""
     from omegaconf import OmegaConf
@@ -106,7 +53,7 @@ def load_config(path: str | os.PathLike[str] | None) -> ChannelConfig:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m distill.check",
+    parser = argparse.ArgumentParser(prog="python -m distill.llm.check",
                                      description="Check the LLM channel (one call per model).")
     parser.add_argument("--llm", default=None,
                         help=f"llm config YAML (default {DEFAULT_LLM_CONFIG})")

@@ -11,7 +11,7 @@ Two sources of controller parameters:
 
 * ``scripted`` — the ablation teacher: default parameters, weight 1 on every sample, no LLM;
 * ``llm`` — hints: each env's stream is cut into segments (an episode, or ``segment_steps`` steps).
-  When a segment ends its compact summary goes to :class:`distill.hint_service.HintService`
+  When a segment ends its compact summary goes to :class:`distill.llm.service.HintService`
   (asynchronous). An accepted hint sets that env's controller parameters for the following segments
   (weight 1); a rejected, failed, missing or stale hint (older than ``max_age`` segments) masks the
   env's samples (weight 0). Training never waits for a hint.
@@ -30,13 +30,12 @@ from omegaconf import OmegaConf
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from agents.config import ConfigError
-from agents.scripted import ControllerPolicy, obs_row
+from agents.errors import ConfigError
+from agents.controller_policy import ControllerPolicy, obs_row
 from agents.students.raw_obs import TARGET_KEY
-from distill.channel import ChannelConfig, ChannelError
-from distill.check import check_models, models_of, open_channel
-from distill.hint_service import HintService
-from distill.hints import HintSchema, build_request
+from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
+from distill.llm.service import HintService
+from distill.llm.hints import HintSchema, build_request
 from envs.claw import ClawEnv
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
@@ -94,7 +93,7 @@ class ClawSegment:
 
 @dataclass(frozen=True)
 class ControllerTask:
-    """How one env family is taught: its controller (a key of ``agents.scripted.CONTROLLERS``), how
+    """How one env family is taught: its controller (a key of ``agents.controller_policy.CONTROLLERS``), how
     hinted parameters are validated, the hint schema and the segment statistics."""
 
     controller: str
@@ -269,7 +268,7 @@ def controller_targets(venv: VecEnv, distill: Any, llm: Any, run_name: str) -> C
             for resource in (channel, server):
                 if resource is not None:
                     resource.close()
-            raise ConfigError("LLM channel check failed (python -m distill.check diagnoses it):\n" + "\n".join(
+            raise ConfigError("LLM channel check failed (python -m distill.llm.check diagnoses it):\n" + "\n".join(
                 f"  {r.model}: {r.message}" for r in failed))
     service = HintService(channel, cfg, task.schema, records_path=records)
     if distill.hint_replay:

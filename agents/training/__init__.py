@@ -1,0 +1,1 @@
+"""Training: the config schema, the run loop, its callbacks and the end-of-run report (``train.py``)."""
