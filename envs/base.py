@@ -38,6 +38,40 @@ def asset_path(name: str) -> Path:
 
 
 def reject_unknown_kwargs(env_cls: type, unknown: dict[str, Any]) -> None:
+def reset_option(
+    options: dict[str, Any], name: str, shape: tuple[int, ...], low: Any, high: Any, meaning: str
+) -> np.ndarray | None:
+    """``options[name]`` as a float array of ``shape`` within ``[low, high]``, or ``None`` when absent.
+
+    Raises ``ValueError`` naming the option when it has the wrong shape, a non-finite entry or an
+    entry outside the bounds (``meaning`` says what the numbers are, with units).
+    """
+    if name not in options:
+        return None
+    try:
+        value = np.asarray(options[name], dtype=np.float64)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or value.shape != shape or not np.isfinite(value).all():
+        raise ValueError(f"options[{name!r}] must be {meaning}, finite, shape {shape}; got {options[name]!r}")
+    low, high = np.broadcast_to(low, shape), np.broadcast_to(high, shape)
+    if ((value < low) | (value > high)).any():
+        raise ValueError(
+            f"options[{name!r}]={value.tolist()} is outside {np.round(low, 4).tolist()} .. "
+            f"{np.round(high, 4).tolist()} ({meaning})"
+        )
+    return value
+
+
+def reject_unknown_options(env_cls: type, options: dict[str, Any], valid: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming reset options ``env_cls`` does not know and listing the valid ones."""
+    unknown = set(options) - set(valid)
+    if unknown:
+        raise ValueError(
+            f"{env_cls.__name__}: unknown reset option(s) {sorted(unknown)}; valid options: {', '.join(valid)}"
+        )
+
+
     """Raise ``TypeError`` naming unknown constructor arguments and listing the valid ones."""
     if not unknown:
         return

@@ -98,6 +98,11 @@ class BatchedSimulation:
         truncated, info)`` per id, in order, equal to ``gymnasium.make(...).step(actions[i])``."""
         if self._batch is None:
             raise RuntimeError("step() on a closed BatchedSimulation")
+        expected = (self.num_envs, *self.tasks[0].action_space.shape)
+        if np.shape(actions) != expected:
+            raise ValueError(
+                f"the action batch has shape {np.shape(actions)}; expected {expected} (one action per env)"
+            )
         ids = self._all if ids is None else np.asarray(ids, dtype=np.int64)
         tasks, state = self.tasks, self._state
         clipped = []

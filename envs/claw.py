@@ -131,7 +131,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.base import MujocoTaskEnv, reject_unknown_kwargs
+from envs.base import MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
 
 # ---------------------------------------------------------------- model constants (see claw.xml)
 TABLE_TOP_Z = 0.40  # m, table top height
@@ -143,6 +143,8 @@ GRIP_FORCE_LIMIT = 20.0  # N, grip actuator force limit
 WORKSPACE_LOW = np.array([-0.25, -0.25, TABLE_TOP_Z + 0.015])  # m, grip centre
 WORKSPACE_HIGH = np.array([0.25, 0.25, TABLE_TOP_Z + 0.35])  # m, grip centre
 YAW_LIMIT = 1.5708  # rad, wrist yaw servo range
+OBJECT_XY_LIMIT = 0.22  # m, |x|, |y| of a cube start position that stays on the table within reach
+GOAL_LOW = np.array([WORKSPACE_LOW[0], WORKSPACE_LOW[1], OBJECT_REST_Z])  # m, lowest cube-centre target
 
 # ---------------------------------------------------------------- action scaling
 FRAME_SKIP = 20  # 20 x 2 ms = 40 ms control period (25 Hz), as Fetch
@@ -209,7 +211,7 @@ class ClawEnv(MujocoTaskEnv):
         distance_threshold = float(distance_threshold)
         if not 0.0 < distance_threshold <= 0.2:
             raise ValueError(f"distance_threshold={distance_threshold} m must be in (0, 0.2]; Fetch uses 0.05")
-        _check_range("object_range", object_range, 0.0, 0.22)
+        _check_range("object_range", object_range, 0.0, OBJECT_XY_LIMIT)
         _check_range("target_range", target_range, 0.0, 0.22)
         _check_range("object_yaw_range", object_yaw_range, 0.0, _QUARTER_PI + 1e-9)
         lift_height_range = _check_interval("lift_height_range", lift_height_range, 0.0, 0.30)
@@ -270,29 +272,28 @@ class ClawEnv(MujocoTaskEnv):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
-        unknown = set(options) - {"object_xy", "object_yaw", "goal"}
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {sorted(unknown)}; valid: object_xy, object_yaw, goal")
+        reject_unknown_options(type(self), options, ("object_xy", "object_yaw", "goal"))
+        obj_xy = reset_option(options, "object_xy", (2,), -OBJECT_XY_LIMIT, OBJECT_XY_LIMIT,
+                              "the cube's start x, y on the table (m)")
+        yaw = reset_option(options, "object_yaw", (), -math.pi, math.pi, "the cube's start yaw (rad)")
+        goal = reset_option(options, "goal", (3,), GOAL_LOW, WORKSPACE_HIGH,
+                            "the target x, y, z of the cube centre within the gripper's reach (m)")
         rng = self.np_random
         d = self.data
         d.qpos[4] = d.qpos[5] = MAX_OPENING / 2  # jaws open; gantry at home (qpos0 = 0)
         d.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
 
-        if "object_xy" in options:
-            obj_xy = np.asarray(options["object_xy"], dtype=np.float64).reshape(2)
-        else:
+        if obj_xy is None:
             obj_xy = rng.uniform(-self.object_range, self.object_range, size=2)
-        yaw = float(options["object_yaw"]) if "object_yaw" in options else rng.uniform(
-            -self.object_yaw_range, self.object_yaw_range
-        )
+        if yaw is None:
+            yaw = rng.uniform(-self.object_yaw_range, self.object_yaw_range)
+        yaw = float(yaw)
         d.qpos[6:9] = (obj_xy[0], obj_xy[1], OBJECT_REST_Z)
         d.qpos[9:13] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
 
-        if "goal" in options:
-            goal = np.asarray(options["goal"], dtype=np.float64).reshape(3)
-        elif self.task == "lift":
+        if goal is None and self.task == "lift":
             goal = np.array([obj_xy[0], obj_xy[1], OBJECT_REST_Z + rng.uniform(*self.lift_height_range)])
-        else:
+        elif goal is None:
             for _ in range(1000):
                 xy = rng.uniform(-self.target_range, self.target_range, size=2)
                 if np.hypot(*(xy - obj_xy)) >= self.min_target_distance:

@@ -140,7 +140,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from envs.base import MujocoTaskEnv, reject_unknown_kwargs
+from envs.base import MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
 
 LEGS = ("FR", "FL", "RR", "RL")
 
@@ -385,22 +385,16 @@ class QuadrupedEnv(MujocoTaskEnv):
         if self.domain_randomization:
             self._randomize_physics()
         d.qpos[2] = self.stand_height
+        reject_unknown_options(type(self), options, ("command",))
         d.qpos[3] = 1.0
         noise = self.reset_noise_scale
         d.qpos[7:] = self.DEFAULT_POSE + rng.uniform(-noise, noise, 12)
         d.qvel[6:] = rng.uniform(-noise, noise, 12)
         d.ctrl[:] = self.DEFAULT_POSE
 
-        command = options.get("command")
-        if command is None:
-            self._command[:] = rng.uniform(self._cmd_lo, self._cmd_hi)
-        else:
-            cmd = np.asarray(command, dtype=np.float64)
-            if cmd.shape != (3,) or not np.isfinite(cmd).all():
-                raise ValueError(
-                    f"options['command'] must be 3 finite numbers (vx m/s, vy m/s, wz rad/s), got {command!r}"
-                )
-            self._command[:] = cmd
+        command = reset_option(options, "command", (3,), -np.inf, np.inf,
+                               "the commanded base velocity vx m/s, vy m/s, wz rad/s")
+        self._command[:] = rng.uniform(self._cmd_lo, self._cmd_hi) if command is None else command
         self._last_action[:] = 0.0
         self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
         self._last_contact[:] = (False, False, False, False)

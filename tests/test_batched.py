@@ -198,6 +198,18 @@ def test_step_before_reset_and_bad_arguments():
         make_vec_env("OpenClaw/Claw-v0", {}, 2, mode="threads")
 
 
+@pytest.mark.parametrize("make", [lambda: BatchedVecEnv("OpenClaw/Claw-v0", 3),
+                                  lambda: make_vec_env("OpenClaw/Claw-v0", {}, 3, mode="batched")])
+def test_action_batch_of_wrong_shape_is_refused(make):
+    venv = make()
+    venv.reset()
+    for shape in ((2, 5), (4, 5), (3, 4), (5,)):
+        with pytest.raises(ValueError, match=r"expected \(3, 5\)"):
+            venv.step(np.zeros(shape, dtype=np.float32))
+    venv.step(np.zeros((3, 5), dtype=np.float32))  # the right shape still steps
+    venv.close()
+
+
 def test_train_smoke_with_batched_envs(tmp_path):
     run_dir = tmp_path / "run"
     result = subprocess.run(

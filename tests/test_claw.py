@@ -202,6 +202,11 @@ def test_check_env_determinism_and_arguments():
             ClawEnv(**bad)
     with pytest.raises(ValueError, match="unknown reset option"):
         gym.make(LIFT).reset(options={"cube_xy": (0, 0)})
+    for option, value in (("goal", (np.nan, 0.0, 0.5)), ("goal", (0.0, 0.0, 0.1)), ("goal", (0.0, 0.0)),
+                          ("object_xy", (0.5, 0.0)), ("object_xy", (np.inf, 0.0)), ("object_yaw", np.nan),
+                          ("object_yaw", "left")):
+        with pytest.raises(ValueError, match=rf"options\['{option}'\]"):
+            gym.make(LIFT).reset(seed=0, options={option: value})
 
 
 def test_goals_spawn_and_termination():

@@ -296,3 +296,19 @@ def test_proxy_failure_mentions_proxy_variables(monkeypatch):
     with make("http://llm.invalid/v1", max_retries=0) as ch, pytest.raises(ChannelError) as ei:
         ch.chat("openclaw-coach", user("hi"))
     assert ei.value.kind == "proxy" and "HTTP_PROXY" in ei.value.message
+
+
+def test_server_cli_refuses_unset_key_variable_and_explains_a_busy_port():
+    cli = [sys.executable, "-m", "distill.llm.server", "--port", "0"]
+    unset = subprocess.run([*cli, "--api-key-env", "OPENCLAW_TEST_UNSET_KEY"], cwd=ROOT, env=clean_env(),
+                           capture_output=True, text=True, timeout=60)
+    assert unset.returncode == 2, unset.stdout + unset.stderr
+    assert "OPENCLAW_TEST_UNSET_KEY" in unset.stderr and "unset" in unset.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        taken = subprocess.run([*cli[:-1], str(port)], cwd=ROOT, env=clean_env(), capture_output=True,
+                               text=True, timeout=60)
+    assert taken.returncode == 2, taken.stdout + taken.stderr
+    assert f"127.0.0.1:{port}" in taken.stderr and "--port" in taken.stderr and "Traceback" not in taken.stderr

@@ -161,6 +161,10 @@ def test_clear_errors_for_bad_arguments():
         QuadrupedEnv(terrain="lava")
     with pytest.raises(ValueError, match="command"):
         QuadrupedEnv().reset(seed=0, options={"command": (1.0, 0.0)})
+    with pytest.raises(ValueError, match=r"options\['command'\]"):
+        QuadrupedEnv().reset(seed=0, options={"command": (np.nan, 0.0, 0.0)})
+    with pytest.raises(ValueError, match=r"unknown reset option.*'comand'.*valid options: command"):
+        QuadrupedEnv().reset(seed=0, options={"comand": (1.0, 0.0, 0.0)})
 
 
 def test_fall_terminates_with_penalty():

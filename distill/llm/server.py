@@ -19,6 +19,7 @@ CLI: ``python -m distill.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import hmac
 import json
@@ -318,10 +319,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--api-key-env", default=None, metavar="VAR",
-                        help="require the key held in this environment variable (if set)")
+                        help="require the key held in this environment variable (it must be set)")
     args = parser.parse_args(argv)
     key = os.environ.get(args.api_key_env, "").strip() if args.api_key_env else ""
-    server = start_server(args.host, args.port, api_key=key or None)
+    if args.api_key_env and not key:
+        print(f"error: --api-key-env {args.api_key_env}: that variable is unset or empty, so the server would "
+              f"accept every request; export {args.api_key_env}=<key> or drop --api-key-env", file=sys.stderr)
+        return 2
+    try:
+        server = start_server(args.host, args.port, api_key=key or None)
+    except OSError as err:
+        busy = err.errno == errno.EADDRINUSE
+        print(f"error: cannot listen on {args.host}:{args.port} ({err.strerror}); "
+              + ("another process (perhaps another hint server) holds that port: stop it or pass --port <free port>"
+                 if busy else "check --host and --port"), file=sys.stderr)
+        return 2
     auth = f"key from ${args.api_key_env} required" if key else "no key required"
     print(f"OpenClaw hint server at {server.url} ({auth}); models: {', '.join(MODELS)}",
           flush=True)
