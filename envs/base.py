@@ -37,7 +37,6 @@ def asset_path(name: str) -> Path:
     return path
 
 
-def reject_unknown_kwargs(env_cls: type, unknown: dict[str, Any]) -> None:
 def reset_option(
     options: dict[str, Any], name: str, shape: tuple[int, ...], low: Any, high: Any, meaning: str
 ) -> np.ndarray | None:
@@ -72,6 +71,7 @@ def reject_unknown_options(env_cls: type, options: dict[str, Any], valid: tuple[
         )
 
 
+def reject_unknown_kwargs(env_cls: type, unknown: dict[str, Any]) -> None:
     """Raise ``TypeError`` naming unknown constructor arguments and listing the valid ones."""
     if not unknown:
         return
