@@ -14,11 +14,14 @@ Two sources of controller parameters:
   When a segment ends its compact summary goes to :class:`distill.llm.service.HintService`
   (asynchronous). An accepted hint sets that env's controller parameters for the following segments
   (weight 1); a rejected, failed, missing or stale hint (older than ``max_age`` segments) masks the
-  env's samples (weight 0). Training never waits for a hint.
+  env's samples (weight 0). Training never waits for a hint. With ``distill.verify_hints`` (the
+  default) an accepted hint is first checked in simulation (:mod:`agents.hint_verifier`) on the hint
+  thread; one that does not beat the current parameters keeps them (and still teaches with them).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +35,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from agents.errors import ConfigError
 from agents.controller_policy import ControllerPolicy, obs_row
+from agents.hint_verifier import ShadowVerifier
 from agents.students.raw_obs import TARGET_KEY
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.service import HintService
@@ -144,6 +148,7 @@ class ControllerTargets(VecEnvWrapper):
         self.policy = ControllerPolicy(task.controller, n, dt)  # each controller holds its params
         self.segments = [task.segment() for _ in range(n)]
         self.segment_index = [0] * n
+        self.episode_start: list[Any] = [None] * n  # each env's first observation of its current episode
         self.hint_from = [None] * n  # first segment an accepted hint applies to (None: no hint)
         self.invalid_hints = 0
         self._pending: np.ndarray | None = None
@@ -153,6 +158,7 @@ class ControllerTargets(VecEnvWrapper):
     def reset(self):
         obs = self.venv.reset()
         self.segments = [self.task.segment() for _ in range(self.num_envs)]
+        self.episode_start = [copy.deepcopy(obs_row(obs, i)) for i in range(self.num_envs)]
         self._pending = self._targets(obs, np.ones(self.num_envs, dtype=bool))
         return obs
 
@@ -164,6 +170,8 @@ class ControllerTargets(VecEnvWrapper):
             self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
             if dones[i] or self.segments[i].steps >= self.segment_steps:
                 self._end_segment(i)
+            if dones[i]:
+                self.episode_start[i] = copy.deepcopy(obs_row(obs, i))
         self._collect_hints()
         self._pending = self._targets(obs, dones)
         return obs, rewards, dones, infos
@@ -201,7 +209,7 @@ class ControllerTargets(VecEnvWrapper):
         if self.service is not None:
             summary, outcome = self.segments[i].summary()
             request = build_request(self.task.schema, self.policy.controllers[i].params.to_dict(), summary, outcome)
-            self.service.submit(i, self.segment_index[i], request)
+            self.service.submit(i, self.segment_index[i], request, self.episode_start[i])
         self.segment_index[i] += 1
         self.segments[i] = self.task.segment()
 
@@ -270,7 +278,13 @@ def controller_targets(venv: VecEnv, distill: Any, llm: Any, run_name: str) -> C
                     resource.close()
             raise ConfigError("LLM channel check failed (python -m distill.llm.check diagnoses it):\n" + "\n".join(
                 f"  {r.model}: {r.message}" for r in failed))
-    service = HintService(channel, cfg, task.schema, records_path=records)
+    verifier = None
+    if distill.verify_hints:
+        spec = env.spec
+        verifier = ShadowVerifier(spec.id, spec.kwargs, task, env.dt, distill.verify_rollouts, distill.verify_steps,
+                                  distill.verify_margin)
+    service = HintService(channel, cfg, task.schema, records_path=records, verifier=verifier,
+                          verify_budget_s_per_min=distill.verify_budget_s_per_min)
     if distill.hint_replay:
         service.load_records(Path(distill.hint_replay))
     wrapper = ControllerTargets(venv, task, env.dt, service, distill.segment_steps, distill.hint_max_age)

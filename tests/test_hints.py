@@ -7,7 +7,10 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+
+import gymnasium as gym
 
 import numpy as np
 import pytest
@@ -16,12 +19,13 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
 from agents.controller_teacher import TASKS, ControllerTargets
 from agents.controller_policy import ControllerPolicy
+from agents.hint_verifier import ShadowVerifier
 from agents.students.raw_obs import TARGET_KEY
 from agents.students.replay_targets import with_targets
 from agents.vec_env import make_vec_env
 from distill.llm.channel import ChannelConfig, LLMChannel
 from distill.llm.server import start_server
-from distill.llm.service import HintService
+from distill.llm.service import HintService, Verification
 from distill.llm.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
 from distill.teachers import SampleTargetsTeacher
 from envs.controllers.grasp import GraspParams
@@ -177,6 +181,77 @@ def test_records_replay_without_any_llm(server, tmp_path):
     assert again.accepted and again.params == recorded.params and replay.stats()["requests"] == 0
     other = build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.9}, {"success": False})
     assert not run_one(replay, other).accepted  # not in the records: masked, never guessed
+
+
+# ---------------------------------------------------------------- verification in simulation
+
+
+def claw_verifier(**kw) -> ShadowVerifier:
+    settings = {"rollouts": 2, "steps": 100, "margin": 0.01, **kw}
+    return ShadowVerifier("OpenClaw/Claw-v0", {}, TASKS["claw"], 0.04, **settings)
+
+
+def claw_start(seed: int = 5):
+    env = gym.make("OpenClaw/Claw-v0")
+    obs, _ = env.reset(seed=seed)
+    env.close()
+    return obs
+
+
+def test_verifier_adopts_what_works_better_in_simulation_and_keeps_what_does_not():
+    verifier, start = claw_verifier(), claw_start()
+    slow = {**GraspParams().to_dict(), "move_speed": 0.05, "close_command": 0.3}  # never reaches the cube
+    better = verifier(slow, GraspParams().to_dict(), start)
+    assert better.adopted and better.current["success"] == 0.0 and better.proposed["success"] == 1.0
+    assert better.proposed["lift"] > 0.05 and better.proposed["final_distance"] < 0.025
+    worse = verifier(GraspParams().to_dict(), {"move_speed": 0.05, "close_command": 0.3}, start)
+    assert not worse.adopted and "verify_margin" in worse.reason and worse.current == better.proposed
+    same = verifier(GraspParams().to_dict(), {}, start)  # no gain is not enough
+    assert not same.adopted and same.current == same.proposed
+
+
+def test_verification_rejects_fault_random_hints_that_a_plain_run_adopts(server, tmp_path):
+    current = GraspParams().to_dict()
+    request = build_request(TASKS["claw"].schema, current, {"min_reach_distance": 0.3, "grasped_steps": 0},
+                            {"success": False})
+    plain = service_for(server, hint_model="fault-random")
+    adopted = run_one(plain, request)
+    assert adopted.accepted and adopted.verification is None
+    assert any(adopted.params[k] != v for k, v in current.items())  # random parameters would teach
+    checked = HintService(plain.channel, plain.cfg, TASKS["claw"].schema, tmp_path / "records.jsonl",
+                          verifier=claw_verifier())
+    assert checked.submit(0, 0, request, claw_start())
+    assert checked.wait_idle(60)
+    kept = checked.poll(0)
+    assert kept.accepted and kept.params == {} and not kept.verification.adopted  # teaches with the current ones
+    assert kept.verification.current["success"] == 1.0
+    stats = checked.stats()
+    assert stats["verified"] == 1 and stats["not_adopted"] == 1 and stats["adoption_rate"] == 0.0
+    assert 0 < stats["verify_cpu_s"] == stats["verify_cpu_s_per_hint"]
+    record = json.loads((tmp_path / "records.jsonl").read_text())
+    assert record["accepted"] and not record["verification"]["adopted"]
+    assert record["verification"]["current"]["score"] > record["verification"]["proposed"]["score"]
+
+
+def test_verification_over_its_cpu_budget_keeps_the_current_parameters(server):
+    base = service_for(server)
+    calls = []
+
+    def verifier(current, proposed, start):
+        calls.append(1)
+        deadline = time.thread_time() + 0.05  # burn CPU: the budget counts CPU time
+        while time.thread_time() < deadline:
+            pass
+        return Verification(True, "verified", {"score": 0.0}, {"score": 1.0})
+
+    service = HintService(base.channel, base.cfg, TASKS["claw"].schema, verifier=verifier,
+                          verify_budget_s_per_min=0.01)
+    first = run_one(service)
+    assert first.accepted and first.params and first.verification.adopted
+    other = build_request(TASKS["claw"].schema, GraspParams().to_dict(), {"min_reach_distance": 0.5}, {"success": False})
+    second = run_one(service, other)
+    assert second.accepted and second.params == {} and "verify_budget_s_per_min" in second.reason
+    assert len(calls) == 1 and service.stats()["verify_over_budget"] == 1
 
 
 # ---------------------------------------------------------------- the env wrapper and the buffers

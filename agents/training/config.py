@@ -91,6 +91,11 @@ class DistillConfig:
     hint_max_age: int = 3  # llm_hint: segments an accepted hint stays valid for (then samples are masked)
     records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
     hint_replay: Optional[str] = None  # llm_hint: answer from this records file only (no LLM calls)
+    verify_hints: bool = True  # llm_hint: check an accepted hint in simulation before it teaches
+    verify_rollouts: int = 2  # llm_hint: episodes per parameter set (current, proposed) in each check
+    verify_steps: int = 100  # llm_hint: steps per check episode at most
+    verify_margin: float = 0.01  # llm_hint: score gain a proposal needs to be adopted (claw: success - distance m)
+    verify_budget_s_per_min: Optional[float] = 10.0  # llm_hint: CPU s of checks per minute (null: unbounded)
 
 
 @dataclass
@@ -203,7 +208,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     d = cfg.distill
     if d.teacher_std <= 0:
         raise ConfigError(f"distill.teacher_std={d.teacher_std} is invalid: the teacher's std must be > 0")
-    for key in ("segment_steps", "hint_max_age"):
+    for key in ("segment_steps", "hint_max_age", "verify_rollouts", "verify_steps"):
         if d[key] < 1:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: it must be >= 1")
     if cfg.env.name.split("_")[0] not in ("quadruped", "claw"):
@@ -211,6 +216,11 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     if cfg.agent.name == "sac" and cfg.agent.her and cfg.env.name.startswith("claw"):
         raise ConfigError(f"distill={d.name} records a target with each transition; HER relabels them: "
                           "add agent.her=false")
+    if d.verify_margin < 0:
+        raise ConfigError(f"distill.verify_margin={d.verify_margin} is invalid: use >= 0 (0 adopts any improvement)")
+    if d.verify_budget_s_per_min is not None and d.verify_budget_s_per_min <= 0:
+        raise ConfigError(f"distill.verify_budget_s_per_min={d.verify_budget_s_per_min} is invalid: use a positive "
+                          "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
     if d.hint_replay and not Path(d.hint_replay).is_file():
         raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
     if d.name != "llm_hint":

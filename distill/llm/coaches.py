@@ -66,6 +66,22 @@ def _claw(summary: dict[str, Any], outcome: dict[str, Any]) -> tuple[int, str, d
 COACHES = {"quadruped": _quadruped, "claw": _claw}
 
 
+def random_answer(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The adversarial coach (``fault-random``): always +1, confident, every parameter uniform in its bounds.
+
+    Valid JSON and in bounds, so it passes parsing and the vote; only a check of what the parameters do
+    can tell it from a good hint. Lists keep the length of the current value.
+    """
+    def draw(lo: float, hi: float) -> float:
+        return round(rng.uniform(lo, hi), 4)
+
+    params = {}
+    for name, (lo, hi) in request.get("schema", {}).items():
+        current = request.get("params", {}).get(name)
+        params[name] = [draw(lo, hi) for _ in current] if isinstance(current, list) else draw(lo, hi)
+    return {"decision": 1, "hint": "trust me", "params": params, "confidence": 0.95}
+
+
 def _jitter(name: str, value: Any, schema: dict[str, list[float]], rng: random.Random) -> Any:
     """Value moved by up to 2% of its range, kept in bounds (lists component-wise; integers untouched)."""
     lo, hi = schema[name]

@@ -10,7 +10,8 @@ Serves on 127.0.0.1 by default:
 
 Models: ``openclaw-coach`` (deterministic scripted coach: the last user message is a JSON hint
 request answered by :func:`distill.llm.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
-the fault models used by tests (see :data:`FAULT_MODELS`). Token counts are rough:
+the fault models used by tests (see :data:`FAULT_MODELS`; ``fault-random`` is the adversarial coach
+:func:`distill.llm.coaches.random_answer`: valid, in-bound, random parameters, always +1). Token counts are rough:
 ``len(text) // 4 + 1``. With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
 
 CLI: ``python -m distill.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]``.
@@ -35,11 +36,11 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from distill.llm.coaches import coach_answer
+from distill.llm.coaches import coach_answer, random_answer
 
 COACH_MODEL = "openclaw-coach"
 FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
-                "fault-nochoices")
+                "fault-nochoices", "fault-random")
 MODELS = (COACH_MODEL, *FAULT_MODELS)
 PONG = "pong"
 MALFORMED_TEXT = "Sure! {decision: maybe"
@@ -61,8 +62,9 @@ def _text(content: Any) -> str:
     return ""
 
 
-def coach_reply(messages: list[dict], seed: int | None, temperature: float, index: int) -> str:
-    """The coach's content for choice ``index``: JSON answer to a JSON request, else ``pong``.
+def coach_reply(messages: list[dict], seed: int | None, temperature: float, index: int,
+                answer: Any = coach_answer) -> str:
+    """The coach's content for choice ``index``: JSON ``answer(request, rng)`` to a JSON request, else ``pong``.
 
     The rng is seeded from ``seed`` (or a hash of the request); with ``temperature > 0`` each
     choice adds its index, so the ``n`` choices may differ. Raises ValueError on a bad request.
@@ -78,10 +80,10 @@ def coach_reply(messages: list[dict], seed: int | None, temperature: float, inde
     base = seed if seed is not None else int(hashlib.sha256(user.encode()).hexdigest()[:12], 16)
     rng = random.Random(base + index if temperature > 0 else base)
     try:
-        answer = coach_answer(request, rng)
+        reply = answer(request, rng)
     except Exception as exc:  # noqa: BLE001 - reported to the client as a 400
         raise ValueError(f"invalid hint request: {type(exc).__name__}: {exc}") from exc
-    return json.dumps(answer, sort_keys=True)
+    return json.dumps(reply, sort_keys=True)
 
 
 class _State:
@@ -242,7 +244,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif model == "fault-refuse":
                 contents = [REFUSAL_TEXT] * n
             else:
-                contents = [coach_reply(messages, seed, float(temperature), i) for i in range(n)]
+                answer = random_answer if model == "fault-random" else coach_answer
+                contents = [coach_reply(messages, seed, float(temperature), i, answer) for i in range(n)]
         except ValueError as exc:
             self._error(400, str(exc), bad, None)
             return

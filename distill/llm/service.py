@@ -9,17 +9,28 @@ to the records file (answers redacted by the channel, so no key can leak), and
 :meth:`HintService.load_records` pre-fills the cache from such a file: a run's hints can be replayed
 with no LLM at all (``channel=None``).
 
+Verification: with a ``verifier`` (a callable built by the caller, which knows envs and
+controllers), a hint the vote accepted is checked before it is handed back: ``verifier(current
+params, proposed params, start_obs)`` returns a :class:`Verification`; when it does not adopt the
+proposal the outcome keeps the current parameters (``params == {}``) and says why. It runs on the
+hint thread; its CPU time is measured and bounded by ``verify_budget_s_per_min`` (CPU seconds per
+minute of wall time, a token bucket): over budget, the current parameters are kept unchecked.
+
 Counters (:meth:`HintService.stats`, logged under ``hints/``): queries, requests, cache_hits,
 parse_errors, timeouts, errors, budget_exhausted, skipped, accepted, rejected, acceptance_rate,
-latency_p50_s / latency_p95_s (per query), tokens.
+latency_p50_s / latency_p95_s (per query), tokens; with a verifier also verified, adopted,
+not_adopted, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (total),
+verify_cpu_s_per_hint and verify_cpu_share (of this process's CPU time since the service started).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +43,29 @@ from distill.llm.hints import HintParseError, HintSchema, ParsedHint, Vote, buil
 
 
 @dataclass
+class Verification:
+    """A simulator check of one accepted hint: task metrics of the current and the proposed parameters."""
+
+    adopted: bool
+    reason: str
+    current: dict[str, float]
+    proposed: dict[str, float]
+
+
+# (current params, proposed params, first observation of the segment's episode or None) -> Verification
+Verifier = Callable[[dict[str, Any], dict[str, Any], Any], Verification]
+
+
+@dataclass
 class HintOutcome:
-    """What one query decided for one env's segment."""
+    """What one query decided for one env's segment (``params == {}`` with ``accepted``: keep the current ones)."""
 
     env_index: int
     segment: int
     accepted: bool
     params: dict[str, Any]
     reason: str
+    verification: Verification | None = None
 
 
 class HintService:
@@ -50,11 +76,19 @@ class HintService:
         cfg: channel settings (models, sampling, ``num_answers`` = m, ``max_concurrency``).
         schema: the task's parameter schema (validation and clipping).
         records_path: JSONL file that gets one line per query (None: no records).
+        verifier: checks accepted hints in simulation (module docstring); None adopts them as voted.
+        verify_budget_s_per_min: CPU seconds of verification allowed per minute (None: unbounded).
     """
 
     def __init__(self, channel: LLMChannel | None, cfg: ChannelConfig, schema: HintSchema,
-                 records_path: Path | None = None) -> None:
+                 records_path: Path | None = None, verifier: Verifier | None = None,
+                 verify_budget_s_per_min: float | None = None) -> None:
         self.channel, self.cfg, self.schema = channel, cfg, schema
+        self.verifier, self.verify_budget = verifier, verify_budget_s_per_min
+        self._verify_allowance = verify_budget_s_per_min or 0.0  # token bucket, CPU seconds
+        self._verify_refilled = time.monotonic()
+        self._cpu_start = time.process_time()
+        self._verify_cpu = 0.0
         self.records_path = records_path
         if records_path is not None:
             records_path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,14 +102,17 @@ class HintService:
 
     # ------------------------------------------------------------------ training-side API (non-blocking)
 
-    def submit(self, env_index: int, segment: int, request: dict[str, Any]) -> bool:
-        """Queue a query for ``env_index``; False (and counted as skipped) when one is still in flight."""
+    def submit(self, env_index: int, segment: int, request: dict[str, Any], start_obs: Any = None) -> bool:
+        """Queue a query for ``env_index``; False (and counted as skipped) when one is still in flight.
+
+        ``start_obs`` (the first observation of the segment's episode) goes to the verifier only.
+        """
         with self._lock:
             if env_index in self._in_flight:
                 self._counts["skipped"] += 1
                 return False
             self._in_flight.add(env_index)
-        self._pool.submit(self._run_guarded, env_index, segment, request)
+        self._pool.submit(self._run_guarded, env_index, segment, request, start_obs)
         return True
 
     def poll(self, env_index: int) -> HintOutcome | None:
@@ -105,6 +142,16 @@ class HintService:
         out["requests"] = float(channel.get("attempts", 0))  # HTTP requests, retries included
         out["tokens"] = float(channel.get("total_tokens", 0))
         out["acceptance_rate"] = counts.get("accepted", 0) / decided if decided else 0.0
+        if self.verifier is not None:
+            for key in ("verified", "adopted", "not_adopted", "verify_over_budget", "verify_errors"):
+                out[key] = float(counts.get(key, 0))
+            verified = counts.get("verified", 0)
+            out["adoption_rate"] = counts.get("adopted", 0) / verified if verified else 0.0
+            with self._lock:
+                out["verify_cpu_s"] = self._verify_cpu
+            out["verify_cpu_s_per_hint"] = out["verify_cpu_s"] / verified if verified else 0.0
+            used = time.process_time() - self._cpu_start
+            out["verify_cpu_share"] = out["verify_cpu_s"] / used if used > 0 else 0.0
         if latencies:
             out["latency_p50_s"] = float(np.percentile(latencies, 50))
             out["latency_p95_s"] = float(np.percentile(latencies, 95))
@@ -126,9 +173,9 @@ class HintService:
 
     # ------------------------------------------------------------------ worker side
 
-    def _run_guarded(self, env_index: int, segment: int, request: dict[str, Any]) -> None:
+    def _run_guarded(self, env_index: int, segment: int, request: dict[str, Any], start_obs: Any) -> None:
         try:
-            outcome = self._query(env_index, segment, request)
+            outcome = self._query(env_index, segment, request, start_obs)
         except Exception as err:  # never let a hint problem reach training: mask and count
             with self._lock:
                 self._counts["errors"] += 1
@@ -137,7 +184,7 @@ class HintService:
             self._done[env_index] = outcome
             self._in_flight.discard(env_index)
 
-    def _query(self, env_index: int, segment: int, request: dict[str, Any]) -> HintOutcome:
+    def _query(self, env_index: int, segment: int, request: dict[str, Any], start_obs: Any) -> HintOutcome:
         t0 = time.monotonic()
         messages = build_messages(request)
         m = self.cfg.num_answers
@@ -156,12 +203,52 @@ class HintService:
         else:
             result = vote(parsed, m)
         latency = time.monotonic() - t0
+        verification = self._verify(request["params"], result.params, start_obs) if result.accepted else None
         with self._lock:
             self._counts["queries"] += 1
             self._counts["accepted" if result.accepted else "rejected"] += 1
             self._latencies.append(latency)
-        self._record(env_index, segment, request, answers, parsed, result, latency)
-        return HintOutcome(env_index, segment, result.accepted, result.params, result.reason)
+        self._record(env_index, segment, request, answers, parsed, result, latency, verification)
+        if verification is not None and not verification.adopted:
+            return HintOutcome(env_index, segment, True, {}, verification.reason, verification)
+        return HintOutcome(env_index, segment, result.accepted, result.params, result.reason, verification)
+
+    def _verify(self, current: dict[str, Any], proposed: dict[str, Any], start_obs: Any) -> Verification | None:
+        """Run the verifier within its CPU budget; None without a verifier. Never raises."""
+        if self.verifier is None:
+            return None
+        if not self._take_verify_budget():
+            with self._lock:
+                self._counts["verify_over_budget"] += 1
+            return Verification(False, f"not verified: over distill.verify_budget_s_per_min={self.verify_budget:g} "
+                                "CPU s; kept the current parameters (raise the budget to check more hints)", {}, {})
+        t0 = time.thread_time()
+        try:
+            verification = self.verifier(current, proposed, start_obs)
+        except Exception as err:  # a broken check keeps the current parameters; training goes on
+            verification = Verification(False, f"verification failed: {type(err).__name__}: {err}; kept the "
+                                        "current parameters", {}, {})
+            with self._lock:
+                self._counts["verify_errors"] += 1
+        cost = time.thread_time() - t0
+        with self._lock:
+            self._verify_allowance -= cost
+            self._counts["verified"] += 1
+            self._counts["adopted" if verification.adopted else "not_adopted"] += 1
+            self._verify_cpu += cost
+        return verification
+
+    def _take_verify_budget(self) -> bool:
+        """Refill the token bucket (``verify_budget_s_per_min`` per minute, at most one minute's worth)."""
+        if self.verify_budget is None:
+            return True
+        with self._lock:
+            now = time.monotonic()
+            rate = self.verify_budget / 60.0
+            self._verify_allowance = min(self.verify_budget,
+                                         self._verify_allowance + rate * (now - self._verify_refilled))
+            self._verify_refilled = now
+            return self._verify_allowance > 0.0
 
     def _answer(self, model: str, messages: list[dict[str, str]], index: int) -> tuple[str | None, dict[str, Any]]:
         """(text or None, record entry) for the ``index``-th sampled answer; errors are counted, never raised."""
@@ -199,7 +286,7 @@ class HintService:
             return None
 
     def _record(self, env_index: int, segment: int, request: dict[str, Any], answers, parsed, result: Vote,
-                latency: float) -> None:
+                latency: float, verification: Verification | None) -> None:
         if self.records_path is None:
             return
         line = {
@@ -211,6 +298,8 @@ class HintService:
             "accepted": result.accepted, "params": result.params, "reason": result.reason,
             "latency_s": round(latency, 4),
         }
+        if verification is not None:
+            line["verification"] = dataclasses.asdict(verification)
         with self._lock, self.records_path.open("a") as f:
             f.write(json.dumps(line, sort_keys=True) + "\n")
 
