@@ -12,9 +12,11 @@ replaced atomically afterwards, so a run killed at any instant leaves the previo
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,19 @@ NORMALIZATION = "vecnormalize.pkl"
 REPLAY = "replay_buffer.pkl"
 TEACHER = "teacher.pt"
 META = "meta.json"
+COMMIT_KEY = "git_commit"  # meta.json: the commit of the code that trained the checkpoint ("unknown" outside git)
+
+
+@functools.cache
+def code_commit() -> str:
+    """``git rev-parse HEAD`` of the repository this code runs from, or ``unknown``."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 @dataclass(frozen=True)
@@ -92,7 +107,7 @@ def save(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, keep: int = 2,
     """Save a numbered checkpoint at ``model.num_timesteps``, point ``latest`` at it, prune old ones."""
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
-    meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), **meta}
+    meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
     target = root / f"step_{model.num_timesteps:012d}"
     _write_dir(target, model, venv, meta, replay=True)
     _write_text_atomic(root / "latest", target.name)
@@ -105,7 +120,7 @@ def save_best(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, **meta: A
     """Overwrite ``checkpoints/best`` (no replay buffer: it is for evaluation and deployment)."""
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
-    meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), **meta}
+    meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
     target = root / "best"
     _write_dir(target, model, venv, meta, replay=False)
     return Checkpoint(target, meta)

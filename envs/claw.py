@@ -182,6 +182,9 @@ class ClawEnv(MujocoTaskEnv):
         "pad_force": slice(27, 29),
     }
     OBS_DIM = 29
+    #: physical change per unit action (see the action table): servo-target lead of dx, dy, dz (m) and
+    #: dyaw (rad) from the current position; jaw opening target 0.0425 m + this * a (m, closes as a grows)
+    ACTION_SCALE = (POS_STEP, POS_STEP, POS_STEP, YAW_STEP, -MAX_OPENING / 2)
     TASKS = ("lift", "place")
     REWARD_TYPES = ("dense", "sparse")
 

@@ -35,6 +35,7 @@ from agents.errors import ConfigError
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import load_agent
 from agents.controller_policy import CONTROLLERS, ControllerPolicy
+from agents.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
 
@@ -49,7 +50,7 @@ class EvalConfig:
     """Top-level config of ``evaluate.py`` (``configs/evaluate.yaml``)."""
 
     run: Optional[str] = None  # run directory made by train.py
-    checkpoint: str = "best"  # best | latest | a checkpoint directory or its model.zip
+    checkpoint: str = "best"  # best | latest | a checkpoint directory or its model.zip | a policy.onnx (export.py)
     policy: str = LEARNED  # learned (the run's policy) | trot | grasp (scripted controllers)
     env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
@@ -90,7 +91,7 @@ def validate(cfg: DictConfig) -> None:
 
 
 # ---------------------------------------------------------------------------------------- sources
-def _run_config(run_dir: Path) -> DictConfig:
+def run_config(run_dir: Path) -> DictConfig:
     """The resolved ``config.yaml`` of a run; :class:`ConfigError` with the fix if it is not one."""
     if not run_dir.is_dir():
         raise ConfigError(f"run={run_dir}: no such directory; pass a run directory made by train.py (runs/<env>-<agent>/<date>)")
@@ -106,7 +107,7 @@ def _run_config(run_dir: Path) -> DictConfig:
     return saved
 
 
-def _find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
+def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
     """The checkpoint named by ``cfg.checkpoint`` (``best``/``latest`` of ``cfg.run``, or a path)."""
     if cfg.checkpoint in ("best", "latest"):
         run_dir = Path(cfg.run)
@@ -127,7 +128,7 @@ def _find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
     return checkpoint.Checkpoint(directory, meta)
 
 
-def _load_policy(saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv, device: str) -> tuple[Predictor, VecEnv]:
+def load_policy(saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv, device: str) -> tuple[Predictor, VecEnv]:
     """The learner and ``venv`` wrapped in the checkpoint's frozen normalisation statistics."""
     if ckpt.normalization is not None:
         try:
@@ -179,13 +180,17 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
     learned = cfg.policy == LEARNED
     run_dir = Path(cfg.run) if cfg.run else None
-    saved = _run_config(run_dir) if run_dir is not None else None  # a bad run directory is the first problem
-    ckpt = _find_checkpoint(cfg) if learned else None
+    saved = run_config(run_dir) if run_dir is not None else None  # a bad run directory is the first problem
+    exported = OnnxPolicy(cfg.checkpoint) if learned and cfg.checkpoint.endswith(".onnx") else None
+    ckpt = find_checkpoint(cfg) if learned and exported is None else None
     if ckpt is not None and run_dir is None:  # checkpoints/<name>/ inside the run directory
         run_dir = ckpt.path.parent.parent
-        saved = _run_config(run_dir)
-    env_id = cfg.env_id or (saved.env.id if saved is not None else CONTROLLERS[cfg.policy][1])
-    kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
+        saved = run_config(run_dir)
+    if exported is not None:  # the file names its env and evaluation kwargs; output defaults to beside it
+        env_id, kwargs, run_dir = cfg.env_id or exported.env_id, dict(exported.env_kwargs), run_dir or exported.path.parent
+    else:
+        env_id = cfg.env_id or (saved.env.id if saved is not None else CONTROLLERS[cfg.policy][1])
+        kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
     kwargs.update(OmegaConf.to_container(cfg.env_kwargs, resolve=True))
     out = Path(cfg.out_dir) if cfg.out_dir else (run_dir / "eval" if run_dir else Path("runs") / cfg.policy / "eval")
     out.mkdir(parents=True, exist_ok=True)
@@ -201,8 +206,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         venv = make_vec_env(env_id, make_kwargs, cfg.envs, wrapper=wrapper)
     except (TypeError, ValueError, gym.error.Error) as err:  # unknown id or constructor argument, bad value
         raise ConfigError(f"env {env_id}: {err}") from None
-    if learned:
-        policy, venv = _load_policy(saved, ckpt, venv, cfg.device)
+    if exported is not None:  # normalisation is folded into the file: it runs on the raw envs
+        policy = exported
+    elif learned:
+        policy, venv = load_policy(saved, ckpt, venv, cfg.device)
     else:
         policy = ControllerPolicy(cfg.policy, cfg.envs, dt=float(venv.get_attr("dt")[0]))
 
@@ -212,11 +219,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         result = evaluate(policy, venv, cfg.episodes)
     venv.close()
 
-    what = f"{cfg.policy} policy" + (f" {ckpt.path}" if ckpt is not None else "")
+    source = ckpt.path if ckpt is not None else exported.path if exported is not None else None
+    what = f"{cfg.policy} policy" + (f" {source}" if source is not None else "")
     metrics: dict[str, Any] = {
         "policy": cfg.policy,
-        "checkpoint": str(ckpt.path) if ckpt is not None else None,
-        "num_timesteps": ckpt.meta.get("num_timesteps") if ckpt is not None else None,
+        "checkpoint": str(source) if source is not None else None,
+        "num_timesteps": ckpt.meta.get("num_timesteps") if ckpt is not None else exported.num_timesteps if exported is not None else None,
         "env_id": env_id,
         "env_kwargs": kwargs,
         "envs": cfg.envs,
