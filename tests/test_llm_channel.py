@@ -17,7 +17,8 @@ import pytest
 
 from distill.llm.channel import (ChannelConfig, ChannelError, LLMChannel, resolve_api_key)
 from distill.llm.check import check_channel, load_config
-from distill.llm.server import MODELS, start_server
+from distill.llm.hints import response_format
+from distill.llm.server import MODELS, ServerQuirks, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-S3CRET-0123456789abcdefXYZ"
@@ -312,3 +313,90 @@ def test_server_cli_refuses_unset_key_variable_and_explains_a_busy_port():
                                text=True, timeout=60)
     assert taken.returncode == 2, taken.stdout + taken.stderr
     assert f"127.0.0.1:{port}" in taken.stderr and "--port" in taken.stderr and "Traceback" not in taken.stderr
+
+
+# ------------------------------------------------------------------------------- structured output
+def test_structured_output_is_sent_when_the_server_accepts_it(server):
+    schema = response_format(REQUEST, "json_schema")
+    assert schema["json_schema"]["schema"]["properties"]["params"]["properties"]["kp"]["maximum"] == 60.0
+    with make(server.url) as ch:
+        for _ in range(2):
+            res = ch.chat("openclaw-coach", user(json.dumps(REQUEST)), response_format=schema)
+            assert json.loads(res.text)["decision"] in (1, -1)
+        assert ch.stats()["structured_fallbacks"] == 0 and ch.stats()["plain_models"] == []
+    assert server.request_counts()["response_format"] == 2 and chat_total(server) == 2
+
+
+def test_structured_output_falls_back_to_plain_once_per_model_when_rejected():
+    with start_server(quirks=ServerQuirks(response_format=False)) as srv, make(srv.url) as ch:
+        for _ in range(2):
+            res = ch.chat("openclaw-coach", user(json.dumps(REQUEST)), response_format={"type": "json_object"})
+            assert json.loads(res.text)["decision"] in (1, -1)
+        assert srv.request_counts()["response_format"] == 1 and chat_total(srv) == 3  # rejected once, remembered
+        ch.chat("fault-refuse", user("hi"), response_format={"type": "json_object"})  # remembered per model
+        with pytest.raises(ChannelError) as ei:  # a 400 the plain request gets too is not blamed on the format
+            ch.chat("fault-malformed", user("hi"), n=17, response_format={"type": "json_object"})
+        assert ei.value.kind == "client"
+        stats = ch.stats()
+    assert stats["structured_fallbacks"] == 2 and stats["plain_models"] == ["fault-refuse", "openclaw-coach"]
+    assert stats["calls"] == 4 and stats["errors_by_kind"] == {"client": 1}
+
+
+# ------------------------------------------------------------------------------- circuit breaker
+def test_circuit_breaker_backs_off_a_server_that_fails_every_request_and_retries_later(server):
+    with make(server.url, max_retries=0, breaker_failures=3, breaker_cooldown_s=0.5) as ch:
+        for _ in range(3):
+            with pytest.raises(ChannelError):
+                ch.chat("fault-500", user("hi"))
+        with pytest.raises(ChannelError) as ei:
+            ch.chat("fault-500", user("hi"))
+        assert ei.value.kind == "unavailable" and "breaker_cooldown_s" in ei.value.message
+        assert chat_total(server) == 3  # not hammered
+        time.sleep(0.6)
+        with pytest.raises(ChannelError) as ei:  # the trial call after the pause fails: a longer pause
+            ch.chat("fault-500", user("hi"))
+        assert ei.value.kind == "server" and chat_total(server) == 4
+        with pytest.raises(ChannelError) as ei:
+            ch.chat("openclaw-coach", user("hi"))
+        assert ei.value.kind == "unavailable"
+        time.sleep(0.6)
+        with pytest.raises(ChannelError):  # still paused: the pause doubled to 1 s
+            ch.chat("openclaw-coach", user("hi"))
+        time.sleep(0.5)
+        assert ch.chat("openclaw-coach", user("hi")).text == "pong"  # retried later: the server is back
+        with pytest.raises(ChannelError) as ei:  # a success closed it: one failure does not reopen it
+            ch.chat("fault-500", user("hi"))
+        assert ei.value.kind == "server" and ch.chat("openclaw-coach", user("hi")).text == "pong"
+        assert ch.stats()["breaker_opened"] == 2
+
+
+# ------------------------------------------------------------------------------- what llama.cpp exposed
+def run_check(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "distill.llm.check", *args], cwd=ROOT, env=clean_env(**env),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_check_fails_a_model_that_echoes_the_prompt():
+    with start_server(quirks=ServerQuirks(echo=True)) as srv:
+        [res] = check_channel(ChannelConfig(base_url=srv.url), {VAR: "k"})
+    assert not res.ok and res.error_kind == "bad_response" and "echoed the prompt" in res.message
+
+
+def test_check_cli_takes_train_overrides_warns_on_ignored_model_names_and_names_the_url_form():
+    root_too = ServerQuirks(any_model=True, without_v1=True)
+    with start_server(api_key=SECRET, quirks=root_too) as srv:
+        root = srv.url[: -len("/v1")]
+        proc = run_check(f"llm.base_url={root}", "llm.api_key_env=MY_LLM_KEY", "llm.hint_model=typo-model",
+                         MY_LLM_KEY=SECRET)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "ignores model names" in out and "no /v1" in out and SECRET not in out
+    with start_server() as srv:  # the OpenAI layout: only /v1
+        root = srv.url[: -len("/v1")]
+        proc = run_check(f"llm.base_url={root}", **{VAR: "k"})
+        named = run_check(f"llm.base_url={srv.url}", **{VAR: "k"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and f"set llm.base_url={srv.url}" in out, out
+    assert named.returncode == 0 and "/v1 API root" in named.stdout and "ignores" not in named.stdout
+    bad = run_check("llm.no_such_key=1")
+    assert bad.returncode == 1 and "valid keys" in bad.stderr

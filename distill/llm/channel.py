@@ -10,6 +10,16 @@
 Secrets rule: the key never appears in a message, log line, exception or record; anything built
 from server text goes through :meth:`LLMChannel.redact`.
 
+Structured output: :meth:`LLMChannel.chat` takes an OpenAI ``response_format`` (a JSON schema or
+``json_object``). When the server rejects a request that carries one (a 4xx the plain request does
+not get) the call is repeated without it, and that model is asked in plain text for the rest of the
+run (``stats()["structured_fallbacks"]`` counts it, ``plain_models`` names them).
+
+Circuit breaker: after ``breaker_failures`` consecutive logical calls that failed with a retryable
+kind (timeout, connection, 5xx, 429), the channel stops sending for ``breaker_cooldown_s`` (doubled
+each time a trial call after the pause fails too, up to 10 minutes): calls fail at once with kind
+``unavailable``, and the first call after the pause tries the server again (success closes it).
+
 Budget semantics: ``max_calls`` counts *logical* calls (one :meth:`LLMChannel.chat` call, however
 many HTTP attempts its retries take; ``stats()["attempts"]`` counts the attempts).
 ``max_tokens_budget`` is checked before each call against the tokens used so far, so calls already
@@ -22,6 +32,7 @@ import dataclasses
 import os
 import threading
 import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,10 +50,12 @@ NO_KEY = "no-key"  # placeholder sent when no key is required (the bundled serve
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 ERROR_KINDS = frozenset(
     {"key_missing", "auth", "not_found", "bad_url", "connection", "proxy", "timeout",
-     "rate_limit", "server", "bad_response", "budget", "client"}
+     "rate_limit", "server", "bad_response", "budget", "client", "unavailable"}
 )
 RETRYABLE_KINDS = frozenset({"timeout", "connection", "proxy", "rate_limit", "server"})
 _LOOPBACK_HOSTS = {"localhost", "::1"}
+STRUCTURED_OUTPUT = ("json_schema", "json_object", "off")
+MAX_BREAKER_PAUSE_S = 600.0
 
 
 # --------------------------------------------------------------------------------------- config
@@ -91,8 +104,14 @@ class ChannelConfig:
     temperature: float = 0.7
     max_tokens: int = 300
     num_answers: int = 3
+    structured_output: str = "json_schema"
+    breaker_failures: int = 5
+    breaker_cooldown_s: float = 30.0
 
     def __post_init__(self) -> None:
+        if self.structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"llm.structured_output must be one of {', '.join(STRUCTURED_OUTPUT)}, "
+                             f"got {self.structured_output!r}")
         checked = {
             "base_url": _str("base_url", self.base_url, optional=True),
             "api_key_env": _str("api_key_env", self.api_key_env),
@@ -108,6 +127,9 @@ class ChannelConfig:
             "temperature": _num("temperature", self.temperature, integer=False, lo=0, hi=2),
             "max_tokens": _num("max_tokens", self.max_tokens, integer=True, lo=1),
             "num_answers": _num("num_answers", self.num_answers, integer=True, lo=1),
+            "breaker_failures": _num("breaker_failures", self.breaker_failures, integer=True, lo=1),
+            "breaker_cooldown_s": _num("breaker_cooldown_s", self.breaker_cooldown_s, integer=False, lo=0,
+                                       strict=True),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
@@ -290,6 +312,12 @@ class LLMChannel:
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._latencies: deque[float] = deque(maxlen=10_000)
+        self._plain_models: set[str] = set()  # models whose server rejected response_format
+        self._fallbacks = 0
+        self._failures_in_row = 0  # circuit breaker: consecutive calls that failed retryably
+        self._pause_s = cfg.breaker_cooldown_s
+        self._closed_at = 0.0  # monotonic time until which the breaker is open
+        self._breaker_opened = 0
 
     # -- secrets
     def redact(self, text: str) -> str:
@@ -301,10 +329,12 @@ class LLMChannel:
     # -- calls
     def chat(self, model: str, messages: Sequence[Mapping[str, Any]], *,
              n_tokens: int | None = None, temperature: float | None = None,
-             seed: int | None = None, n: int = 1) -> ChatResult:
+             seed: int | None = None, n: int = 1,
+             response_format: Mapping[str, Any] | None = None) -> ChatResult:
         """One logical chat call (retried on timeout/connection/429/5xx, never on other 4xx).
 
-        Raises :class:`ChannelError`. ``n`` asks for that many choices (all in ``texts``).
+        Raises :class:`ChannelError`. ``n`` asks for that many choices (all in ``texts``);
+        ``response_format`` asks for structured output (plain-text fallback: module docstring).
         """
         self._reserve()
         kwargs: dict[str, Any] = {
@@ -317,32 +347,79 @@ class LLMChannel:
             kwargs["seed"] = int(seed)
         if n != 1:
             kwargs["n"] = int(n)
-        t0 = time.monotonic()
-        attempts = 0
         try:
-            for k in range(self.cfg.max_retries + 1):
-                attempts += 1
-                try:
-                    with self._sem:
-                        with self._lock:
-                            self._attempts += 1
-                        response = self._client.chat.completions.create(**kwargs)
-                except openai.OpenAIError as exc:
-                    err = self._classify(exc, model, attempts)
-                    if err.kind not in RETRYABLE_KINDS or k == self.cfg.max_retries:
-                        raise err from None
-                    time.sleep(self._delay(exc, k))
-                    continue
-                except Exception as exc:  # noqa: BLE001 - unparsable bodies and the like
-                    raise ChannelError("bad_response", self.redact(
-                        f"unreadable response from {safe_url(self.base_url)} for model "
-                        f"'{model}': {type(exc).__name__}: {str(exc)[:200]}")) from None
-                return self._finish(response, model, attempts, time.monotonic() - t0)
-            raise AssertionError("unreachable")
+            self._check_breaker()
+            with self._lock:
+                structured = response_format is not None and model not in self._plain_models
+            try:
+                if structured:
+                    try:
+                        return self._call({**kwargs, "response_format": dict(response_format)}, model)
+                    except ChannelError as err:
+                        if err.kind != "client":
+                            raise
+                    result = self._call(kwargs, model)  # rejected response_format: ask in plain text
+                    with self._lock:
+                        self._plain_models.add(model)
+                        self._fallbacks += 1
+                    return result
+                return self._call(kwargs, model)
+            except ChannelError as err:
+                self._note_failure(err)
+                raise
         except ChannelError as err:
             with self._lock:
                 self._errors[err.kind] += 1
             raise
+
+    def _check_breaker(self) -> None:
+        """Raise ``unavailable`` while the circuit breaker is open."""
+        with self._lock:
+            left = self._closed_at - time.monotonic()
+            failures = self._failures_in_row
+        if left > 0:
+            raise ChannelError("unavailable", f"{safe_url(self.base_url)} failed {failures} calls in a row; "
+                               f"not calling it for another {left:.0f} s (circuit breaker, "
+                               f"llm.breaker_failures={self.cfg.breaker_failures}, "
+                               f"llm.breaker_cooldown_s={self.cfg.breaker_cooldown_s:g}); check the server")
+
+    def _note_failure(self, err: ChannelError) -> None:
+        """Count a failed call; open the breaker after ``breaker_failures`` retryable ones in a row."""
+        if err.kind not in RETRYABLE_KINDS:
+            return
+        with self._lock:
+            self._failures_in_row += 1
+            if self._failures_in_row >= self.cfg.breaker_failures:
+                self._closed_at = time.monotonic() + self._pause_s
+                self._pause_s = min(2 * self._pause_s, MAX_BREAKER_PAUSE_S)
+                self._breaker_opened += 1
+
+    def _call(self, kwargs: dict[str, Any], model: str) -> ChatResult:
+        """One request with retries (the body of :meth:`chat`); raises ChannelError."""
+        t0 = time.monotonic()
+        attempts = 0
+        for k in range(self.cfg.max_retries + 1):
+            attempts += 1
+            try:
+                with self._sem:
+                    with self._lock:
+                        self._attempts += 1
+                    response = self._client.chat.completions.create(**kwargs)
+            except openai.OpenAIError as exc:
+                err = self._classify(exc, model, attempts)
+                if err.kind not in RETRYABLE_KINDS or k == self.cfg.max_retries:
+                    raise err from None
+                time.sleep(self._delay(exc, k))
+                continue
+            except Exception as exc:  # noqa: BLE001 - unparsable bodies and the like
+                raise ChannelError("bad_response", self.redact(
+                    f"unreadable response from {safe_url(self.base_url)} for model "
+                    f"'{model}': {type(exc).__name__}: {str(exc)[:200]}")) from None
+            result = self._finish(response, model, attempts, time.monotonic() - t0)
+            with self._lock:  # the server answers: close the circuit breaker
+                self._failures_in_row, self._pause_s = 0, self.cfg.breaker_cooldown_s
+            return result
+        raise AssertionError("unreachable")
 
     def list_models(self) -> list[str]:
         """Model ids the endpoint lists at ``/models`` (raises ChannelError on failure)."""
@@ -485,7 +562,8 @@ class LLMChannel:
 
     # -- stats / lifetime
     def stats(self) -> dict[str, Any]:
-        """Counters: calls (logical), ok, attempts (HTTP), errors_by_kind, tokens, p50/p95 (s)."""
+        """Counters: calls (logical), ok, attempts (HTTP), errors_by_kind, tokens, structured_fallbacks,
+        plain_models, breaker_opened (times the circuit breaker opened), p50/p95 (s)."""
         with self._lock:
             lat = sorted(self._latencies)
             out = {
@@ -496,6 +574,9 @@ class LLMChannel:
                 "prompt_tokens": self._prompt_tokens,
                 "completion_tokens": self._completion_tokens,
                 "total_tokens": self._prompt_tokens + self._completion_tokens,
+                "structured_fallbacks": self._fallbacks,
+                "plain_models": sorted(self._plain_models),
+                "breaker_opened": self._breaker_opened,
             }
 
         def pct(q: float) -> float | None:
@@ -559,7 +640,10 @@ def models_of(cfg: ChannelConfig) -> list[str]:
 
 
 def check_models(channel: LLMChannel, models: list[str]) -> list[CheckResult]:
-    """One minimal chat call per model on an open ``channel``; never raises ChannelError."""
+    """One minimal chat call per model on an open ``channel``; never raises ChannelError.
+
+    An answer that repeats the prompt is an echo, not an answer: that model fails the check.
+    """
     results: list[CheckResult] = []
     for model in models:
         try:
@@ -567,5 +651,28 @@ def check_models(channel: LLMChannel, models: list[str]) -> list[CheckResult]:
         except ChannelError as err:
             results.append(CheckResult(model, False, None, "", err.kind, channel.redact(err.message)))
             continue
-        results.append(CheckResult(model, True, res.latency_s, channel.redact(res.text.strip()), None, "ok"))
+        answer = channel.redact(res.text.strip())
+        if PING.lower() in answer.lower():
+            results.append(CheckResult(model, False, res.latency_s, answer, "bad_response", (
+                f"model '{model}' echoed the prompt instead of answering it (a base model without a chat template, "
+                "or a server that returns the prompt); use an instruction-tuned model or a server that applies "
+                "its chat template")))
+            continue
+        results.append(CheckResult(model, True, res.latency_s, answer, None, "ok"))
     return results
+
+
+def ignores_model_names(channel: LLMChannel) -> str | None:
+    """Probe once with a model id no server has: a warning when it answers anyway (else None).
+
+    llama.cpp's server answers any name with the one model it loaded, so a typo in llm.hint_model
+    would go unnoticed.
+    """
+    bogus = f"openclaw-no-such-model-{uuid.uuid4().hex[:8]}"
+    try:
+        channel.chat(bogus, [{"role": "user", "content": PING}], n_tokens=1, temperature=0.0)
+    except ChannelError:
+        return None
+    return (f"the server at {safe_url(channel.base_url)} answered the made-up model id '{bogus}': it ignores model "
+            "names (llama.cpp does), so llm.hint_model / llm.judge_model are not checked; make sure it serves the "
+            "model you mean")

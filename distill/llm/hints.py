@@ -71,6 +71,36 @@ def build_messages(request: dict[str, Any]) -> list[dict[str, str]]:
             {"role": "user", "content": json.dumps(request, sort_keys=True, separators=(",", ":"))}]
 
 
+def response_format(request: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """The OpenAI ``response_format`` asking for an answer to ``request`` (``llm.structured_output``).
+
+    ``json_schema``: the answer object's JSON schema, with each parameter's bounds (and, for a list
+    value, its length taken from the current parameters); ``json_object``: any JSON object; ``off``: None.
+    """
+    if mode == "off":
+        return None
+    if mode == "json_object":
+        return {"type": "json_object"}
+    params = {}
+    for name, (lo, hi) in request["schema"].items():
+        number = {"type": "number", "minimum": lo, "maximum": hi}
+        current = request["params"].get(name)
+        params[name] = ({"type": "array", "items": number, "minItems": len(current), "maxItems": len(current)}
+                        if isinstance(current, list) else number)
+    schema = {
+        "type": "object",
+        "properties": {
+            "decision": {"type": "integer", "enum": [1, -1]},
+            "hint": {"type": "string"},
+            "params": {"type": "object", "properties": params, "additionalProperties": False},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        "required": ["decision", "hint", "params", "confidence"],
+        "additionalProperties": False,
+    }
+    return {"type": "json_schema", "json_schema": {"name": "hint_answer", "schema": schema}}
+
+
 def prompt_hash(model: str, messages: list[dict[str, str]], sampling: dict[str, Any]) -> str:
     """Cache key: SHA-256 of (model, messages, sampling parameters), hex."""
     blob = json.dumps([model, messages, sampling], sort_keys=True, separators=(",", ":"))

@@ -14,7 +14,16 @@ the fault models used by tests (see :data:`FAULT_MODELS`; ``fault-random`` is th
 :func:`distill.llm.coaches.random_answer`: valid, in-bound, random parameters, always +1). Token counts are rough:
 ``len(text) // 4 + 1``. With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
 
-CLI: ``python -m distill.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]``.
+Switches (:class:`ServerQuirks`, CLI flags) make it behave like third-party servers such as
+llama.cpp's ``llama-server``: ``response_format=False`` rejects requests that carry a
+``response_format`` (400, as servers without structured output do); ``echo=True`` answers every chat
+with the last user message (a base model that echoes its prompt); ``any_model=True`` answers any
+model id with the coach (llama.cpp ignores the name); ``without_v1=True`` also serves the API at the
+root (``/chat/completions``, ``/models``), as llama.cpp does. ``/stats`` counts the requests that
+carried a ``response_format``.
+
+CLI: ``python -m distill.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]
+[--no-response-format] [--echo] [--any-model] [--without-v1]``.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -62,6 +72,12 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _last_user(messages: list[dict]) -> str:
+    """Text of the last user message ("" when there is none)."""
+    return next((_text(m.get("content")) for m in reversed(messages)
+                 if isinstance(m, dict) and m.get("role") == "user"), "")
+
+
 def coach_reply(messages: list[dict], seed: int | None, temperature: float, index: int,
                 answer: Any = coach_answer) -> str:
     """The coach's content for choice ``index``: JSON ``answer(request, rng)`` to a JSON request, else ``pong``.
@@ -69,8 +85,7 @@ def coach_reply(messages: list[dict], seed: int | None, temperature: float, inde
     The rng is seeded from ``seed`` (or a hash of the request); with ``temperature > 0`` each
     choice adds its index, so the ``n`` choices may differ. Raises ValueError on a bad request.
     """
-    user = next((_text(m.get("content")) for m in reversed(messages)
-                 if isinstance(m, dict) and m.get("role") == "user"), "")
+    user = _last_user(messages)
     try:
         request = json.loads(user)
     except ValueError:
@@ -86,6 +101,16 @@ def coach_reply(messages: list[dict], seed: int | None, temperature: float, inde
     return json.dumps(reply, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class ServerQuirks:
+    """How far the server departs from OpenAI's API (module docstring); the defaults do not."""
+
+    response_format: bool = True  # accept requests with a response_format (False: 400 for them)
+    echo: bool = False  # answer with the last user message
+    any_model: bool = False  # answer unknown model ids with the coach
+    without_v1: bool = False  # also serve the API without the /v1 prefix
+
+
 class _State:
     """Thread-safe request counters."""
 
@@ -95,10 +120,12 @@ class _State:
         self.total = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.response_format = 0
 
-    def enter(self, model: str) -> None:
+    def enter(self, model: str, response_format: bool) -> None:
         with self.lock:
             self.models[model] += 1
+            self.response_format += response_format
             self.total += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -109,8 +136,8 @@ class _State:
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            return {"total": self.total, "models": dict(self.models),
-                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight}
+            return {"total": self.total, "models": dict(self.models), "in_flight": self.in_flight,
+                    "max_in_flight": self.max_in_flight, "response_format": self.response_format}
 
 
 class _Server(ThreadingHTTPServer):
@@ -119,12 +146,13 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], api_key: str | None, slow_s: float) -> None:
+    def __init__(self, addr: tuple[str, int], api_key: str | None, slow_s: float, quirks: ServerQuirks) -> None:
         if ":" in addr[0]:
             self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
         self.api_key = api_key
         self.slow_s = slow_s
+        self.quirks = quirks
         self.stopping = threading.Event()
         self.state = _State()
 
@@ -172,8 +200,15 @@ class _Handler(BaseHTTPRequestHandler):
                     "end in /v1).", "invalid_request_error", "unknown_url")
 
     # -- routes
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def _path(self) -> str:
+        """The request path; with ``without_v1``, the root-level API paths are mapped onto /v1."""
         path = self.path.split("?", 1)[0].rstrip("/")
+        if self.server.quirks.without_v1 and path in ("/models", "/chat/completions"):
+            return "/v1" + path
+        return path
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        path = self._path()
         if path == "/healthz":
             self._send(200, {"ok": True})
         elif path == "/stats":
@@ -189,7 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found("GET", path)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path = self._path()
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         if path != "/v1/chat/completions":
@@ -200,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             req = None
         model = req.get("model") if isinstance(req, dict) else None
-        self.server.state.enter(str(model))
+        self.server.state.enter(str(model), isinstance(req, dict) and req.get("response_format") is not None)
         try:
             self._chat(req, model)
         finally:
@@ -224,6 +259,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "'messages' must be a list, 'n' an integer in 1..16, 'seed' an "
                         "integer, 'temperature' a number", bad, None)
             return
+        quirks = self.server.quirks
+        if req.get("response_format") is not None and not quirks.response_format:
+            self._error(400, "Unrecognized request argument supplied: response_format", bad, None)
+            return
+        if model not in MODELS and quirks.any_model:
+            model = COACH_MODEL
         if model not in MODELS:
             self._error(404, f"The model '{model}' does not exist or you do not have access "
                         "to it.", bad, "model_not_found")
@@ -239,7 +280,9 @@ class _Handler(BaseHTTPRequestHandler):
         if model == "fault-slow" and self.server.stopping.wait(self.server.slow_s):
             return  # shutting down: drop the request
         try:
-            if model == "fault-malformed":
+            if quirks.echo:
+                contents = [_last_user(messages)] * n
+            elif model == "fault-malformed":
                 contents = [MALFORMED_TEXT] * n
             elif model == "fault-refuse":
                 contents = [REFUSAL_TEXT] * n
@@ -306,9 +349,9 @@ class HintServer:
 
 
 def start_server(host: str = "127.0.0.1", port: int = 0, api_key: str | None = None,
-                 slow_s: float = 30.0) -> HintServer:
+                 slow_s: float = 30.0, quirks: ServerQuirks = ServerQuirks()) -> HintServer:
     """Start the server in a background daemon thread (``port=0`` picks a free port)."""
-    httpd = _Server((host, port), api_key, slow_s)
+    httpd = _Server((host, port), api_key, slow_s, quirks)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                               name="openclaw-hint-server", daemon=True)
     thread.start()
@@ -323,14 +366,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--api-key-env", default=None, metavar="VAR",
                         help="require the key held in this environment variable (it must be set)")
+    parser.add_argument("--no-response-format", action="store_true",
+                        help="reject requests with a response_format (400), like servers without structured output")
+    parser.add_argument("--echo", action="store_true", help="answer with the prompt (a base model that echoes)")
+    parser.add_argument("--any-model", action="store_true", help="answer any model id (llama.cpp ignores it)")
+    parser.add_argument("--without-v1", action="store_true", help="also serve the API without /v1 (as llama.cpp)")
     args = parser.parse_args(argv)
+    quirks = ServerQuirks(response_format=not args.no_response_format, echo=args.echo, any_model=args.any_model,
+                          without_v1=args.without_v1)
     key = os.environ.get(args.api_key_env, "").strip() if args.api_key_env else ""
     if args.api_key_env and not key:
         print(f"error: --api-key-env {args.api_key_env}: that variable is unset or empty, so the server would "
               f"accept every request; export {args.api_key_env}=<key> or drop --api-key-env", file=sys.stderr)
         return 2
     try:
-        server = start_server(args.host, args.port, api_key=key or None)
+        server = start_server(args.host, args.port, api_key=key or None, quirks=quirks)
     except OSError as err:
         busy = err.errno == errno.EADDRINUSE
         print(f"error: cannot listen on {args.host}:{args.port} ({err.strerror}); "

@@ -17,8 +17,10 @@ hint thread; its CPU time is measured and bounded by ``verify_budget_s_per_min``
 minute of wall time, a token bucket): over budget, the current parameters are kept unchecked.
 
 Counters (:meth:`HintService.stats`, logged under ``hints/``): queries, requests, cache_hits,
-parse_errors, timeouts, errors, budget_exhausted, skipped, accepted, rejected, acceptance_rate,
-latency_p50_s / latency_p95_s (per query), tokens; with a verifier also verified, adopted,
+parse_errors, timeouts, errors, budget_exhausted, circuit_open (answers refused while the channel's
+circuit breaker is open), skipped, accepted, rejected, acceptance_rate, latency_p50_s / latency_p95_s
+(per query), tokens, structured_fallbacks (models asked in plain text after rejecting
+``response_format``); with a verifier also verified, adopted,
 not_adopted, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (total),
 verify_cpu_s_per_hint and verify_cpu_share (of this process's CPU time since the service started).
 """
@@ -39,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel
-from distill.llm.hints import HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash, vote
+from distill.llm.hints import (HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash,
+                               response_format, vote)
 
 
 @dataclass
@@ -136,9 +139,10 @@ class HintService:
             latencies = list(self._latencies)
         decided = counts.get("accepted", 0) + counts.get("rejected", 0)
         out = {k: float(counts.get(k, 0)) for k in (
-            "queries", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted",
+            "queries", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted", "circuit_open",
             "skipped", "accepted", "rejected")}
         channel = self.channel.stats() if self.channel is not None else {}
+        out["structured_fallbacks"] = float(channel.get("structured_fallbacks", 0))
         out["requests"] = float(channel.get("attempts", 0))  # HTTP requests, retries included
         out["tokens"] = float(channel.get("total_tokens", 0))
         out["acceptance_rate"] = counts.get("accepted", 0) / decided if decided else 0.0
@@ -188,7 +192,8 @@ class HintService:
         t0 = time.monotonic()
         messages = build_messages(request)
         m = self.cfg.num_answers
-        answers = [self._answer(self.cfg.hint_model, messages, i) for i in range(m)]
+        structured = response_format(request, self.cfg.structured_output)
+        answers = [self._answer(self.cfg.hint_model, messages, i, structured) for i in range(m)]
         parsed = [self._parse(text) for text, _ in answers]
         judged = self.cfg.judge_model and self.cfg.judge_model != self.cfg.hint_model
         if judged:  # the judge votes on the hint model's first proposal
@@ -197,7 +202,7 @@ class HintService:
                 result = vote([None] * m, m)
             else:
                 judge_messages = build_messages({**request, "proposal": proposal.params})
-                answers += [self._answer(self.cfg.judge_model, judge_messages, i) for i in range(m)]
+                answers += [self._answer(self.cfg.judge_model, judge_messages, i, structured) for i in range(m)]
                 verdicts = [self._parse(text) for text, _ in answers[m:]]
                 result = vote([_with_params(v, proposal) for v in verdicts], m)
         else:
@@ -250,7 +255,8 @@ class HintService:
             self._verify_refilled = now
             return self._verify_allowance > 0.0
 
-    def _answer(self, model: str, messages: list[dict[str, str]], index: int) -> tuple[str | None, dict[str, Any]]:
+    def _answer(self, model: str, messages: list[dict[str, str]], index: int,
+                structured: dict[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
         """(text or None, record entry) for the ``index``-th sampled answer; errors are counted, never raised."""
         sampling = {"temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens, "seed": index}
         key = prompt_hash(model, messages, sampling)
@@ -265,9 +271,10 @@ class HintService:
             return None, {**entry, "text": None, "error": "replay: not in the records"}
         try:
             result = self.channel.chat(model, messages, n_tokens=self.cfg.max_tokens,
-                                       temperature=self.cfg.temperature, seed=index)
+                                       temperature=self.cfg.temperature, seed=index, response_format=structured)
         except ChannelError as err:
-            kind = {"timeout": "timeouts", "budget": "budget_exhausted"}.get(err.kind, "errors")
+            kind = {"timeout": "timeouts", "budget": "budget_exhausted", "unavailable": "circuit_open"}.get(
+                err.kind, "errors")
             with self._lock:
                 self._counts[kind] += 1
             return None, {**entry, "text": None, "error": err.kind}
