@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import mujoco
@@ -87,6 +88,47 @@ def reject_unknown_kwargs(env_cls: type, unknown: dict[str, Any]) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Metric:
+    """One number an env reports per evaluation, declared by the env and read by generic code.
+
+    Per episode, ``info[info_key]`` is reduced by ``per_episode``: ``"mean"`` averages it over the
+    episode's steps (a step without the key counts as 0), ``"last"`` takes its value at the episode's
+    last step (an episode whose last ``info`` lacks the key is left out). The evaluation reports the
+    mean over episodes as ``name``: the ``metrics.json`` key and ``EvalResult`` attribute, the
+    ``eval.csv`` column, ``eval/<name>`` in TensorBoard and ``final_<name>`` in ``summary.json``.
+    During training a ``"mean"`` metric is also logged per step as ``env/<info_key>``.
+
+    Args:
+        name: output name, e.g. ``"fall_rate"``.
+        info_key: the ``info`` key read, e.g. ``"fell"``.
+        per_episode: ``"mean"`` or ``"last"`` (above).
+        unit: unit of the reported value, e.g. ``"m/s"``; ``"fraction"`` for a share of episodes in
+            [0, 1] (a ``"last"`` metric of a bool or 0/1 value), printed in percent.
+        label: a few words for console lines and plot axes, e.g. ``"falls"``.
+    """
+
+    name: str
+    info_key: str
+    per_episode: str
+    unit: str
+    label: str
+
+    PER_EPISODE: ClassVar[tuple[str, ...]] = ("mean", "last")
+
+    def __post_init__(self) -> None:
+        if self.per_episode not in self.PER_EPISODE:
+            raise ValueError(
+                f"Metric {self.name!r}: per_episode={self.per_episode!r} is unknown; use one of {self.PER_EPISODE}"
+            )
+
+    def format(self, value: float) -> str:
+        """``value`` for a console line: ``"falls 10%"``, ``"tracking error 0.123 m/s"``."""
+        if self.unit == "fraction":
+            return f"{self.label} {100 * value:.0f}%"
+        return f"{self.label} {value:.3f} {self.unit}"
+
+
 class MujocoTaskEnv(gym.Env):
     """Base class: a MuJoCo model stepped ``frame_skip`` physics steps per ``step()``.
 
@@ -97,6 +139,7 @@ class MujocoTaskEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["human", "rgb_array", "depth_array"], "render_fps": 50}
+    METRICS: ClassVar[tuple[Metric, ...]] = ()  # what evaluations report besides return and length
 
     def __init__(
         self,
@@ -122,6 +165,13 @@ class MujocoTaskEnv(gym.Env):
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
         self.render_mode = render_mode
         self.width, self.height = int(width), int(height)
+        buffer = self.model.vis.global_
+        if render_mode is not None and not (0 < self.width <= buffer.offwidth and 0 < self.height <= buffer.offheight):
+            raise ValueError(
+                f"width={width} height={height}: frames must fit the renderer's offscreen buffer of "
+                f"{buffer.offwidth}x{buffer.offheight} pixels; use a smaller size or raise the buffer with "
+                f'<visual><global offwidth="..." offheight="..."/> in {asset_path(model_file)}'
+            )
         self.camera = camera
         self._renderer: mujoco.Renderer | None = None
         self._viewer = None
@@ -154,6 +204,10 @@ class MujocoTaskEnv(gym.Env):
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         """Reward, termination flag and info for the transition that just happened."""
         raise NotImplementedError
+
+    def overlay_lines(self, obs: Any, info: dict[str, Any]) -> list[str]:
+        """Task lines (ASCII) that evaluation videos draw over the frame of ``obs``. Default: none."""
+        return []
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

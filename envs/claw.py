@@ -70,7 +70,8 @@ idx    name                 meaning                                             
 
 ``reward_type="sparse"``: ``-1.0`` while ``d = |achieved_goal - desired_goal| > distance_threshold``,
 else ``0.0`` (Fetch). ``reward_type="dense"``: the sum of the terms below, each also reported as
-``info["reward_<term>"]`` (for both reward types). ``reach`` and ``grasp`` do not depend on the goal
+``info["reward_<term>"]`` (for both reward types), computed by this module's function
+``reward_<term>`` (``reward_goal`` for ``lift``/``place``) with its scale from ``REWARD_SCALES``. ``reach`` and ``grasp`` do not depend on the goal
 and are read back from ``info`` by :meth:`ClawEnv.compute_reward`; the goal terms are recomputed
 from its arguments, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
 ``HerReplayBuffer`` must then store infos: ``replay_buffer_kwargs=dict(copy_info_dict=True)``.)
@@ -131,7 +132,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.base import MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
+from envs.base import Metric, MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
 
 # ---------------------------------------------------------------- model constants (see claw.xml)
 TABLE_TOP_Z = 0.40  # m, table top height
@@ -152,11 +153,34 @@ POS_STEP = 0.05  # m of servo-target lead per unit action (Fetch uses 0.05 m)
 YAW_STEP = 0.15  # rad of servo-target lead per unit action
 NOMINAL_SPEED = 0.75  # m/s, steady grip speed per unit action (kp/kv * POS_STEP), for controllers
 
-# ---------------------------------------------------------------- reward weights
-W_REACH = 1.0  # per m of grip-object distance
-W_GRASP = 0.25  # while held
-W_GOAL = 2.0  # per m of object-target distance
-W_SUCCESS = 1.0  # while within the threshold
+# ---------------------------------------------------------------- dense reward: scales and terms
+REWARD_SCALES = {
+    "reach": -1.0,  # per m of grip-to-cube distance
+    "grasp": 0.25,  # while the cube is held
+    "goal": -2.0,  # per m of cube-to-target distance (info key reward_lift or reward_place)
+    "success": 1.0,  # while within distance_threshold
+}
+
+
+def reward_reach(scale: float, grip_to_cube: float) -> float:
+    """``scale * |grip_pos - object_pos|`` (m)."""
+    return scale * grip_to_cube
+
+
+def reward_grasp(scale: float, grasped: bool) -> float:
+    """``scale`` while the cube is held, else 0."""
+    return scale if grasped else 0.0
+
+
+def reward_goal(scale: float, distance: float | np.ndarray) -> float | np.ndarray:
+    """``scale * d``, ``d`` = |achieved_goal - desired_goal| (m); works on batches of distances."""
+    return scale * distance
+
+
+def reward_success(scale: float, success: bool | np.ndarray) -> float | np.ndarray:
+    """``scale`` where ``d <= distance_threshold``, else 0; works on batches of flags."""
+    return scale * success
+
 GRASP_MIN_FORCE = 0.5  # N on each pad to count as held
 
 _HALF_PI = math.pi / 2
@@ -187,6 +211,7 @@ class ClawEnv(MujocoTaskEnv):
     ACTION_SCALE = (POS_STEP, POS_STEP, POS_STEP, YAW_STEP, -MAX_OPENING / 2)
     TASKS = ("lift", "place")
     REWARD_TYPES = ("dense", "sparse")
+    METRICS = (Metric("success_rate", "is_success", "last", "fraction", "success"),)
 
     def __init__(
         self,
@@ -374,10 +399,11 @@ class ClawEnv(MujocoTaskEnv):
         dx, dy, dz = ag[0] - g[0], ag[1] - g[1], ag[2] - g[2]
         dist = math.sqrt(dx * dx + dy * dy + dz * dz)
         success = dist <= self.distance_threshold
-        reach = -W_REACH * self._reach
-        grasp = W_GRASP if self._grasped else 0.0
-        goal_term = -W_GOAL * dist
-        success_term = W_SUCCESS if success else 0.0
+        k = REWARD_SCALES
+        reach = reward_reach(k["reach"], self._reach)
+        grasp = reward_grasp(k["grasp"], self._grasped)
+        goal_term = reward_goal(k["goal"], dist)
+        success_term = reward_success(k["success"], success)
         if self._dense:
             reward = reach + grasp + goal_term + success_term
         else:
@@ -397,6 +423,11 @@ class ClawEnv(MujocoTaskEnv):
 
     def _reset_info(self) -> dict[str, Any]:
         return {"is_success": 0.0}
+
+    def overlay_lines(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> list[str]:
+        """The cube's distance to the goal (cm, world frame) in ``obs``, and ``success`` when within the threshold."""
+        distance = float(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"]))
+        return [f"cube to goal {100 * distance:.1f} cm" + ("   success" if info.get("is_success") else "")]
 
     def _blowup_reward(self) -> float:
         # What compute_reward gives for the last good observation (goal terms only), so HER relabelling
@@ -425,7 +456,8 @@ class ClawEnv(MujocoTaskEnv):
         if self._dense:
             reach = _info_term(info, "reward_reach", dist.shape)
             grasp = _info_term(info, "reward_grasp", dist.shape)
-            reward = reach + grasp + (-W_GOAL * dist) + np.where(success, W_SUCCESS, 0.0)
+            k = REWARD_SCALES
+            reward = reach + grasp + reward_goal(k["goal"], dist) + reward_success(k["success"], success)
         else:
             reward = np.where(success, 0.0, -1.0)
         return float(reward) if reward.ndim == 0 else reward

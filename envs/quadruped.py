@@ -54,7 +54,9 @@ indices  name          meaning                                                  
 ``reward = dt * sum_i scale_i * term_i`` with ``dt`` = 0.02 s (Playground/legged_gym convention: scales
 are per second of simulated time, independent of the control rate). Override scales with
 ``reward_scales={"name": value}``; a scale of 0 disables a term. ``info["reward_<name>"]`` holds each
-term's contribution ``dt * scale * term`` and these sum to the reward exactly.
+term's contribution ``dt * scale * term`` and these sum to the reward exactly. Each term is computed by
+the function ``reward_<name>`` of this module (``QuadrupedEnv._reward_feet_air_time``, which keeps the
+feet's air clocks).
 
 =================  ====================================================================  =============
 name               term (body frame unless noted)                                        default scale
@@ -140,9 +142,61 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from envs.base import MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
+from envs.base import Metric, MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
 
 LEGS = ("FR", "FL", "RR", "RL")
+
+
+# ---------------------------------------------------------------- reward terms
+# One function per term of QuadrupedEnv.DEFAULT_REWARD_SCALES (the module docstring's table), as in
+# MuJoCo Playground's joystick env. Each takes the term's scale times dt and returns its contribution
+# to the step's reward (``info["reward_<name>"]``); velocities are body frame.
+
+
+def reward_tracking_lin_vel(scale: float, error2: float, sigma: float) -> float:
+    """``scale * exp(-|cmd_xy - v_xy|^2 / sigma)``; ``error2`` = |cmd_xy - v_xy|^2 in (m/s)^2."""
+    return scale * math.exp(-error2 / sigma)
+
+
+def reward_tracking_ang_vel(scale: float, error: float, sigma: float) -> float:
+    """``scale * exp(-(cmd_wz - w_z)^2 / sigma)``; ``error`` = cmd_wz - w_z in rad/s."""
+    return scale * math.exp(-error * error / sigma)
+
+
+def reward_lin_vel_z(scale: float, vz: float) -> float:
+    """``scale * v_z^2``: vertical trunk velocity (m/s)."""
+    return scale * vz * vz
+
+
+def reward_ang_vel_xy(scale: float, wx: float, wy: float) -> float:
+    """``scale * (w_x^2 + w_y^2)``: roll and pitch rates (rad/s)."""
+    return scale * (wx * wx + wy * wy)
+
+
+def reward_orientation(scale: float, gx: float, gy: float) -> float:
+    """``scale * (g_x^2 + g_y^2)``: tilt as projected gravity (unit vector; 0 when level)."""
+    return scale * (gx * gx + gy * gy)
+
+
+def reward_torques(scale: float, torques: np.ndarray) -> float:
+    """``scale * sum_j tau_j^2``: actuator torques (N·m)."""
+    return scale * float(torques.dot(torques))
+
+
+def reward_action_rate(scale: float, action: np.ndarray, previous: np.ndarray, buffer: np.ndarray) -> float:
+    """``scale * sum_j (a_t,j - a_t-1,j)^2`` (actions in [-1, 1]; ``buffer`` receives the difference)."""
+    np.subtract(action, previous, out=buffer)
+    return scale * float(buffer.dot(buffer))
+
+
+def reward_base_height(scale: float, dz: float) -> float:
+    """``scale * dz^2``: trunk height minus its target (m, world z)."""
+    return scale * dz * dz
+
+
+def reward_termination(scale: float, fell: bool) -> float:
+    """``scale`` on the step the robot falls, else 0."""
+    return scale if fell else 0.0
 
 
 class QuadrupedEnv(MujocoTaskEnv):
@@ -181,6 +235,10 @@ class QuadrupedEnv(MujocoTaskEnv):
         "termination": -50.0,
     }
     REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)
+    METRICS = (
+        Metric("tracking_error", "tracking_error", "mean", "m/s", "tracking error"),  # |v_xy - cmd_xy|, body frame
+        Metric("fall_rate", "fell", "last", "fraction", "falls"),
+    )
 
     def __init__(
         self,
@@ -293,7 +351,8 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._air_time = [0.0, 0.0, 0.0, 0.0]
         self._last_contact = [False, False, False, False]
         self._steps = 0
-        self._scale_list = [scales[k] * self.dt for k in self.REWARD_TERMS]
+        self._scales_dt = {k: scales[k] * self.dt for k in self.REWARD_TERMS}  # reward per step, not per s
+        self._reward_keys = tuple(f"reward_{k}" for k in self.REWARD_TERMS)
 
         # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
         self._act_ids = np.arange(m.nu)
@@ -381,11 +440,11 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
+        reject_unknown_options(type(self), options, ("command",))
         d, rng = self.data, self.np_random
         if self.domain_randomization:
             self._randomize_physics()
         d.qpos[2] = self.stand_height
-        reject_unknown_options(type(self), options, ("command",))
         d.qpos[3] = 1.0
         noise = self.reset_noise_scale
         d.qpos[7:] = self.DEFAULT_POSE + rng.uniform(-noise, noise, 12)
@@ -440,54 +499,59 @@ class QuadrupedEnv(MujocoTaskEnv):
         ex, ey, ew = cx - vx, cy - vy, cw - wz
         err2 = ex * ex + ey * ey
         sigma = self.tracking_sigma
-        tau = self._act_force
-        da = self._tmp12
-        np.subtract(action, self._action, out=da)  # base's self._action still holds the previous action here
-
-        # feet air time (Playground style: contact filtered with the previous step's contact)
-        dt = self.dt
-        air, last = self._air_time, self._last_contact
-        thr, t_min = self.CONTACT_FORCE_THRESHOLD, self.AIR_TIME_THRESHOLD
-        air_reward = 0.0
-        for i in (0, 1, 2, 3):
-            c = touch[i] > thr
-            t = air[i]
-            if t > 0.0 and (c or last[i]):  # first contact after being airborne
-                air_reward += t + dt - t_min
-            air[i] = 0.0 if c else t + dt
-            last[i] = c
-        if cx * cx + cy * cy <= 0.01:
-            air_reward = 0.0
-        dz = z - self.BASE_HEIGHT_TARGET
-
-        s = self._scale_list
-        r0 = s[0] * math.exp(-err2 / sigma)
-        r1 = s[1] * math.exp(-ew * ew / sigma)
-        r2 = s[2] * vz * vz
-        r3 = s[3] * (wx * wx + wy * wy)
-        r4 = s[4] * (gx * gx + gy * gy)
-        r5 = s[5] * float(tau.dot(tau))
-        r6 = s[6] * float(da.dot(da))
-        r7 = s[7] * air_reward
-        r8 = s[8] * dz * dz
-        r9 = s[9] if fell else 0.0
-        reward = r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9
+        k = self._scales_dt
         info = {
-            "reward_tracking_lin_vel": r0,
-            "reward_tracking_ang_vel": r1,
-            "reward_lin_vel_z": r2,
-            "reward_ang_vel_xy": r3,
-            "reward_orientation": r4,
-            "reward_torques": r5,
-            "reward_action_rate": r6,
-            "reward_feet_air_time": r7,
-            "reward_base_height": r8,
-            "reward_termination": r9,
+            "reward_tracking_lin_vel": reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma),
+            "reward_tracking_ang_vel": reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma),
+            "reward_lin_vel_z": reward_lin_vel_z(k["lin_vel_z"], vz),
+            "reward_ang_vel_xy": reward_ang_vel_xy(k["ang_vel_xy"], wx, wy),
+            "reward_orientation": reward_orientation(k["orientation"], gx, gy),
+            "reward_torques": reward_torques(k["torques"], self._act_force),
+            # base's self._action still holds the previous action here
+            "reward_action_rate": reward_action_rate(k["action_rate"], action, self._action, self._tmp12),
+            "reward_feet_air_time": self._reward_feet_air_time(k["feet_air_time"], touch, cx * cx + cy * cy),
+            "reward_base_height": reward_base_height(k["base_height"], z - self.BASE_HEIGHT_TARGET),
+            "reward_termination": reward_termination(k["termination"], fell),
             "tracking_error": math.sqrt(err2),
             "x_velocity": float(self._qvel[0]),
             "fell": fell,
         }
+        reward = 0.0
+        for key in self._reward_keys:
+            reward += info[key]
         return reward, fell, info
+
+    def _reward_feet_air_time(self, scale: float, touch: list[float], command_xy2: float) -> float:
+        """``scale * sum_feet (t_air - AIR_TIME_THRESHOLD)`` over the feet touching down this step (s).
+
+        Advances each foot's air clock (Playground style: contact is the touch sensor above
+        ``CONTACT_FORCE_THRESHOLD`` N, or'ed with the previous step's contact). The term is 0 while the
+        commanded planar speed is at most 0.1 m/s (``command_xy2`` = |cmd_xy|^2 <= 0.01 (m/s)^2).
+        """
+        dt = self.dt
+        air, last = self._air_time, self._last_contact
+        thr, t_min = self.CONTACT_FORCE_THRESHOLD, self.AIR_TIME_THRESHOLD
+        air_time = 0.0
+        for i in (0, 1, 2, 3):
+            c = touch[i] > thr
+            t = air[i]
+            if t > 0.0 and (c or last[i]):  # first contact after being airborne
+                air_time += t + dt - t_min
+            air[i] = 0.0 if c else t + dt
+            last[i] = c
+        if command_xy2 <= 0.01:
+            air_time = 0.0
+        return scale * air_time
+
+    def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
+        """Commanded vs measured body-frame velocity (m/s, yaw rate rad/s) of ``obs``, and ``FELL`` on a fall."""
+        s = self.OBS_SLICES
+        (cx, cy, cw), (vx, vy), wz = obs[s["command"]], obs[s["lin_vel"]][:2], obs[s["ang_vel"]][2]
+        lines = [
+            f"cmd   vx {cx:+.2f}  vy {cy:+.2f} m/s  wz {cw:+.2f} rad/s",
+            f"body  vx {vx:+.2f}  vy {vy:+.2f} m/s  wz {wz:+.2f} rad/s",
+        ]
+        return lines + (["FELL"] if info.get("fell") else [])
 
     # ------------------------------------------------------------------ fast paths of base plumbing
     @property

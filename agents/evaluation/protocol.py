@@ -1,11 +1,10 @@
 """Deterministic evaluation of a policy on a vector env, with task metrics read from ``info``.
 
-Metrics gathered per episode (whatever the env reports):
+Metrics gathered per episode:
 
 * ``return`` / ``length`` — undiscounted episode return and steps;
-* ``is_success`` — from the last step's ``info`` (claw tasks);
-* ``tracking_error`` — mean over the episode's steps of ``info["tracking_error"]`` (quadruped, m/s);
-* ``fell`` — whether the episode ended by a fall (quadruped);
+* the metrics the env declares (``METRICS``, a tuple of :class:`envs.base.Metric`: e.g. the
+  quadruped's tracking error and fall rate, the claw's success rate), under their ``info`` keys;
 * ``reward_<term>`` — mean per step of each named reward term.
 """
 
@@ -18,6 +17,8 @@ from typing import Any, Protocol
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from envs.base import Metric
+
 
 class Predictor(Protocol):
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = False): ...
@@ -25,22 +26,43 @@ class Predictor(Protocol):
 
 @dataclass
 class EvalResult:
-    """Aggregate of ``episodes`` evaluation episodes; ``None`` where the env does not report a metric."""
+    """Aggregate of ``episodes`` evaluation episodes.
+
+    ``metrics`` holds each metric the env declares (``declared``) by name, ``None`` where no episode
+    reported it; they read as attributes too (``result.fall_rate``) and :meth:`as_dict` puts them at
+    the top level, beside ``mean_return``.
+    """
 
     episodes: int
     mean_return: float
     std_return: float
     mean_length: float
-    success_rate: float | None = None
-    tracking_error: float | None = None
-    fall_rate: float | None = None
+    metrics: dict[str, float | None] = field(default_factory=dict)
     reward_terms: dict[str, float] = field(default_factory=dict)
     returns: list[float] = field(default_factory=list)
-    # every metric above per episode, in the order episodes ended: "return", "length", "tracking_error", ...
+    # per episode, in the order episodes ended: "return", "length" and each metric's info key ("fell", ...)
     per_episode: dict[str, list[float]] = field(default_factory=dict)
+    declared: tuple[Metric, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(f"EvalResult has no attribute or metric {name!r}; the env reports: {', '.join(metrics) or 'none'}")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["declared"]
+        metrics = out.pop("metrics")
+        return {**out, **metrics}
+
+
+def declared_metrics(venv: VecEnv) -> tuple[Metric, ...]:
+    """The metrics the envs of ``venv`` declare (their ``METRICS``); none for an env without the attribute."""
+    try:
+        return tuple(venv.get_attr("METRICS", indices=[0])[0])
+    except AttributeError:
+        return ()
 
 
 def _mean_or_none(values: list[float]) -> float | None:
@@ -58,6 +80,9 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
     Env ``i`` contributes its first ``split_episodes(episodes, n)[i]`` episodes, so with ``venv.seed(s)``
     called before, the episodes (and hence the result) are reproducible.
     """
+    declared = declared_metrics(venv)
+    step_keys = {m.info_key for m in declared if m.per_episode == "mean"}
+    last_keys = [m.info_key for m in declared if m.per_episode == "last"]
     n = venv.num_envs
     targets = np.array(split_episodes(episodes, n))
     done_counts = np.zeros(n, dtype=int)
@@ -77,17 +102,16 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
         for i, info in enumerate(infos):
             sums = step_sums[i]
             for key, value in info.items():
-                if key.startswith("reward_") or key == "tracking_error":
+                if key.startswith("reward_") or key in step_keys:
                     sums[key] += float(value)
             if not dones[i]:
                 continue
             if done_counts[i] < targets[i]:
                 per_episode["return"].append(float(returns[i]))
                 per_episode["length"].append(float(steps[i]))
-                if "is_success" in info:
-                    per_episode["is_success"].append(float(info["is_success"]))
-                if "fell" in info:
-                    per_episode["fell"].append(float(info["fell"]))
+                for key in last_keys:
+                    if key in info:
+                        per_episode[key].append(float(info[key]))
                 for key, total in sums.items():
                     per_episode[key].append(total / steps[i])
                 done_counts[i] += 1
@@ -103,10 +127,9 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
         mean_return=float(np.mean(rets)),
         std_return=float(np.std(rets)),
         mean_length=float(np.mean(per_episode["length"])),
-        success_rate=_mean_or_none(per_episode["is_success"]),
-        tracking_error=_mean_or_none(per_episode["tracking_error"]),
-        fall_rate=_mean_or_none(per_episode["fell"]),
+        metrics={m.name: _mean_or_none(per_episode[m.info_key]) for m in declared},
         reward_terms=terms,
         returns=rets,
         per_episode={k: v for k, v in per_episode.items() if v},
+        declared=declared,
     )

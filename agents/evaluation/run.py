@@ -10,12 +10,13 @@ first episode is reset with seed ``seed + i``), ``episodes`` deterministic episo
 envs by :func:`agents.evaluation.protocol.evaluate`; the first ``videos`` of them are recorded. Written into
 the output directory (default ``<run>/eval``): ``video_env<i>_ep<k>.mp4``, ``metrics.json``,
 ``contact_sheet.png`` (a row of frames per video) and ``episodes.png`` (per-episode return, length and
-tracking error or success).
+the metrics the env declares).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from agents import checkpoint
 from agents.errors import ConfigError
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
-from agents.factory import load_agent
+from agents.factory import check_device, load_agent
 from agents.controller_policy import CONTROLLERS, ControllerPolicy
 from agents.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
@@ -62,7 +63,7 @@ class EvalConfig:
     height: int = 480
     camera: Optional[str] = None  # camera name; default: the env's (quadruped "tracking", claw "overview")
     fps: Optional[float] = None  # video frame rate (Hz); default: the env's control rate (real time)
-    overlay: bool = True  # step, return, command vs measured velocity / goal distance on the frames
+    overlay: bool = True  # step, return and the env's task lines (its overlay_lines) on the frames
     shadows: bool = False  # shadows halve the rendering speed with software OpenGL (480x480 quadruped: 37 vs 74 fps)
     device: str = "cpu"
     out_dir: Optional[str] = None  # default: <run>/eval; scripted without a run: runs/<policy>/eval
@@ -81,6 +82,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"videos={cfg.videos} is invalid: record between 0 and episodes={cfg.episodes} episodes")
     if cfg.videos and (cfg.width % 2 or cfg.height % 2):
         raise ConfigError(f"width={cfg.width} height={cfg.height}: H.264 video needs even sizes")
+    check_device("device", cfg.device)
     if cfg.policy not in (LEARNED, *CONTROLLERS):
         raise ConfigError(f"policy={cfg.policy!r} is invalid; choose one of: {LEARNED}, {', '.join(CONTROLLERS)}")
     if cfg.policy == LEARNED and not cfg.run and cfg.checkpoint in ("best", "latest"):
@@ -143,25 +145,49 @@ def load_policy(saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv, de
     except Exception as err:  # a truncated zip, a wrong pickle, mismatched spaces ...
         raise ConfigError(
             f"{ckpt.model} cannot be loaded ({type(err).__name__}: {err}); "
-            "the checkpoint is damaged or from another env: try checkpoint=latest or another checkpoint directory"
+            "the checkpoint is damaged or from another env"
         ) from None
+    bad = checkpoint.non_finite(model, venv)
+    if bad is not None:
+        raise ConfigError(f"{ckpt.path}: {bad} is not finite; the checkpoint is damaged")
     return model, venv
+
+
+def load_intact(
+    cfg: DictConfig, saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv
+) -> tuple[Predictor, VecEnv, checkpoint.Checkpoint]:
+    """:func:`load_policy` of ``ckpt``; for ``checkpoint=best|latest`` a damaged one falls back to the run's
+    newest intact checkpoint, named on stderr. Returns (policy, wrapped venv, the checkpoint used)."""
+    tried = [ckpt]
+    if cfg.checkpoint in ("best", "latest"):
+        tried += [c for c in checkpoint.candidates(ckpt.path.parent.parent) if c.path != ckpt.path]
+    damaged = []
+    for candidate in tried:
+        try:
+            policy, wrapped = load_policy(saved, candidate, venv, cfg.device)
+        except ConfigError as err:
+            damaged.append(str(err))
+            continue
+        if damaged:
+            print(f"warning: {'; '.join(damaged)}; evaluating {candidate.path} instead", file=sys.stderr)
+        return policy, wrapped, candidate
+    advice = ("no intact checkpoint is left in the run; pass checkpoint=<a checkpoint directory> from a copy"
+              if cfg.checkpoint in ("best", "latest") else "try checkpoint=latest or another checkpoint directory")
+    raise ConfigError(f"{'; '.join(damaged)}; {advice}")
 
 
 # ---------------------------------------------------------------------------------------- outputs
 def plot_episodes(result: EvalResult, path: Path, title: str) -> None:
-    """Bar charts of each episode's return, length and tracking error (quadruped) or success (claw)."""
+    """Bar charts of each episode's return, length and every metric the env declares (e.g. tracking error, falls)."""
     per = result.per_episode
-    third = "tracking_error" if "tracking_error" in per else "is_success" if "is_success" in per else None
     panels = [("return", "return"), ("length", "length (steps)")]
-    if third is not None:
-        panels.append((third, "tracking error (m/s)" if third == "tracking_error" else "success"))
+    for m in result.declared:
+        if m.info_key in per:
+            panels.append((m.info_key, m.label if m.unit == "fraction" else f"{m.label} ({m.unit})"))
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), dpi=110)
-    fell = np.asarray(per.get("fell", [0.0] * len(per["return"]))) > 0
-    colors = np.where(fell, "tab:red", "tab:blue")
     for ax, (key, label) in zip(axes, panels):
-        ax.bar(np.arange(len(per[key])), per[key], color=colors)
-        ax.set_xlabel("episode" + (" (red: fell)" if fell.any() else ""))
+        ax.bar(np.arange(len(per[key])), per[key], color="tab:blue")
+        ax.set_xlabel("episode")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3, axis="y")
     fig.suptitle(title, fontsize=9)
@@ -176,7 +202,11 @@ def _describe(clip: Clip, out: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------- the run
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Evaluate as configured, write videos, ``metrics.json`` and PNGs; return the metrics."""
+    """Evaluate as configured, write videos, ``metrics.json`` and PNGs.
+
+    Returns the metrics as written to ``metrics.json`` plus ``out_dir`` and ``declared`` (the env's
+    :class:`envs.base.Metric` declarations, which :func:`format_metrics` prints).
+    """
     validate(cfg)
     learned = cfg.policy == LEARNED
     run_dir = Path(cfg.run) if cfg.run else None
@@ -209,7 +239,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if exported is not None:  # normalisation is folded into the file: it runs on the raw envs
         policy = exported
     elif learned:
-        policy, venv = load_policy(saved, ckpt, venv, cfg.device)
+        policy, venv, ckpt = load_intact(cfg, saved, ckpt, venv)
     else:
         policy = ControllerPolicy(cfg.policy, cfg.envs, dt=float(venv.get_attr("dt")[0]))
 
@@ -237,7 +267,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     plot_episodes(result, out / "episodes.png", f"{what} on {env_id}")
     if clips:
         imageio.imwrite(out / "contact_sheet.png", contact_sheet(clips))
-    metrics["out_dir"] = str(out)
+    metrics.update(out_dir=str(out), declared=result.declared)
     return metrics
 
 
@@ -247,10 +277,9 @@ def format_metrics(m: dict[str, Any]) -> str:
         f"{m['policy']} on {m['env_id']}: {m['episodes']} episodes, return {m['mean_return']:.2f} ± {m['std_return']:.2f}, "
         f"length {m['mean_length']:.0f}"
     ]
-    if m.get("success_rate") is not None:
-        lines.append(f"success rate {100 * m['success_rate']:.0f}%")
-    if m.get("tracking_error") is not None:
-        lines.append(f"velocity tracking error {m['tracking_error']:.3f} m/s, falls {100 * (m['fall_rate'] or 0):.0f}%")
+    reported = [metric.format(m[metric.name]) for metric in m["declared"] if m[metric.name] is not None]
+    if reported:
+        lines.append(", ".join(reported))
     lines += [f"video: {Path(m['out_dir']) / v['file']}" for v in m["videos"]]
     lines.append(f"metrics, contact_sheet.png, episodes.png: {m['out_dir']}")
     return "\n".join(lines)

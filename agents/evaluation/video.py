@@ -11,8 +11,9 @@ A clip of an episode of ``T`` steps has ``T + 1`` frames: the state after ``rese
 step. Frames are RGB ``uint8`` arrays ``(height, width, 3)``; the frame rate defaults to the env's
 control rate (``metadata["render_fps"]``: 50 Hz quadruped, 25 Hz claw), so videos play in real time.
 
-The overlay (top left) shows the step, simulated time and return so far, and per task: the commanded
-and measured body-frame velocity (quadruped) or the cube's distance to the goal and success (claw).
+The overlay (top left) shows the step, simulated time and return so far, and the lines the env
+declares (:meth:`envs.base.MujocoTaskEnv.overlay_lines`: e.g. the commanded and measured body-frame
+velocity of the quadruped, the cube's distance to the goal of the claw).
 """
 
 from __future__ import annotations
@@ -32,9 +33,7 @@ from PIL import Image, ImageDraw, ImageFont
 from stable_baselines3.common.vec_env import VecEnv
 
 from agents.evaluation.protocol import split_episodes
-from envs.quadruped import QuadrupedEnv
 
-_Q = QuadrupedEnv.OBS_SLICES
 THUMBNAIL_STRIDE = 2  # thumbnails keep every 2nd pixel row and column (half resolution)
 
 
@@ -86,21 +85,6 @@ def draw_text(frame: np.ndarray, lines: Sequence[str]) -> np.ndarray:
     return frame
 
 
-def task_lines(env: gym.Env, obs: Any, info: dict[str, Any]) -> list[str]:
-    """Task-specific overlay lines: velocity command vs measurement (quadruped), goal distance (claw)."""
-    if isinstance(env.unwrapped, QuadrupedEnv):
-        (cx, cy, cw), (vx, vy), wz = obs[_Q["command"]], obs[_Q["lin_vel"]][:2], obs[_Q["ang_vel"]][2]
-        lines = [
-            f"cmd   vx {cx:+.2f}  vy {cy:+.2f} m/s  wz {cw:+.2f} rad/s",
-            f"body  vx {vx:+.2f}  vy {vy:+.2f} m/s  wz {wz:+.2f} rad/s",
-        ]
-        return lines + (["FELL"] if info.get("fell") else [])
-    if isinstance(obs, dict) and "desired_goal" in obs:
-        distance = float(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"]))
-        return [f"cube to goal {100 * distance:.1f} cm" + ("   success" if info.get("is_success") else "")]
-    return []
-
-
 def open_writer(path: Path, fps: float) -> Any:
     """An H.264 mp4 writer (``append_data(frame)``, ``close()``) playable in browsers and players."""
     return imageio.get_writer(
@@ -122,7 +106,7 @@ class ClipRecorder(gym.Wrapper):
     Args:
         env: the env, made with ``render_mode="rgb_array"`` (and its ``width``, ``height``, ``camera``).
         fps: video frame rate (Hz); ``None`` = the env's control rate, i.e. real time.
-        overlay: draw step, time, return and task lines (:func:`task_lines`) on each frame.
+        overlay: draw step, time, return and the env's task lines (its ``overlay_lines(obs, info)``) on each frame.
         shadows: render shadows (about 2x slower with software OpenGL, see ``benchmarks/RESULTS.md``).
         thumbnails: frames per clip kept for contact sheets.
     """
@@ -200,7 +184,7 @@ class ClipRecorder(gym.Wrapper):
             self._kept.append(self._last)
         if self.overlay:
             head = f"step {self._steps:4d}  t {self._steps * self.dt:5.2f} s  return {self._return:8.2f}"
-            draw_text(frame, [head, *task_lines(self.env, obs, info)])
+            draw_text(frame, [head, *self.unwrapped.overlay_lines(obs, info)])
         self._writer.append_data(frame)
 
     def _close_writer(self) -> None:

@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from agents import checkpoint
-from agents.evaluation.protocol import EvalResult, evaluate
+from agents.evaluation.protocol import EvalResult, declared_metrics, evaluate
 from agents.vec_env import copy_normalization
 from agents.evaluation.video import contact_sheet, recording
 
@@ -54,7 +54,9 @@ class ProgressBar(BaseCallback):
 
 
 class InfoTermLogger(BaseCallback):
-    """Average every ``reward_*`` term and ``tracking_error`` from ``info`` and log them under ``env/``.
+    """Average every ``reward_*`` term and per-step metric (e.g. ``tracking_error``) from ``info``; log them under ``env/``.
+
+    The per-step metrics are those the env declares with ``per_episode="mean"`` (:class:`envs.base.Metric`).
 
     Means are taken over all env steps since the last record, made at each PPO rollout end or, for
     off-policy learners, every ``every_steps`` env steps (SB3 writes them at its next log dump).
@@ -68,8 +70,10 @@ class InfoTermLogger(BaseCallback):
         self._count = 0
         self._last_dump_step = 0
         self._last_dump_time = time.monotonic()
+        self._step_keys: set[str] = set()
 
     def _on_training_start(self) -> None:
+        self._step_keys = {m.info_key for m in declared_metrics(self.training_env) if m.per_episode == "mean"}
         self._last_dump_step = self.num_timesteps
         self._last_dump_time = time.monotonic()
 
@@ -77,7 +81,7 @@ class InfoTermLogger(BaseCallback):
         sums = self._sums
         for info in self.locals["infos"]:
             for key, value in info.items():
-                if key.startswith("reward_") or key == "tracking_error":
+                if key.startswith("reward_") or key in self._step_keys:
                     sums[key] += value
         self._count += len(self.locals["infos"])
         if self.locals.get("rollout_buffer") is None and self.num_timesteps - self._last_dump_step >= self.every_steps:
@@ -104,14 +108,14 @@ class InfoTermLogger(BaseCallback):
 class EvalAndCheckpoint(BaseCallback):
     """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
 
-    Evaluation results are appended to ``<run_dir>/eval.csv`` (step, wall time, metrics) and logged
-    under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
+    Evaluation results are appended to ``<run_dir>/eval.csv`` (:attr:`FIELDS`, then the metrics the env
+    declares) and logged under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
     ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
     each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and their contact sheet to
     TensorBoard as the image ``eval/video`` (TensorBoard videos would need moviepy).
     """
 
-    FIELDS = ("step", "wall_time_s", "mean_return", "std_return", "mean_length", "success_rate", "tracking_error", "fall_rate")
+    FIELDS = ("step", "wall_time_s", "mean_return", "std_return", "mean_length")
 
     def __init__(
         self,
@@ -192,6 +196,7 @@ class EvalAndCheckpoint(BaseCallback):
             "step": self.num_timesteps,
             "wall_time_s": round(time.time() - self.start_time, 1),
             **{k: getattr(r, k) for k in self.FIELDS[2:]},
+            **r.metrics,
         }
         for key, value in row.items():
             if value is not None and key not in ("step", "wall_time_s"):
@@ -201,16 +206,11 @@ class EvalAndCheckpoint(BaseCallback):
         path = self.run_dir / "eval.csv"
         new = not path.exists()
         with path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self.FIELDS)
+            writer = csv.DictWriter(f, fieldnames=list(row))
             if new:
                 writer.writeheader()
             writer.writerow(row)
         parts = [f"step {self.num_timesteps}", f"eval return {r.mean_return:.1f} ± {r.std_return:.1f}"]
-        if r.success_rate is not None:
-            parts.append(f"success {100 * r.success_rate:.0f}%")
-        if r.tracking_error is not None:
-            parts.append(f"tracking error {r.tracking_error:.3f} m/s")
-        if r.fall_rate is not None:
-            parts.append(f"falls {100 * r.fall_rate:.0f}%")
+        parts += [m.format(r.metrics[m.name]) for m in r.declared if r.metrics[m.name] is not None]
         line = " | ".join(parts)
         (self.progress.write if self.progress is not None else print)(line)

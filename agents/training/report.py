@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from envs.base import Metric  # noqa: E402
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -29,8 +32,12 @@ def _series(rows: list[dict[str, str]], x: str, y: str) -> tuple[list[float], li
     return xs, ys
 
 
-def plot_learning_curve(run_dir: str | Path, title: str = "") -> Path:
-    """Plot training episode return (rollout/ep_rew_mean) and evaluation return against env steps."""
+def plot_learning_curve(run_dir: str | Path, metrics: Sequence[Metric] = (), title: str = "") -> Path:
+    """Plot training episode return (rollout/ep_rew_mean) and evaluation return against env steps.
+
+    ``metrics``: the env's declared metrics; those that are fractions of episodes (e.g. success rate,
+    ``eval.csv`` columns of their names) go on a second axis in [0, 1].
+    """
     run_dir = Path(run_dir)
     progress = _read_csv(run_dir / "progress.csv")
     evals = _read_csv(run_dir / "eval.csv")
@@ -41,12 +48,15 @@ def plot_learning_curve(run_dir: str | Path, title: str = "") -> Path:
     x, y = _series(evals, "step", "mean_return")
     if x:
         ax.plot(x, y, "o-", label="deterministic evaluation", color="tab:orange")
-    successes = _series(evals, "step", "success_rate")
-    if successes[0]:
+    rates = [(m.label, _series(evals, "step", m.name)) for m in metrics if m.unit == "fraction"]
+    rates = [(label, xy) for label, xy in rates if xy[0]]
+    if rates:
         twin = ax.twinx()
-        twin.plot(*successes, "s--", color="tab:green", label="eval success rate")
+        for i, (label, xy) in enumerate(rates):
+            twin.plot(*xy, "s--", color=f"C{(2 + i) % 10}", label=f"eval {label}")  # C0, C1: the returns
         twin.set_ylim(-0.05, 1.05)
-        twin.set_ylabel("success rate")
+        twin.set_ylabel("fraction of eval episodes")
+        twin.legend(loc="upper left", fontsize=8)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episode return")
     ax.set_title(title or run_dir.name)

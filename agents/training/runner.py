@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,12 +18,12 @@ from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
-from stable_baselines3.common.logger import configure
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint
-from agents.training import report
+from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.errors import ConfigError
 from agents.distillation import build_distillation
@@ -30,9 +31,14 @@ from agents.factory import build_agent, load_agent
 from agents.controller_teacher import ControllerTargets, HintStatsLogger, controller_targets
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
+from distill.opd import NonFiniteLoss
 
 EXIT_INTERRUPTED = 130
 EVAL_SEED_OFFSET = 1_000_003
+
+
+class TrainingFailed(Exception):
+    """Training stopped on a non-finite loss or ended with too little teacher coverage (the message says why)."""
 
 
 class TrainingInterrupted(Exception):
@@ -57,8 +63,8 @@ def _sigterm_as_keyboard_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> tuple[VecEnv, ControllerTargets | None]:
-    """The training envs, and the controller-teacher wrapper inside them (``distill=scripted|llm_hint``)."""
+def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTargets | None]:
+    """The training envs (not normalised yet), and the controller-teacher wrapper inside them (``distill=scripted|llm_hint``)."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
     targets = None
     if cfg.distill.name in ("scripted", "llm_hint"):
@@ -68,10 +74,72 @@ def _train_envs(cfg: DictConfig, resume: checkpoint.Checkpoint | None) -> tuple[
         except ConfigError:
             venv.close()
             raise
-    if resume is not None and resume.normalization is not None:
-        return VecNormalize.load(str(resume.normalization), venv), targets
-    normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"
-    return wrap_normalization(venv, cfg.env.normalize_obs, normalize_reward, cfg.agent.gamma), targets
+    return venv, targets
+
+
+def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEnv, BaseAlgorithm]:
+    """The newest intact checkpoint of run ``cfg.resume`` on ``venv``: (checkpoint, ``venv`` in its
+    normalisation, learner with this config's ``agent.learning_rate``). Damaged ones are skipped and named."""
+    damaged = []
+    for found in checkpoint.candidates(cfg.resume):
+        try:
+            env = VecNormalize.load(str(found.normalization), venv) if found.normalization is not None else venv
+            model = load_agent(cfg.agent.name, str(found.model), env, cfg.train.device)
+            if found.replay_buffer is not None and isinstance(model, OffPolicyAlgorithm):
+                model.load_replay_buffer(found.replay_buffer)
+        except Exception as err:  # a truncated zip or pickle reports damage as many exception types
+            damaged.append(f"{found.path.name} ({type(err).__name__}: {err})")
+            continue
+        bad = checkpoint.non_finite(model, env)
+        if bad is not None:
+            damaged.append(f"{found.path.name} ({bad} is not finite)")
+            continue
+        model.learning_rate = cfg.agent.learning_rate  # a resume may change it
+        model._setup_lr_schedule()
+        skipped = f"; skipped damaged checkpoint(s): {'; '.join(damaged)}" if damaged else ""
+        print(f"resuming from {found.path} (step {model.num_timesteps}){skipped}", file=sys.stderr)
+        return found, env, model
+    raise ConfigError(f"resume={cfg.resume}: no intact checkpoint under {Path(cfg.resume) / 'checkpoints'}"
+                      + (f": {'; '.join(damaged)}" if damaged else ""))
+
+
+def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int) -> checkpoint.Checkpoint | None:
+    """Save where training stopped unless a parameter or statistic is not finite; then keep the last good one."""
+    try:
+        return checkpoint.save(run_dir, model, venv, keep=keep)
+    except checkpoint.NonFinite as err:
+        kept = checkpoint.latest(run_dir)
+        print(f"warning: no checkpoint saved: {err}; the last good one is kept: {kept.path if kept else 'none'}",
+              file=sys.stderr)
+        return kept
+
+
+def _teacher_report(cfg: DictConfig, targets: ControllerTargets | None) -> tuple[dict[str, Any], str | None]:
+    """What the controller teacher did over the run (summary keys ``teacher_*``) and, when it gave
+    targets for fewer than ``distill.min_coverage`` of the samples, why (else None)."""
+    if targets is None:  # no teacher, or one (EMA, checkpoint) that gives a target for every sample
+        return {}, None
+    did = {"teacher_coverage": round(targets.run_coverage(), 4)}
+    stats = targets.service.stats() if targets.service is not None else None
+    if stats is not None:
+        errors = int(stats["errors"] + stats["timeouts"] + stats["parse_errors"])
+        did.update(teacher_hint_queries=int(stats["queries"]), teacher_hints_accepted=int(stats["accepted"]),
+                       teacher_hints_rejected=int(stats["rejected"]), teacher_errors=errors)
+    minimum = cfg.distill.min_coverage
+    if did["teacher_coverage"] >= minimum:
+        return did, None
+    why = f"the teacher gave targets for {did['teacher_coverage']:.0%} of the samples (distill.min_coverage={minimum})"
+    if stats is None:
+        return did, why
+    if not stats["queries"]:
+        cause = f"no hint was asked for: no segment ended (lower distill.segment_steps={cfg.distill.segment_steps} or train longer)"
+    elif not stats["accepted"]:
+        cause = (f"none of {int(stats['queries'])} hint queries was accepted ({int(stats['rejected'])} rejected: "
+                 f"malformed, refused or outvoted; {errors} errors or timeouts); python -m distill.llm.check diagnoses the channel")
+    else:
+        cause = (f"{int(stats['accepted'])} of {int(stats['queries'])} hint queries were accepted and each teaches "
+                 f"for distill.hint_max_age={cfg.distill.hint_max_age} segments")
+    return did, f"{why}: {cause}"
 
 
 def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
@@ -89,28 +157,31 @@ def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Train as configured, write checkpoints/logs/curve/summary into ``cfg.run_dir``; return the summary.
 
-    Raises :class:`TrainingInterrupted` after saving a checkpoint on Ctrl-C or SIGTERM.
+    Raises :class:`ConfigError` when ``cfg.run_dir`` holds another run (unless resuming it) or another
+    process trains there, :class:`TrainingInterrupted` after saving a checkpoint on Ctrl-C or SIGTERM
+    and :class:`TrainingFailed` on a non-finite loss or (``distill.require_coverage``) too little coverage.
     """
-    run_dir = Path(cfg.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    same_dir = bool(cfg.resume) and Path(cfg.resume).resolve() == Path(cfg.run_dir).resolve()
+    with run_dirs.claimed(cfg.run_dir, resume=same_dir):
+        return _train(cfg, Path(cfg.run_dir), same_dir)
+
+
+def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
     torch.set_num_threads(cfg.train.torch_threads)
+    venv, targets = _train_envs(cfg)
     resume = None
     if cfg.resume:
-        resume = checkpoint.latest(cfg.resume)
-        if resume is None:
-            raise ConfigError(f"resume={cfg.resume}: no checkpoint found under {Path(cfg.resume) / 'checkpoints'}")
+        resume, venv, model = _resume(cfg, venv)
+        if same_dir:  # rows logged after that checkpoint are trained again: drop them
+            run_dirs.truncate_logs(run_dir, model.num_timesteps)
+    else:
+        normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"
+        venv = wrap_normalization(venv, cfg.env.normalize_obs, normalize_reward, cfg.agent.gamma)
     OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-
-    venv, targets = _train_envs(cfg, resume)
     eval_venv = _eval_envs(cfg, venv)
     if resume is None:
         model = build_agent(cfg, venv, tensorboard_dir=None)
-    else:
-        model = load_agent(cfg.agent.name, str(resume.model), venv, cfg.train.device)
-        if resume.replay_buffer is not None and isinstance(model, OffPolicyAlgorithm):
-            model.load_replay_buffer(resume.replay_buffer)
-    formats = ["csv", "tensorboard"] if cfg.train.tensorboard else ["csv"]
-    model.set_logger(configure(str(run_dir), formats))
+    model.set_logger(run_dirs.logger(run_dir, cfg.train.tensorboard))
 
     start_step = model.num_timesteps
     remaining = max(cfg.train.total_timesteps - start_step, 0)
@@ -145,8 +216,13 @@ def train(cfg: DictConfig) -> dict[str, Any]:
             )
     except KeyboardInterrupt:
         interrupted = True
+    except (NonFiniteLoss, checkpoint.NonFinite) as err:
+        raise TrainingFailed(
+            f"training stopped at step {model.num_timesteps}: {err}. Lower agent.learning_rate or distill.alpha "
+            f"and continue from the last good checkpoint: python train.py resume={run_dir} agent.learning_rate=..."
+        ) from None
     finally:
-        saved = checkpoint.save(run_dir, model, venv, keep=cfg.train.keep_checkpoints)
+        saved = _final_save(run_dir, model, venv, cfg.train.keep_checkpoints)
     wall = time.time() - t0
     if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
         raise TrainingInterrupted(run_dir, int(model.num_timesteps))
@@ -165,8 +241,12 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         "steps": int(model.num_timesteps),
         "wall_time_s": round(wall, 1),
         "fps": round(trained / wall, 1) if wall > 0 else None,
-        "checkpoint": str(saved.path),
+        "checkpoint": str(saved.path) if saved is not None else None,
     }
+    teacher, coverage_problem = _teacher_report(cfg, targets)
+    summary.update(teacher)
+    if coverage_problem is not None:
+        summary["teacher_warning"] = coverage_problem
     if final is not None:
         summary.update(
             final_eval_return=final.mean_return,
@@ -174,12 +254,12 @@ def train(cfg: DictConfig) -> dict[str, Any]:
             final_eval_episodes=final.episodes,
             best_eval_return=float(evaluator.best_return),
         )
-        for key in ("success_rate", "tracking_error", "fall_rate"):
-            if getattr(final, key) is not None:
-                summary[f"final_{key}"] = getattr(final, key)
+        summary.update({f"final_{name}": value for name, value in final.metrics.items() if value is not None})
     report.write_summary(run_dir, summary)
-    report.plot_learning_curve(run_dir, title=f"{cfg.agent.name.upper()} on {cfg.env.id}")
+    report.plot_learning_curve(run_dir, final.declared if final is not None else (), f"{cfg.agent.name.upper()} on {cfg.env.id}")
     venv.close()
     if eval_venv is not None:
         eval_venv.close()
+    if coverage_problem is not None and cfg.distill.require_coverage:
+        raise TrainingFailed(f"{coverage_problem} (distill.require_coverage=true; summary.json is written)")
     return summary
