@@ -6,12 +6,11 @@ This is the only place that knows both sides: it registers the student's SB3 mod
 
 from __future__ import annotations
 
+import functools
 import pickle
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3 import SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -21,6 +20,7 @@ from agents import checkpoint
 from agents.errors import ConfigError
 from agents.factory import ALGORITHMS
 from agents.students import ppo_action_distribution, sac_action_distribution
+from agents.vec_env import torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import Observation, PolicyEntry, PolicyRegistry
 from distill.schedules import make_schedule
@@ -40,21 +40,7 @@ def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | Non
         return None
     with path.open("rb") as f:
         saved: VecNormalize = pickle.load(f)
-    if not saved.norm_obs:
-        return None
-    clip, eps = float(saved.clip_obs), float(saved.epsilon)
-
-    def one(x: torch.Tensor, rms) -> torch.Tensor:
-        mean = torch.as_tensor(rms.mean, dtype=x.dtype, device=x.device)
-        std = torch.as_tensor(np.sqrt(rms.var + eps), dtype=x.dtype, device=x.device)
-        return torch.clamp((x - mean) / std, -clip, clip)
-
-    def normalize(obs: Observation) -> Observation:
-        if isinstance(obs, dict):
-            return {k: one(v, saved.obs_rms[k]) if k in saved.norm_obs_keys else v for k, v in obs.items()}
-        return one(obs, saved.obs_rms)
-
-    return normalize
+    return functools.partial(torch_normalize_obs, saved) if saved.norm_obs else None
 
 
 def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:

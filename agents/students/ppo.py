@@ -20,6 +20,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import explained_variance
 
+from agents.students.distilling import DistillingStudent
 from agents.students.raw_obs import (
     IndexedDictRolloutBuffer,
     IndexedRolloutBuffer,
@@ -36,10 +37,8 @@ def ppo_action_distribution(policy: torch.nn.Module, obs) -> DiagGaussian:
     return DiagGaussian(dist.mean, torch.log(dist.stddev))
 
 
-class PPOStudent(PPO):
+class PPOStudent(DistillingStudent, PPO):
     """``stable_baselines3.PPO`` plus :meth:`attach_distillation`."""
-
-    distillation: OnlinePolicyDistillation | None = None
 
     def attach_distillation(self, distillation: OnlinePolicyDistillation) -> None:
         """Add ``alpha * distill_loss`` to every minibatch loss from now on."""
@@ -64,8 +63,7 @@ class PPOStudent(PPO):
                 recorder.init_callback(self)
 
     def _excluded_save_params(self) -> list[str]:
-        # The teacher is saved separately (agents.checkpoint); it holds live references to the policy.
-        return [*super()._excluded_save_params(), "distillation", "_raw_obs", "_targets", "_recorders",
+        return [*super()._excluded_save_params(), "_raw_obs", "_targets", "_recorders",
                 "_recorders_parent", "_recorders_callbacks"]
 
     def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
@@ -87,6 +85,17 @@ class PPOStudent(PPO):
         targets = self._targets.batch(indices, self.device) if self._targets is not None else None
         loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
         return alpha * loss
+
+    # ==================================================================================================
+    # Copied from stable-baselines3 2.9.2, stable_baselines3/ppo/ppo.py, PPO.train (MIT licence), split
+    # into train() and _log_update(). Changes: the distillation term is added to each minibatch loss
+    # before gradient clipping and the teacher is told after each optimiser step; ``train/rl_loss`` and
+    # the ``distill/*`` statistics are logged; Discrete actions are not converted (students act in Box
+    # spaces). SB3 private members used: _update_learning_rate, _current_progress_remaining, _n_updates.
+    # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.PPO.train) this copy follows;
+    # tests/test_sb3_copies.py fails when the installed SB3 differs: diff the two, port the change here,
+    # run tests/test_distill.py -k parity, then update the hash and the pin in pyproject.toml.
+    SB3_TRAIN_SHA256 = "7c8d09940123242f0ac401c5ec2cc858b8bf3339f571c222382f048ffd8306ae"
 
     def train(self) -> None:
         """One PPO update over the rollout buffer (``n_epochs`` passes of shuffled minibatches)."""
@@ -168,6 +177,5 @@ class PPOStudent(PPO):
         record("train/clip_range", clip_range)
         if clip_range_vf is not None:
             record("train/clip_range_vf", clip_range_vf)
-        if self.distillation is not None:
-            for key, value in self.distillation.pop_stats().items():
-                record(f"distill/{key}", value)
+        self._record_distill_stats()
+    # ============================================================================ end of the SB3 copy

@@ -15,6 +15,15 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from agents.students.raw_obs import TARGET_KEY
 
 
+#: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``_get_samples`` whose first random draw
+#: (``np.random.randint(0, n_envs, size=len(batch_inds))``, stable_baselines3/common/buffers.py) the mixin
+#: repeats; tests/test_sb3_copies.py fails when the installed SB3 differs: re-check that draw, then the hash.
+SB3_GET_SAMPLES_SHA256 = {
+    "ReplayBuffer": "ffe73ca3cb22fc4c9c85e5109b6f6732b0513e58be0132a118ab6183d2c4ad3f",
+    "DictReplayBuffer": "0eba32ff12043e280942881f5a9d8ae5671e1c7a4363cceba3cc581847d034f9",
+}
+
+
 class _StoresTargets:
     """Mixin for ``ReplayBuffer`` / ``DictReplayBuffer``."""
 

@@ -18,9 +18,10 @@ import torch
 import torch.nn.functional as F
 from stable_baselines3 import SAC
 from stable_baselines3.common.utils import polyak_update
-from stable_baselines3.common.vec_env import VecNormalize
 
+from agents.students.distilling import DistillingStudent
 from agents.students.replay_targets import with_targets
+from agents.vec_env import torch_unnormalize_obs
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian
 
@@ -31,24 +32,8 @@ def sac_action_distribution(actor: torch.nn.Module, obs) -> DiagGaussian:
     return DiagGaussian(mean, log_std)
 
 
-def _unnormalize(env: VecNormalize | None, obs):
-    """Raw observations from the normalised ones the replay buffer returned (inverse of the same stats)."""
-    if env is None or not env.norm_obs:
-        return obs
-    if isinstance(obs, dict):
-        return {k: _unnormalize_array(env, v, env.obs_rms[k]) if k in env.norm_obs_keys else v for k, v in obs.items()}
-    return _unnormalize_array(env, obs, env.obs_rms)
-
-
-def _unnormalize_array(env: VecNormalize, obs: torch.Tensor, rms) -> torch.Tensor:
-    std = torch.as_tensor(np.sqrt(rms.var + env.epsilon), dtype=obs.dtype, device=obs.device)
-    return obs * std + torch.as_tensor(rms.mean, dtype=obs.dtype, device=obs.device)
-
-
-class SACStudent(SAC):
+class SACStudent(DistillingStudent, SAC):
     """``stable_baselines3.SAC`` plus :meth:`attach_distillation`."""
-
-    distillation: OnlinePolicyDistillation | None = None
 
     def attach_distillation(self, distillation: OnlinePolicyDistillation) -> None:
         """Add ``alpha * scale * distill_loss`` to the actor loss from now on."""
@@ -58,11 +43,33 @@ class SACStudent(SAC):
         if distillation.needs_sample_targets:
             self.replay_buffer = with_targets(self.replay_buffer)
 
-    def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "distillation"]
-
     def _progress(self) -> float:
         return 1.0 - self._current_progress_remaining
+
+    def _distill_term(self, observations, min_q_pi: torch.Tensor) -> torch.Tensor | None:
+        """alpha * scale * distillation loss for one batch, or None when it cannot change anything."""
+        opd = self.distillation
+        progress = self._progress()
+        if opd is None or opd.alpha(progress) == 0.0:
+            return None
+        raw = torch_unnormalize_obs(self._vec_normalize_env, observations) if opd.needs_raw_obs else None
+        targets = None
+        if opd.needs_sample_targets:
+            targets = torch.as_tensor(self.replay_buffer.last_targets, device=self.device)
+        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
+        scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
+        return alpha * scale * loss
+
+    # ==================================================================================================
+    # Copied from stable-baselines3 2.9.2, stable_baselines3/sac/sac.py, SAC.train (MIT licence).
+    # Changes: the distillation term (_distill_term) is added to the actor loss and the teacher is told
+    # after each actor optimiser step; ``train/rl_loss`` and the ``distill/*`` statistics are logged.
+    # SB3 private members used: _update_learning_rate, _vec_normalize_env, _n_updates (and
+    # _current_progress_remaining in _progress).
+    # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.SAC.train) this copy follows;
+    # tests/test_sb3_copies.py fails when the installed SB3 differs: diff the two, port the change here,
+    # run tests/test_distill.py -k parity, then update the hash and the pin in pyproject.toml.
+    SB3_TRAIN_SHA256 = "0ac7abe1c18ba7fe1b8a5bbf2b301b6fff4f4573aa02c4342187a953600ce50c"
 
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
         self.policy.set_training_mode(True)
@@ -75,6 +82,8 @@ class SACStudent(SAC):
         for gradient_step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
             discounts = data.discounts if data.discounts is not None else self.gamma
+            if self.use_sde:  # log_std may have changed since the last gradient step
+                self.actor.reset_noise()
 
             actions_pi, log_prob = self.actor.action_log_prob(data.observations)
             log_prob = log_prob.reshape(-1, 1)
@@ -133,19 +142,5 @@ class SACStudent(SAC):
         record("train/critic_loss", np.mean(critic_losses))
         if ent_coef_losses:
             record("train/ent_coef_loss", np.mean(ent_coef_losses))
-        if self.distillation is not None:
-            for key, value in self.distillation.pop_stats().items():
-                record(f"distill/{key}", value)
-
-    def _distill_term(self, observations, min_q_pi: torch.Tensor) -> torch.Tensor | None:
-        opd = self.distillation
-        progress = self._progress()
-        if opd is None or opd.alpha(progress) == 0.0:
-            return None
-        raw = _unnormalize(self._vec_normalize_env, observations) if opd.needs_raw_obs else None
-        targets = None
-        if opd.needs_sample_targets:
-            targets = torch.as_tensor(self.replay_buffer.last_targets, device=self.device)
-        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
-        scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
-        return alpha * scale * loss
+        self._record_distill_stats()
+    # ============================================================================ end of the SB3 copy
