@@ -21,6 +21,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from agents import saved_config
 from agents.errors import ConfigError
 from agents.training.config import register_configs, validate
 from agents.overrides import check_overrides, resume_argv
@@ -31,10 +32,7 @@ register_configs()
 
 def _resumed_config(cfg: DictConfig) -> DictConfig:
     """The saved config of the run being resumed, with this command's ``train.*`` overrides on top."""
-    saved_path = Path(cfg.resume) / "config.yaml"
-    if not saved_path.is_file():
-        raise ConfigError(f"resume={cfg.resume}: {saved_path} not found; pass a run directory made by train.py")
-    saved = OmegaConf.load(saved_path)
+    saved = saved_config.load(cfg.resume, "resume")
     overrides = [o for o in HydraConfig.get().overrides.task if o.startswith("train.")]
     merged = OmegaConf.merge(saved, OmegaConf.from_dotlist(overrides))
     with open_dict(merged):

@@ -11,12 +11,12 @@ import pickle
 from collections.abc import Callable
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from stable_baselines3 import SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents import checkpoint
+from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import ALGORITHMS
 from agents.students import ppo_action_distribution, sac_action_distribution
@@ -45,15 +45,12 @@ def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | Non
 
 def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:
     """A frozen teacher from another run's ``best`` or ``latest`` checkpoint, with its own normalisation."""
+    saved = saved_config.load(run_dir, "distill.teacher")
     run = Path(run_dir)
-    config_path = run / "config.yaml"
-    if not config_path.is_file():
-        raise ConfigError(f"distill.teacher={run_dir}: {config_path} not found; pass a run directory made by train.py")
     found = checkpoint.best(run) if which == "best" else checkpoint.latest(run)
     if found is None:
         raise ConfigError(f"distill.teacher={run_dir}: no '{which}' checkpoint under {run / 'checkpoints'}")
-    agent_name = OmegaConf.load(config_path).agent.name
-    teacher_model = ALGORITHMS[agent_name].load(found.model, device=student.device)
+    teacher_model = ALGORITHMS[saved.agent.name].load(found.model, device=student.device)
     if teacher_model.observation_space != student.observation_space:
         raise ConfigError(
             f"distill.teacher={run_dir}: the teacher's observation space {teacher_model.observation_space} "

@@ -17,6 +17,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from agents import saved_config
 from agents.errors import ConfigError
 
 _KEY_RE = re.compile(r"full_key: ([\w.]+)")
@@ -79,8 +80,11 @@ def check_overrides(
         finally:
             GlobalHydra.instance().clear()
     resume = cfg.get("resume")
-    if resume and not (Path(resume) / "config.yaml").is_file():
-        return f"resume={resume}: no run directory made by train.py there ({Path(resume) / 'config.yaml'} not found)"
+    if resume:
+        try:
+            saved_config.path(resume, "resume")
+        except ConfigError as err:
+            return str(err)
     if validate is not None and not resume:
         try:
             validate(cfg)

@@ -28,10 +28,9 @@ import matplotlib
 import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from agents import checkpoint
+from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import check_device, load_agent
@@ -94,19 +93,8 @@ def validate(cfg: DictConfig) -> None:
 
 # ---------------------------------------------------------------------------------------- sources
 def run_config(run_dir: Path) -> DictConfig:
-    """The resolved ``config.yaml`` of a run; :class:`ConfigError` with the fix if it is not one."""
-    if not run_dir.is_dir():
-        raise ConfigError(f"run={run_dir}: no such directory; pass a run directory made by train.py (runs/<env>-<agent>/<date>)")
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(f"run={run_dir}: not a run directory made by train.py ({path} not found)")
-    try:
-        saved = OmegaConf.load(path)
-    except (OmegaConfBaseException, ValueError, OSError) as err:
-        raise ConfigError(f"{path} cannot be read ({type(err).__name__}: {err}); the run directory is damaged") from None
-    if OmegaConf.select(saved, "env.id") is None or OmegaConf.select(saved, "agent.name") is None:
-        raise ConfigError(f"{path} lacks env.id or agent.name; it was not written by train.py")
-    return saved
+    """The resolved ``config.yaml`` of the run directory given as ``run=``; :class:`ConfigError` with the fix if it is not one."""
+    return saved_config.load(run_dir, "run")
 
 
 def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:

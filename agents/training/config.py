@@ -13,6 +13,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from agents import saved_config
 from agents.errors import ConfigError
 
 
@@ -234,8 +235,6 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
 
 
 def _validate_distill(d: DictConfig) -> None:
-    from pathlib import Path
-
     for key in ("alpha", "final_alpha"):
         if d[key] < 0:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: the distillation weight must be >= 0")
@@ -246,5 +245,4 @@ def _validate_distill(d: DictConfig) -> None:
     if d.name == "checkpoint":
         if not d.teacher:
             raise ConfigError("distill=checkpoint needs a teacher: add distill.teacher=<run directory of a trained policy>")
-        if not (Path(d.teacher) / "config.yaml").is_file():
-            raise ConfigError(f"distill.teacher={d.teacher}: not a run directory made by train.py (no config.yaml)")
+        saved_config.path(d.teacher, "distill.teacher")
