@@ -79,18 +79,26 @@ def validate(cfg: DictConfig) -> None:
 class DeployedActor(torch.nn.Module):
     """Raw flat observation -> deterministic action in ``[-1, 1]``: normalisation, actor, squash or clip.
 
+    The actor is ``head(latent(features(obs)))`` (the SB3 policy's actor modules only, no critic);
+    ``squash``: ``tanh`` (SAC) instead of clipping to ``[-1, 1]`` (PPO's Gaussian mean, as ``predict``).
     ``keys`` (Dict observations): ``(name, width)`` of each Dict key in flat order; the flat input is
-    split into the dict the SB3 policy expects. ``mean``, ``std`` and ``clip`` (one entry per flat
-    input) are the frozen ``VecNormalize`` statistics (``0``, ``1``, ``inf`` where nothing is normalised).
+    split into the dict the features extractor expects. ``mean``, ``std`` and ``clip`` (one entry per
+    flat input) are the frozen ``VecNormalize`` statistics (``0``, ``1``, ``inf`` where nothing is normalised).
     """
 
-    def __init__(self, policy: torch.nn.Module, keys: list[tuple[str, int]], mean: np.ndarray, std: np.ndarray, clip: np.ndarray) -> None:
+    def __init__(
+        self,
+        features: torch.nn.Module,
+        latent: torch.nn.Module,
+        head: torch.nn.Module,
+        squash: bool,
+        keys: list[tuple[str, int]],
+        normalization: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
         super().__init__()
-        self.policy = policy
-        self.keys = keys
-        self.register_buffer("obs_mean", torch.as_tensor(mean, dtype=torch.float32))
-        self.register_buffer("obs_std", torch.as_tensor(std, dtype=torch.float32))
-        self.register_buffer("obs_clip", torch.as_tensor(clip, dtype=torch.float32))
+        self.features, self.latent, self.head, self.squash, self.keys = features, latent, head, squash, keys
+        for name, values in zip(("obs_mean", "obs_std", "obs_clip"), normalization):
+            self.register_buffer(name, torch.as_tensor(values, dtype=torch.float32))
 
     def forward(self, observation: torch.Tensor) -> torch.Tensor:
         x = (observation - self.obs_mean) / self.obs_std
@@ -101,11 +109,8 @@ class DeployedActor(torch.nn.Module):
             for name, width in self.keys:
                 obs[name] = x[:, start : start + width]
                 start += width
-        if isinstance(self.policy, ActorCriticPolicy):  # PPO: the Gaussian's mean, clipped like predict()
-            latent = self.policy.mlp_extractor.forward_actor(self.policy.extract_features(obs, self.policy.pi_features_extractor))
-            return torch.clamp(self.policy.action_net(latent), -1.0, 1.0)
-        mean_actions, _, _ = self.policy.actor.get_action_dist_params(obs)  # SAC: tanh-squashed mean
-        return torch.tanh(mean_actions)
+        action = self.head(self.latent(self.features(obs)))
+        return torch.tanh(action) if self.squash else torch.clamp(action, -1.0, 1.0)
 
 
 def _flat_keys(space: gym.Space) -> list[tuple[str, int]]:
@@ -135,13 +140,18 @@ def _normalization(venv: VecEnv, space: gym.Space) -> tuple[np.ndarray, np.ndarr
 
 
 def deployed_actor(model: BaseAlgorithm, venv: VecEnv) -> DeployedActor:
-    """The CPU :class:`DeployedActor` of ``model`` with ``venv``'s frozen normalisation (eval mode)."""
+    """The CPU :class:`DeployedActor` of ``model`` (PPO or SAC) with ``venv``'s frozen normalisation (eval mode)."""
     space = model.observation_space
     action_space = model.action_space
     if not isinstance(action_space, gym.spaces.Box) or not (np.all(action_space.low == -1) and np.all(action_space.high == 1)):
         raise ConfigError(f"action space {action_space} cannot be exported: only Box(-1, 1) actions are supported")
     policy = model.policy.to("cpu").eval()
-    return DeployedActor(policy, _flat_keys(space), *_normalization(venv, space)).eval()
+    if isinstance(policy, ActorCriticPolicy):  # PPO: features -> policy_net -> action_net (the mean)
+        parts = (policy.pi_features_extractor, policy.mlp_extractor.policy_net, policy.action_net, False)
+    else:  # SAC: the actor's features -> latent_pi -> mu, squashed
+        actor = policy.actor
+        parts = (actor.features_extractor, actor.latent_pi, actor.mu, True)
+    return DeployedActor(*parts, _flat_keys(space), _normalization(venv, space)).eval()
 
 
 # ---------------------------------------------------------------------------------------- metadata
