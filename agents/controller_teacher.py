@@ -22,6 +22,7 @@ Two sources of controller parameters:
 from __future__ import annotations
 
 import copy
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,21 +235,40 @@ class ControllerTargets(VecEnvWrapper):
 
 
 class HintStatsLogger(BaseCallback):
-    """Log the teacher's coverage and the hint service's counters (``hints/*``) once per rollout."""
+    """Log the teacher's coverage and the hint service's counters (``hints/*``) once per rollout.
+
+    When most LLM calls time out it says so once on stderr. At the end of training it gives the
+    queries in flight one attempt's time (``llm.timeout_s * (llm.max_retries + 1)``) to finish,
+    records the rest as cancelled and logs the final counters, which then match the records file.
+    """
 
     def __init__(self, targets: ControllerTargets) -> None:
         super().__init__()
         self.targets = targets
+        self.warned = False
 
     def _on_step(self) -> bool:
         return True
 
     def _on_rollout_end(self) -> None:
         self.logger.record("hints/teacher_coverage", self.targets.coverage())
-        if self.targets.service is not None:
-            for key, value in self.targets.service.stats().items():
+        service = self.targets.service
+        if service is not None:
+            for key, value in service.stats().items():
                 self.logger.record(f"hints/{key}", value)
             self.logger.record("hints/invalid_params", float(self.targets.invalid_hints))
+            warning = service.timeout_warning()
+            if warning is not None and not self.warned:
+                print(f"warning: {warning}", file=sys.stderr)
+                self.warned = True
+
+    def _on_training_end(self) -> None:
+        service = self.targets.service
+        if service is None:
+            return
+        service.finish(service.cfg.timeout_s * (service.cfg.max_retries + 1))
+        self._on_rollout_end()
+        self.logger.dump(self.num_timesteps)
 
 
 def controller_targets(venv: VecEnv, distill: Any, llm: Any, run_name: str) -> ControllerTargets:

@@ -183,6 +183,32 @@ def test_records_replay_without_any_llm(server, tmp_path):
     assert not run_one(replay, other).accepted  # not in the records: masked, never guessed
 
 
+def test_finish_records_queries_in_flight_as_cancelled_and_drops_their_late_answers(tmp_path):
+    with start_server(slow_s=1.0) as slow:
+        service = service_for(slow, tmp_path, hint_model="fault-slow", num_answers=1, timeout_s=5.0, max_retries=0)
+        assert service.submit(0, 7, CLAW_FAIL)
+        assert service.finish(0.1) == 1 and not service.submit(1, 0, CLAW_FAIL)
+        time.sleep(1.5)  # the slow answer arrives after the end: dropped
+    [line] = [json.loads(x) for x in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert line["cancelled"] and line["segment"] == 7 and "training ended" in line["reason"]
+    stats = service.stats()
+    assert stats["cancelled"] == 1 and stats["queries"] == 0 and service.poll(0) is None
+
+
+def test_most_answers_timing_out_is_reported_with_the_setting_to_raise(server):
+    slow = service_for(server, hint_model="fault-slow", num_answers=2, timeout_s=0.2, max_retries=0)
+    for env in (0, 1):
+        assert slow.submit(env, 0, CLAW_FAIL)
+    assert slow.wait_idle(20)
+    warning = slow.timeout_warning()
+    assert "4 of 4" in warning and "llm.timeout_s=0.2" in warning and "no answer came" in warning
+    assert service_for(server).timeout_warning() is None
+    fine = service_for(server)
+    run_one(fine)
+    run_one(fine, build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.7}, {"success": False}))
+    assert fine.timeout_warning() is None
+
+
 # ---------------------------------------------------------------- verification in simulation
 
 
@@ -327,7 +353,16 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
     kl = [float(r["distill/kl"]) for r in rows if r.get("distill/kl")]
     assert kl and all(np.isfinite(kl))
     records = list((tmp_path / "rec").glob("quadruped-ppo-run-*.jsonl"))
-    assert len(records) == 1 and records[0].read_text().count("\n") >= accepted[-1]
+    assert len(records) == 1
+    lines = [json.loads(line) for line in records[0].read_text().splitlines()]
+    final = [r for r in rows if r.get("hints/queries")][-1]  # after training ended: matches the records
+    answered = [line for line in lines if not line.get("cancelled")]
+    assert float(final["hints/queries"]) == len(answered) > 0
+    assert float(final["hints/accepted"]) == sum(line["accepted"] for line in answered)
+    assert float(final["hints/cancelled"]) == len(lines) - len(answered)
+    verified = [line["verification"] for line in answered if "verification" in line]
+    assert float(final["hints/verified"]) == len(verified) and float(final["hints/verify_cpu_s"]) > 0
+    assert float(final["hints/adopted"]) == sum(v["adopted"] for v in verified)
 
 
 def test_train_continues_when_every_hint_fails(tmp_path):

@@ -18,7 +18,7 @@ minute of wall time, a token bucket): over budget, the current parameters are ke
 
 Counters (:meth:`HintService.stats`, logged under ``hints/``): queries, requests, cache_hits,
 parse_errors, timeouts, errors, budget_exhausted, circuit_open (answers refused while the channel's
-circuit breaker is open), skipped, accepted, rejected, acceptance_rate, latency_p50_s / latency_p95_s
+circuit breaker is open), skipped, cancelled (in flight when training ended, see :meth:`HintService.finish`), accepted, rejected, acceptance_rate, latency_p50_s / latency_p95_s
 (per query), tokens, structured_fallbacks (models asked in plain text after rejecting
 ``response_format``); with a verifier also verified, adopted,
 not_adopted, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (total),
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import threading
 import time
 from collections import Counter
@@ -98,7 +99,9 @@ class HintService:
         self._pool = ThreadPoolExecutor(max_workers=cfg.max_concurrency, thread_name_prefix="hint")
         self._lock = threading.Lock()
         self._cache: dict[str, str] = {}
-        self._in_flight: set[int] = set()
+        self._in_flight: dict[int, tuple[int, dict[str, Any]]] = {}  # env -> (segment, request)
+        self._cancelled: set[int] = set()  # envs whose query was recorded as cancelled by finish()
+        self._finished = False
         self._done: dict[int, HintOutcome] = {}
         self._counts: Counter[str] = Counter()
         self._latencies: list[float] = []
@@ -111,10 +114,12 @@ class HintService:
         ``start_obs`` (the first observation of the segment's episode) goes to the verifier only.
         """
         with self._lock:
+            if self._finished:
+                return False
             if env_index in self._in_flight:
                 self._counts["skipped"] += 1
                 return False
-            self._in_flight.add(env_index)
+            self._in_flight[env_index] = (segment, request)
         self._pool.submit(self._run_guarded, env_index, segment, request, start_obs)
         return True
 
@@ -140,7 +145,7 @@ class HintService:
         decided = counts.get("accepted", 0) + counts.get("rejected", 0)
         out = {k: float(counts.get(k, 0)) for k in (
             "queries", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted", "circuit_open",
-            "skipped", "accepted", "rejected")}
+            "skipped", "accepted", "rejected", "cancelled")}
         channel = self.channel.stats() if self.channel is not None else {}
         out["structured_fallbacks"] = float(channel.get("structured_fallbacks", 0))
         out["requests"] = float(channel.get("attempts", 0))  # HTTP requests, retries included
@@ -161,9 +166,44 @@ class HintService:
             out["latency_p95_s"] = float(np.percentile(latencies, 95))
         return out
 
-    def close(self) -> None:
-        """Stop taking work; queries in flight are abandoned (their threads finish on their own)."""
+    def timeout_warning(self) -> str | None:
+        """When most answers asked of the LLM timed out: how many, the latency measured and the setting to raise."""
+        if self.channel is None:
+            return None
+        channel = self.channel.stats()
+        with self._lock:
+            timeouts = self._counts["timeouts"]
+        calls = channel["calls"]
+        if calls < 4 or 2 * timeouts <= calls:
+            return None
+        limit, p50, p95 = self.cfg.timeout_s, channel["latency_p50_s"], channel["latency_p95_s"]
+        measured = (f"the answers that came took p50 {p50:.1f} s, p95 {p95:.1f} s" if p50 is not None
+                    else f"no answer came within {limit:g} s")
+        suggest = math.ceil(max(2 * limit, 2 * (p95 or 0.0)))
+        return (f"{timeouts} of {calls} LLM calls timed out ({measured}; llm.timeout_s={limit:g}): raise "
+                f"llm.timeout_s (e.g. llm.timeout_s={suggest}) or use a faster server")
+
+    def finish(self, timeout: float) -> int:
+        """Training ended: wait up to ``timeout`` s for the queries in flight, record the ones still
+        running as cancelled (one records line each, ``"cancelled": true``; counter ``cancelled``; their
+        late answers are dropped) and take no more work. Returns how many were cancelled."""
+        self.wait_idle(timeout)
+        with self._lock:
+            left = {} if self._finished else dict(self._in_flight)
+            self._finished = True
+            self._cancelled.update(left)
+            self._in_flight.clear()
+            self._counts["cancelled"] += len(left)
+            for env_index, (segment, request) in sorted(left.items()):
+                self._write({"time": round(time.time(), 3), "env": env_index, "segment": segment,
+                             "model": self.cfg.hint_model, "request": request, "cancelled": True,
+                             "reason": f"training ended before the answers came (waited {timeout:g} s)"})
         self._pool.shutdown(wait=False, cancel_futures=True)
+        return len(left)
+
+    def close(self) -> None:
+        """Stop taking work; queries still in flight are recorded as cancelled (see :meth:`finish`)."""
+        self.finish(0.0)
 
     def load_records(self, path: Path) -> int:
         """Pre-fill the cache with the answers recorded in ``path``; returns how many were loaded."""
@@ -185,8 +225,9 @@ class HintService:
                 self._counts["errors"] += 1
             outcome = HintOutcome(env_index, segment, False, {}, f"internal error: {type(err).__name__}")
         with self._lock:
-            self._done[env_index] = outcome
-            self._in_flight.discard(env_index)
+            if env_index not in self._cancelled:
+                self._done[env_index] = outcome
+                self._in_flight.pop(env_index, None)
 
     def _query(self, env_index: int, segment: int, request: dict[str, Any], start_obs: Any) -> HintOutcome:
         t0 = time.monotonic()
@@ -209,11 +250,14 @@ class HintService:
             result = vote(parsed, m)
         latency = time.monotonic() - t0
         verification = self._verify(request["params"], result.params, start_obs) if result.accepted else None
+        line = self._record(env_index, segment, request, answers, parsed, result, latency, verification)
         with self._lock:
+            if env_index in self._cancelled:  # already recorded as cancelled: counted once, there
+                return HintOutcome(env_index, segment, False, {}, "cancelled")
             self._counts["queries"] += 1
             self._counts["accepted" if result.accepted else "rejected"] += 1
             self._latencies.append(latency)
-        self._record(env_index, segment, request, answers, parsed, result, latency, verification)
+            self._write(line)
         if verification is not None and not verification.adopted:
             return HintOutcome(env_index, segment, True, {}, verification.reason, verification)
         return HintOutcome(env_index, segment, result.accepted, result.params, result.reason, verification)
@@ -293,9 +337,8 @@ class HintService:
             return None
 
     def _record(self, env_index: int, segment: int, request: dict[str, Any], answers, parsed, result: Vote,
-                latency: float, verification: Verification | None) -> None:
-        if self.records_path is None:
-            return
+                latency: float, verification: Verification | None) -> dict[str, Any]:
+        """The records line of one query."""
         line = {
             "time": round(time.time(), 3), "env": env_index, "segment": segment,
             "model": self.cfg.hint_model, "judge": self.cfg.judge_model or self.cfg.hint_model,
@@ -307,8 +350,13 @@ class HintService:
         }
         if verification is not None:
             line["verification"] = dataclasses.asdict(verification)
-        with self._lock, self.records_path.open("a") as f:
-            f.write(json.dumps(line, sort_keys=True) + "\n")
+        return line
+
+    def _write(self, line: dict[str, Any]) -> None:
+        """Append ``line`` to the records file (callers hold the lock)."""
+        if self.records_path is not None:
+            with self.records_path.open("a") as f:
+                f.write(json.dumps(line, sort_keys=True) + "\n")
 
 
 def _with_params(verdict: ParsedHint | None, proposal: ParsedHint) -> ParsedHint | None:
