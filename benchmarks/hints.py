@@ -5,7 +5,10 @@ Arms, all through ``train.py``, same seeds and budget:
 ``baseline``  ``distill=none``
 ``scripted``  ``distill=scripted``: the scripted controller with default parameters, no LLM (ablation)
 ``llm_hint``  ``distill=llm_hint``: the same controller driven by accepted hints of the offline coach
-              (``llm=default``: the bundled server, started automatically)
+              (``llm=default``: the bundled server, started automatically); hints verified in simulation
+              (``distill.verify_hints``, the default) before they teach
+``adversarial``  ``llm_hint`` with ``llm.hint_model=fault-random``: valid, in-bound, random parameters, always +1
+``*_unverified``  the same without the check (``distill.verify_hints=false``): the control that shows it works
 
 Tasks and the thresholds, fixed before running:
 
@@ -34,6 +37,9 @@ ARMS = {
     "baseline": ["distill=none"],
     "scripted": ["distill=scripted"],
     "llm_hint": ["distill=llm_hint"],
+    "llm_hint_unverified": ["distill=llm_hint", "distill.verify_hints=false"],
+    "adversarial": ["distill=llm_hint", "llm.hint_model=fault-random"],
+    "adversarial_unverified": ["distill=llm_hint", "llm.hint_model=fault-random", "distill.verify_hints=false"],
 }
 
 TASKS = {
@@ -61,7 +67,8 @@ def last_hint_stats(run_dir: Path) -> dict[str, float]:
         rows = [r for r in csv.DictReader(f) if r.get("hints/queries")]
     if not rows:
         return {}
-    keys = ("queries", "accepted", "acceptance_rate", "parse_errors", "timeouts", "errors", "latency_p50_s")
+    keys = ("queries", "accepted", "acceptance_rate", "parse_errors", "timeouts", "errors", "latency_p50_s",
+            "verified", "adopted", "adoption_rate", "verify_over_budget", "verify_cpu_s_per_hint", "verify_cpu_share")
     return {k: float(rows[-1][f"hints/{k}"]) for k in keys if rows[-1].get(f"hints/{k}")}
 
 

@@ -113,7 +113,8 @@ def test_run_without_checkpoints_or_with_a_corrupt_model_is_reported(run_dir, tm
         run(_config(run=str(broken), videos=0, episodes=1))
 
 
-def test_training_records_clips_and_logs_them_to_tensorboard(tmp_path):
+def test_training_records_clips_and_tensorboard_plays_them(tmp_path):
+    """Each training-time clip is an animated GIF image summary: every frame of the mp4, at real time."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_path = tmp_path / "run"
@@ -122,10 +123,19 @@ def test_training_records_clips_and_logs_them_to_tensorboard(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     clips = sorted((run_path / "videos").glob("step_*.mp4"))
     assert [c.name for c in clips] == ["step_000000002048_env1_ep0.mp4"]
-    assert iio.imread(clips[0]).shape == (101, 48, 64, 3)  # claw episodes: 100 steps
+    video = iio.imread(clips[0])
+    assert video.shape == (101, 48, 64, 3)  # claw episodes: 100 steps
     events = EventAccumulator(str(next(run_path.glob("events.out.tfevents.*"))))
     events.Reload()
-    assert "eval/video" in events.Tags()["images"]
+    assert events.Tags()["images"] == ["eval/video/env1_ep0"]
+    (image,) = events.Images("eval/video/env1_ep0")
+    assert image.step == 2048 and (image.height, image.width) == (48, 64)
+    gif = image.encoded_image_string
+    frames = iio.imread(gif, index=None, extension=".gif")
+    assert frames.shape == video.shape  # every frame, animated
+    assert iio.immeta(gif, index=None, extension=".gif")["duration"] == 40  # ms: the claw's 25 Hz, real time
+    assert np.abs(frames.astype(float) - video).mean() < 8  # the same pictures (GIF: 256 colours)
+    assert np.abs(frames[-1].astype(float) - frames[0]).mean() > 0.5  # and they move
 
 
 def test_scripted_evaluation_loads_neither_training_nor_llm_code(tmp_path):

@@ -363,6 +363,8 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
     verified = [line["verification"] for line in answered if "verification" in line]
     assert float(final["hints/verified"]) == len(verified) and float(final["hints/verify_cpu_s"]) > 0
     assert float(final["hints/adopted"]) == sum(v["adopted"] for v in verified)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["teacher_hints_verified"] == len(verified) and summary["teacher_verify_cpu_s_per_hint"] > 0
 
 
 def test_train_continues_when_every_hint_fails(tmp_path):

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import Image
 from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from agents import checkpoint
 from agents.evaluation.protocol import EvalResult, declared_metrics, evaluate
 from agents.vec_env import copy_normalization
-from agents.evaluation.video import contact_sheet, recording
+from agents.evaluation.video import recording
+from agents.training.tracking import CLIP_KEY, NOT_FOR_CLIPS, EvalClips
 
 
 class ProgressBar(BaseCallback):
@@ -111,8 +111,8 @@ class EvalAndCheckpoint(BaseCallback):
     Evaluation results are appended to ``<run_dir>/eval.csv`` (:attr:`FIELDS`, then the metrics the env
     declares) and logged under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
     ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
-    each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and their contact sheet to
-    TensorBoard as the image ``eval/video`` (TensorBoard videos would need moviepy).
+    each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and to the logger as
+    ``eval/video`` (:class:`agents.training.tracking.EvalClips`: animated GIFs in TensorBoard).
     """
 
     FIELDS = ("step", "wall_time_s", "mean_return", "std_return", "mean_length")
@@ -177,8 +177,7 @@ class EvalAndCheckpoint(BaseCallback):
         with recording(self.eval_env, self.run_dir / "videos", prefix, self.video_episodes) as clips:
             result = evaluate(self.model, self.eval_env, self.eval_episodes)
         if clips:
-            sheet = Image(contact_sheet(clips), "HWC")
-            self.logger.record("eval/video", sheet, exclude=("stdout", "log", "json", "csv"))
+            self.logger.record(CLIP_KEY, EvalClips(tuple(clips)), exclude=NOT_FOR_CLIPS)
         self.last_result, self.last_eval_step = result, self.num_timesteps
         self.returns.append(result.mean_return)
         self._log(result)

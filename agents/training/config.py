@@ -116,7 +116,7 @@ class RunConfig:
     log_interval: int = 1  # PPO: rollouts, SAC: episodes between console/CSV logs
     progress_bar: bool = True
     tensorboard: bool = True
-    video: bool = True  # at each evaluation record clips into videos/ (contact sheet to TensorBoard)
+    video: bool = True  # at each evaluation record clips into videos/ (and TensorBoard: animated GIFs)
     video_episodes: int = 1  # evaluation episodes recorded each time
     video_width: int = 320  # pixels (even)
     video_height: int = 240

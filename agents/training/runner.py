@@ -125,6 +125,13 @@ def _teacher_report(cfg: DictConfig, targets: ControllerTargets | None) -> tuple
         errors = int(stats["errors"] + stats["timeouts"] + stats["parse_errors"])
         did.update(teacher_hint_queries=int(stats["queries"]), teacher_hints_accepted=int(stats["accepted"]),
                        teacher_hints_rejected=int(stats["rejected"]), teacher_errors=errors)
+        if "verified" in stats:  # distill.verify_hints: what the checks cost and let through
+            did.update(teacher_hints_verified=int(stats["verified"]), teacher_hints_adopted=int(stats["adopted"]),
+                       teacher_verify_cpu_s_per_hint=round(stats["verify_cpu_s_per_hint"], 4),
+                       teacher_verify_cpu_share=round(stats["verify_cpu_share"], 4))
+        timeouts = targets.service.timeout_warning()
+        if timeouts is not None:
+            did["teacher_hint_warning"] = timeouts
     minimum = cfg.distill.min_coverage
     if did["teacher_coverage"] >= minimum:
         return did, None

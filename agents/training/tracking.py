@@ -1,0 +1,84 @@
+"""Where training logs go besides the CSV: evaluation clips as playable TensorBoard animations.
+
+The evaluation callback records the clips of each evaluation through SB3's logger as one
+:class:`EvalClips` value (key ``eval/video``). SB3's own writers skip it; :func:`add_trackers`
+adds the writers that show it:
+
+* :class:`TensorBoardClips`: every clip as an animated GIF image summary (``eval/video/env<i>_ep<k>``)
+  in the run's TensorBoard event file. TensorBoard's Images dashboard plays animated GIFs; the summary
+  is the one ``SummaryWriter.add_video`` writes, encoded here with imageio/Pillow instead of moviepy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import imageio.v3 as iio
+import numpy as np
+from omegaconf import DictConfig
+from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
+from tensorboard.compat.proto.summary_pb2 import Summary
+
+from agents.evaluation.video import Clip
+
+CLIP_KEY = "eval/video"
+#: logger formats that must not see an :class:`EvalClips` value (they print or tabulate scalars)
+NOT_FOR_CLIPS = ("stdout", "log", "json", "csv")
+
+
+@dataclass(frozen=True)
+class EvalClips:
+    """The episodes recorded at one evaluation (their mp4 files), as a logger value."""
+
+    clips: tuple[Clip, ...]
+
+
+def clip_name(clip: Clip) -> str:
+    """A clip's name without its step prefix: ``step_000000002048_env1_ep0.mp4`` -> ``env1_ep0``."""
+    return re.sub(r"^step_\d+_", "", clip.path.stem)
+
+
+def clip_gif(clip: Clip, max_frames: int = 150, max_width: int = 320) -> tuple[bytes, int, int]:
+    """A clip's mp4 as an animated GIF (looping, real time): ``(gif bytes, height, width)``.
+
+    Long clips keep every ``k``-th frame so at most ``max_frames`` remain (each shown ``k`` frame
+    periods); frames wider than ``max_width`` are subsampled by an integer stride.
+    """
+    fps = float(iio.immeta(clip.path)["fps"])
+    stride = -(-clip.frames // max_frames)
+    frames = [f for i, f in enumerate(iio.imiter(clip.path)) if i % stride == 0]
+    shrink = max(1, -(-frames[0].shape[1] // max_width))
+    video = np.stack(frames)[:, ::shrink, ::shrink]
+    gif = iio.imwrite("<bytes>", video, extension=".gif", duration=round(1000 * stride / fps), loop=0)
+    return gif, video.shape[1], video.shape[2]
+
+
+class TensorBoardClips(KVWriter):
+    """Writes each :class:`EvalClips` value into a ``SummaryWriter`` as animated GIF image summaries."""
+
+    def __init__(self, writer: Any, max_frames: int = 150, max_width: int = 320) -> None:
+        self.writer = writer
+        self.max_frames, self.max_width = max_frames, max_width
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        for key, value in key_values.items():
+            if not isinstance(value, EvalClips) or "tensorboard" in (key_excluded.get(key) or ()):
+                continue
+            for clip in value.clips:
+                gif, height, width = clip_gif(clip, self.max_frames, self.max_width)
+                image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
+                summary = Summary(value=[Summary.Value(tag=f"{key}/{clip_name(clip)}", image=image)])
+                self.writer.file_writer.add_summary(summary, step)
+        self.writer.flush()
+
+
+def add_trackers(logger: Logger, cfg: DictConfig) -> None:
+    """Add to ``logger`` (SB3's, made for ``cfg``) the writers that show :class:`EvalClips`.
+
+    A :class:`TensorBoardClips` on its TensorBoard event file, if it writes one.
+    """
+    boards: Sequence[TensorBoardOutputFormat] = [f for f in logger.output_formats if isinstance(f, TensorBoardOutputFormat)]
+    logger.output_formats.extend(TensorBoardClips(board.writer) for board in boards)
