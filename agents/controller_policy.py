@@ -8,29 +8,22 @@ Controllers read raw observations: do not wrap their vector env in ``VecNormaliz
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from envs.controllers.grasp import GraspController
-from envs.controllers.trot import TrotController
-
-# name -> (constructor taking the env's control period dt in seconds, Gymnasium id it is made for)
-CONTROLLERS: dict[str, tuple[Callable[[float], Any], str]] = {
-    "trot": (lambda dt: TrotController(dt=dt), "OpenClaw/Quadruped-v0"),
-    "grasp": (lambda dt: GraspController(), "OpenClaw/Claw-v0"),
-}
+from envs.controllers import controller_named
 
 
 class ControllerPolicy:
-    """``num_envs`` copies of the scripted controller ``name`` (a key of :data:`CONTROLLERS`)."""
+    """``num_envs`` copies of the scripted controller ``name`` (``"trot"``, ``"grasp"``: :data:`envs.controllers.FAMILIES`).
+
+    ``dt``: the env's control period (s), for the controllers' clocks.
+    """
 
     def __init__(self, name: str, num_envs: int, dt: float) -> None:
-        if name not in CONTROLLERS:
-            raise ValueError(f"unknown scripted controller {name!r}; choose one of: {', '.join(CONTROLLERS)}")
-        make = CONTROLLERS[name][0]
-        self.controllers = [make(dt) for _ in range(num_envs)]
+        controller = controller_named(name).controller
+        self.controllers = [controller(dt=dt) for _ in range(num_envs)]
 
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True

@@ -1,8 +1,8 @@
 """Scripted-controller teachers for online distillation: default parameters or LLM hints.
 
 :class:`ControllerTargets` wraps the training vector env (below ``VecNormalize``, so it reads raw
-observations) and runs one scripted controller per env (``envs.controllers``: the trot for the
-quadruped, the grasp for the claw). For every step it writes into ``info["teacher_target"]`` the
+observations) and runs one scripted controller per env (the env family's, from
+:data:`envs.controllers.FAMILIES`: the trot for the quadruped, the grasp for the claw). For every step it writes into ``info["teacher_target"]`` the
 controller's action for the observation that step's action was taken on, followed by a weight.
 The students store that row with the sample; :class:`distill.teachers.SampleTargetsTeacher` turns
 it into a Gaussian target for the KL loss.
@@ -41,64 +41,12 @@ from agents.students.raw_obs import TARGET_KEY
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.service import HintService
 from distill.llm.hints import HintSchema, build_request
-from envs.claw import ClawEnv
-from envs.controllers.grasp import GraspParams
-from envs.controllers.trot import TrotParams
-from envs.quadruped import QuadrupedEnv
-
-
-class QuadrupedSegment:
-    """Statistics of one quadruped segment: command and measured velocity (m/s, rad/s, body frame)."""
-
-    def __init__(self) -> None:
-        self.steps, self.sums, self.fell = 0, np.zeros(7), False
-
-    def add(self, obs: np.ndarray, info: dict[str, Any]) -> None:
-        s = QuadrupedEnv.OBS_SLICES
-        cmd, vel = obs[s["command"]], obs[s["lin_vel"]]
-        self.sums += (cmd[0], cmd[1], cmd[2], vel[0], vel[1], obs[s["ang_vel"]][2], info.get("tracking_error", 0.0))
-        self.fell |= bool(info.get("fell", False))
-        self.steps += 1
-
-    def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        m = self.sums / max(self.steps, 1)
-        summary = {"command_vx": m[0], "command_vy": m[1], "command_yaw_rate": m[2], "mean_vx": m[3],
-                   "mean_vy": m[4], "mean_yaw_rate": m[5], "tracking_error": m[6], "steps": self.steps,
-                   "units": "m/s, rad/s, body frame"}
-        return summary, {"fell": self.fell, "tracking_error": m[6]}
-
-
-class ClawSegment:
-    """Statistics of one claw segment: reach, hold and lift (m, world frame)."""
-
-    def __init__(self) -> None:
-        self.steps, self.min_reach, self.grasped_steps, self.max_lift = 0, np.inf, 0, 0.0
-        self.goal_height, self.distance, self.success, self.was_grasped = 0.0, np.inf, False, False
-
-    def add(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> None:
-        s = ClawEnv.OBS_SLICES
-        o = obs["observation"]
-        self.min_reach = min(self.min_reach, float(np.linalg.norm(o[s["object_rel_pos"]])))
-        grasped = bool(info.get("grasped", False))
-        self.grasped_steps += grasped
-        self.was_grasped |= grasped
-        self.max_lift = max(self.max_lift, float(o[s["object_pos"]][2]))
-        self.goal_height = float(obs["desired_goal"][2])
-        self.distance = float(info.get("distance", np.inf))
-        self.success = bool(info.get("is_success", 0.0))
-        self.steps += 1
-
-    def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        summary = {"steps": self.steps, "min_reach_distance": self.min_reach, "grasped_steps": self.grasped_steps,
-                   "max_cube_height": self.max_lift, "goal_height": self.goal_height,
-                   "final_distance": self.distance, "units": "m, world frame"}
-        dropped = self.was_grasped and not self.success and self.grasped_steps < self.steps
-        return summary, {"success": self.success, "dropped": dropped}
+from envs.controllers import FAMILIES, ControllerFamily, family_of
 
 
 @dataclass(frozen=True)
 class ControllerTask:
-    """How one env family is taught: its controller (a key of ``agents.controller_policy.CONTROLLERS``), how
+    """How one env family is taught: its controller (a name in :data:`envs.controllers.FAMILIES`), how
     hinted parameters are validated, the hint schema and the segment statistics."""
 
     controller: str
@@ -106,26 +54,19 @@ class ControllerTask:
     params_from_dict: Callable[[dict[str, Any]], Any]
     segment: Callable[[], Any]
 
+    @classmethod
+    def of(cls, family: ControllerFamily) -> ControllerTask:
+        """The task of an env family: hint schema bounds and whole-number parameters from its params class."""
+        schema = HintSchema(family.family, dict(family.params.BOUNDS), family.integer_params)
+        return cls(family.name, schema, family.params.from_dict, family.segment)
 
-TASKS: dict[str, ControllerTask] = {
-    "quadruped": ControllerTask(
-        "trot", HintSchema("quadruped", dict(TrotParams.BOUNDS)), TrotParams.from_dict, QuadrupedSegment,
-    ),
-    "claw": ControllerTask(
-        "grasp", HintSchema("claw", dict(GraspParams.BOUNDS), frozenset({"close_steps", "release_steps"})),
-        GraspParams.from_dict, ClawSegment,
-    ),
-}
+
+TASKS: dict[str, ControllerTask] = {name: ControllerTask.of(family) for name, family in FAMILIES.items()}
 
 
 def task_for(env: Any) -> ControllerTask:
-    """The :data:`TASKS` entry for an unwrapped env (by class)."""
-    if isinstance(env, QuadrupedEnv):
-        return TASKS["quadruped"]
-    if isinstance(env, ClawEnv):
-        return TASKS["claw"]
-    raise ValueError(f"no scripted controller teaches {type(env).__name__}; controller teachers exist for: "
-                     f"{', '.join(TASKS)}")
+    """The :data:`TASKS` entry for an env (by class); ``ValueError`` naming the families that have one."""
+    return TASKS[family_of(env).family]
 
 
 class ControllerTargets(VecEnvWrapper):
@@ -154,6 +95,7 @@ class ControllerTargets(VecEnvWrapper):
         self.invalid_hints = 0
         self._pending: np.ndarray | None = None
         self._weights_sum, self._weights_n = 0.0, 0
+        self._run_sum, self._run_n = 0.0, 0  # the same, summed over the whole run
         self.on_close: list[Callable[[], None]] = []  # e.g. the LLM channel and the bundled server
 
     def reset(self):
@@ -180,8 +122,14 @@ class ControllerTargets(VecEnvWrapper):
     def coverage(self) -> float:
         """Fraction of recorded samples with a target since the last call."""
         value = self._weights_sum / self._weights_n if self._weights_n else 0.0
+        self._run_sum, self._run_n = self._run_sum + self._weights_sum, self._run_n + self._weights_n
         self._weights_sum, self._weights_n = 0.0, 0
         return value
+
+    def run_coverage(self) -> float:
+        """Fraction of all samples recorded so far that have a target."""
+        n = self._run_n + self._weights_n
+        return (self._run_sum + self._weights_sum) / n if n else 0.0
 
     def close(self) -> None:
         if self.service is not None:

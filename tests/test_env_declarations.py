@@ -1,7 +1,8 @@
-"""What an env declares (its metrics) is all that generic evaluation and training code reads.
+"""What an env declares is all that generic code reads: its metrics, and its scripted controller's table row.
 
 ``Beacon`` is a third env family that exists only in this file, with metrics no OpenClaw env has:
 evaluation, the training callbacks and the run summary must report them without any edit elsewhere.
+Scripted controllers are found through the one table ``envs.controllers.FAMILIES``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
+from agents.controller_teacher import TASKS, task_for
 from agents.evaluation.protocol import evaluate
 from agents.vec_env import make_vec_env
 from envs.base import Metric
+from envs.controllers import CONTROLLER_NAMES, FAMILIES, controller_named, family_of, family_of_id
 
 ROOT = Path(__file__).resolve().parent.parent
 BEACON = "Test/Beacon-v0"
@@ -96,3 +99,62 @@ def test_training_logs_and_summarises_the_metrics_a_new_env_declares(tmp_path):
     assert float(rows[-1]["push_energy"]) == pytest.approx(summary["final_push_energy"])
     header = (tmp_path / "run" / "progress.csv").read_text().splitlines()[0].split(",")
     assert {"env/energy", "eval/push_energy", "eval/arrival_rate"} <= set(header)
+
+
+# ---------------------------------------------------------------- one table: env family -> scripted controller
+@pytest.mark.parametrize("family", list(FAMILIES.values()), ids=list(FAMILIES))
+def test_every_controller_family_shares_one_interface(family):
+    env = gym.make(family.env_id)
+    assert family_of(env) is family and family_of_id(family.env_id) is family and controller_named(family.name) is family
+    controller = family.controller(dt=env.unwrapped.dt)
+    assert isinstance(controller.params, family.params) and controller.dt == env.unwrapped.dt
+    controller.params = family.params.from_dict(controller.params.to_dict())
+    segment = family.segment()
+    obs, _ = env.reset(seed=0)
+    controller.reset()
+    for _ in range(3):
+        action = controller.act(obs)
+        assert action.dtype == np.float32 and env.action_space.contains(action)
+        obs, _, _, _, info = env.step(action)
+        segment.add(obs, info)
+    summary, outcome = segment.summary()
+    assert summary["steps"] == 3 and outcome
+    task = TASKS[family.family]
+    assert task.controller == family.name and task.schema.task == family.family
+    assert task.schema.bounds == family.params.BOUNDS
+    with pytest.raises(ValueError, match="must be > 0"):
+        family.controller(dt=0.0)
+
+
+def test_whole_number_hint_parameters_come_from_the_params_class():
+    assert TASKS["claw"].schema.integers == {"close_steps", "release_steps"}
+    assert TASKS["quadruped"].schema.integers == frozenset()
+
+
+def test_an_env_without_a_controller_is_named_with_the_families_that_have_one():
+    from agents.errors import ConfigError
+    from agents.training.config import register_configs, validate
+
+    with pytest.raises(ValueError, match=r"no scripted controller for Beacon.*quadruped \(QuadrupedEnv: trot\)"):
+        task_for(gym.make(BEACON))
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=["distill=scripted"])
+    with open_dict(cfg):
+        cfg.env.id = BEACON
+    with pytest.raises(ConfigError, match=r"distill=scripted needs a scripted controller: no scripted controller for Beacon"):
+        validate(cfg)
+
+
+def test_evaluate_runs_each_scripted_controller_on_its_env(tmp_path):
+    from omegaconf import OmegaConf
+
+    from agents.evaluation.run import EvalConfig, format_metrics, run
+
+    for name in CONTROLLER_NAMES:
+        cfg = OmegaConf.merge(OmegaConf.structured(EvalConfig), dict(
+            policy=name, episodes=1, envs=1, videos=0, out_dir=str(tmp_path / name), env_kwargs={"max_episode_steps": 20}))
+        metrics = run(cfg)
+        assert metrics["env_id"] == controller_named(name).env_id and metrics["mean_length"] == 20
+        assert metrics["declared"] == family_of_id(metrics["env_id"]).env_class.METRICS
+        assert all(m.name in metrics and m.label in format_metrics(metrics) for m in metrics["declared"])

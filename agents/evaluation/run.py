@@ -34,10 +34,11 @@ from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import check_device, load_agent
-from agents.controller_policy import CONTROLLERS, ControllerPolicy
+from agents.controller_policy import ControllerPolicy
 from agents.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
+from envs.controllers import CONTROLLER_NAMES, controller_named
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -82,12 +83,12 @@ def validate(cfg: DictConfig) -> None:
     if cfg.videos and (cfg.width % 2 or cfg.height % 2):
         raise ConfigError(f"width={cfg.width} height={cfg.height}: H.264 video needs even sizes")
     check_device("device", cfg.device)
-    if cfg.policy not in (LEARNED, *CONTROLLERS):
-        raise ConfigError(f"policy={cfg.policy!r} is invalid; choose one of: {LEARNED}, {', '.join(CONTROLLERS)}")
+    if cfg.policy not in (LEARNED, *CONTROLLER_NAMES):
+        raise ConfigError(f"policy={cfg.policy!r} is invalid; choose one of: {LEARNED}, {', '.join(CONTROLLER_NAMES)}")
     if cfg.policy == LEARNED and not cfg.run and cfg.checkpoint in ("best", "latest"):
         raise ConfigError(
             "nothing to evaluate: pass run=<run directory made by train.py> or checkpoint=<.../model.zip>, "
-            f"or a scripted controller with policy={'|'.join(CONTROLLERS)}"
+            f"or a scripted controller with policy={'|'.join(CONTROLLER_NAMES)}"
         )
 
 
@@ -207,7 +208,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if exported is not None:  # the file names its env and evaluation kwargs; output defaults to beside it
         env_id, kwargs, run_dir = cfg.env_id or exported.env_id, dict(exported.env_kwargs), run_dir or exported.path.parent
     else:
-        env_id = cfg.env_id or (saved.env.id if saved is not None else CONTROLLERS[cfg.policy][1])
+        env_id = cfg.env_id or (saved.env.id if saved is not None else controller_named(cfg.policy).env_id)
         kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
     kwargs.update(OmegaConf.to_container(cfg.env_kwargs, resolve=True))
     out = Path(cfg.out_dir) if cfg.out_dir else (run_dir / "eval" if run_dir else Path("runs") / cfg.policy / "eval")

@@ -7,6 +7,7 @@ counts, known env ids), each naming the offending key and the fix.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -92,6 +93,8 @@ class DistillConfig:
     hint_max_age: int = 3  # llm_hint: segments an accepted hint stays valid for (then samples are masked)
     records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
     hint_replay: Optional[str] = None  # llm_hint: answer from this records file only (no LLM calls)
+    min_coverage: float = 0.5  # a run whose teacher gave targets for fewer samples than this ends with a warning
+    require_coverage: bool = False  # ... or with an error (exit status 1) instead of the warning
     verify_hints: bool = True  # llm_hint: check an accepted hint in simulation before it teaches
     verify_rollouts: int = 2  # llm_hint: episodes per parameter set (current, proposed) in each check
     verify_steps: int = 100  # llm_hint: steps per check episode at most
@@ -153,7 +156,40 @@ _POSITIVE = {
     "train.eval_envs": "evaluation environments",
     "train.checkpoint_freq": "env steps between checkpoints",
     "train.keep_checkpoints": "checkpoints kept on disk",
+    "train.torch_threads": "threads torch computes with",
 }
+
+# agent key: (valid?, what a valid value is); checked when the agent has the key
+_AGENT_RULES: dict[str, tuple[Any, str]] = {
+    "learning_rate": (lambda v: v > 0, "> 0"),
+    "n_steps": (lambda v: v >= 1, ">= 1"),
+    "batch_size": (lambda v: v >= 2, ">= 2"),
+    "n_epochs": (lambda v: v >= 1, ">= 1"),
+    "gamma": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "gae_lambda": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "clip_range": (lambda v: v > 0, "> 0"),
+    "ent_coef": (lambda v: _sac_ent_coef(v) if isinstance(v, str) else v >= 0,
+                 ">= 0 (SAC: 'auto', 'auto_<initial value > 0>' or a number > 0)"),
+    "vf_coef": (lambda v: v >= 0, ">= 0"),
+    "max_grad_norm": (lambda v: v > 0, "> 0"),
+    "target_kl": (lambda v: v is None or v > 0, "> 0 or null"),
+    "net_arch": (lambda v: len(v) > 0 and all(n >= 1 for n in v), "a non-empty list of layer widths >= 1"),
+    "buffer_size": (lambda v: v >= 1, ">= 1"),
+    "learning_starts": (lambda v: v >= 0, ">= 0"),
+    "tau": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "train_freq": (lambda v: v >= 1, ">= 1"),
+    "gradient_steps": (lambda v: v >= 1 or v == -1, ">= 1, or -1 (as many as env steps)"),
+    "her_n_sampled_goal": (lambda v: v >= 1, ">= 1"),
+}
+
+
+def _sac_ent_coef(value: str) -> bool:
+    if value == "auto":
+        return True
+    try:
+        return 0 < float(value.removeprefix("auto_")) < math.inf
+    except ValueError:
+        return False
 
 _CHOICES = {
     "train.vec_mode": ("dummy", "subproc", "batched"),
@@ -163,7 +199,41 @@ _CHOICES = {
     "distill.direction": ("forward", "reverse"),
     "distill.ema_condition": ("always", "eval_not_worse"),
     "distill.teacher_checkpoint": ("best", "latest"),
+    "agent.her_goal_selection_strategy": ("future", "final", "episode"),
 }
+
+
+def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
+    """(key, value) of the first NaN or infinite float in a config container, or None."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        path = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            return path, value
+        found = _first_non_finite(value, path)
+        if found is not None:
+            return found
+    return None
+
+
+def _validate_env(cfg: DictConfig) -> None:
+    """Construct the training env once (and the evaluation env as the video recorder will): bad
+    ``env.kwargs`` / ``env.eval_kwargs`` values and video sizes the renderer cannot draw fail here."""
+    import gymnasium as gym
+
+    from agents.evaluation.video import recordable
+    from agents.vec_env import env_kwargs
+
+    t = cfg.train
+    eval_kwargs, eval_keys = env_kwargs(cfg, evaluation=True), "env.kwargs or env.eval_kwargs"
+    if t.video and t.eval_freq > 0:
+        eval_kwargs = recordable(eval_kwargs, t.video_width, t.video_height)[0]
+        eval_keys = "train.video_width/train.video_height, " + eval_keys
+    for kwargs, where in ((env_kwargs(cfg), "env.kwargs"), (eval_kwargs, eval_keys)):
+        try:
+            gym.make(cfg.env.id, **kwargs).close()
+        except (TypeError, ValueError, gym.error.Error) as err:
+            raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {err}") from None
 
 
 def validate(cfg: DictConfig) -> None:
@@ -171,7 +241,11 @@ def validate(cfg: DictConfig) -> None:
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the OpenClaw ids)
+    from agents.factory import check_device
 
+    bad = _first_non_finite(OmegaConf.to_container(cfg, resolve=True))
+    if bad is not None:
+        raise ConfigError(f"{bad[0]}={bad[1]} is invalid: it must be a finite number")
     for key, meaning in _POSITIVE.items():
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
@@ -191,6 +265,10 @@ def validate(cfg: DictConfig) -> None:
         known = sorted(k for k in gym.registry if k.startswith("OpenClaw/"))
         raise ConfigError(f"env.id={cfg.env.id!r} is not a registered Gymnasium id; OpenClaw ids: {', '.join(known)}")
     agent = cfg.agent
+    for key, (valid, requirement) in _AGENT_RULES.items():
+        if key in agent and not valid(agent[key]):
+            raise ConfigError(f"agent.{key}={agent[key]} is invalid: it must be {requirement}")
+    check_device("train.device", t.device)
     if agent.name == "ppo" and (agent.n_steps * cfg.train.num_envs) % agent.batch_size:
         raise ConfigError(
             f"agent.batch_size={agent.batch_size} must divide agent.n_steps * train.num_envs "
@@ -199,12 +277,14 @@ def validate(cfg: DictConfig) -> None:
     _validate_distill(cfg.distill)
     if cfg.distill.name in ("scripted", "llm_hint"):
         _validate_controller_teacher(cfg)
+    _validate_env(cfg)
 
 
 def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
     from distill.llm.channel import ChannelConfig
+    from envs.controllers import family_of_id
 
     d = cfg.distill
     if d.teacher_std <= 0:
@@ -212,8 +292,11 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     for key in ("segment_steps", "hint_max_age", "verify_rollouts", "verify_steps"):
         if d[key] < 1:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: it must be >= 1")
-    if cfg.env.name.split("_")[0] not in ("quadruped", "claw"):
-        raise ConfigError(f"distill={d.name} has a scripted controller only for the quadruped and claw envs")
+    try:
+        family_of_id(cfg.env.id)
+    except ValueError as err:
+        raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
+                          "choose another env or distill=none|ema|checkpoint") from None
     if cfg.agent.name == "sac" and cfg.agent.her and cfg.env.name.startswith("claw"):
         raise ConfigError(f"distill={d.name} records a target with each transition; HER relabels them: "
                           "add agent.her=false")
@@ -238,6 +321,8 @@ def _validate_distill(d: DictConfig) -> None:
     for key in ("alpha", "final_alpha"):
         if d[key] < 0:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: the distillation weight must be >= 0")
+    if not 0.0 <= d.min_coverage <= 1.0:
+        raise ConfigError(f"distill.min_coverage={d.min_coverage} is invalid: it is a fraction of samples in [0, 1]")
     if not 0.0 <= d.ema_decay < 1.0:
         raise ConfigError(f"distill.ema_decay={d.ema_decay} is invalid: it must be in [0, 1)")
     if d.ema_update_every < 1:

@@ -2,4 +2,97 @@
 
 They read only observations (plus their own clock), so they run as "policies" anywhere a learned
 policy runs, and their parameters are what the LLM-hint teacher later proposes.
+
+:data:`FAMILIES` is the one table that says which controller belongs to which env family; the
+scripted policies (``evaluate.py policy=trot|grasp``), the controller teachers
+(``distill=scripted|llm_hint``) and their config checks all read it. Every controller has the same
+interface:
+
+* ``Controller(params=None, dt=<control period, s>)``: ``params`` an instance of the family's
+  ``params`` class (``None``: its defaults);
+* ``reset()`` at every episode start, ``act(obs) -> action`` (float32 in ``[-1, 1]^n``);
+* ``params``: the parameter dataclass, assignable; the class has ``BOUNDS`` (name -> (low, high)),
+  ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``.
+
+A new env family with a controller adds its module here and one :class:`ControllerFamily` row.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import get_type_hints
+
+import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
+
+from envs.claw import ClawEnv
+from envs.controllers.grasp import ClawSegment, GraspController, GraspParams
+from envs.controllers.trot import QuadrupedSegment, TrotController, TrotParams
+from envs.quadruped import QuadrupedEnv
+
+
+@dataclass(frozen=True)
+class ControllerFamily:
+    """One env family and its scripted controller.
+
+    Args:
+        family: the family's name, also the ``task`` of its hint requests (``"quadruped"``).
+        name: the controller's name (``evaluate.py policy=<name>``).
+        env_class: envs of this class (every registered variant) belong to the family.
+        env_id: the Gymnasium id ``evaluate.py policy=<name>`` runs on unless told otherwise.
+        controller: the controller class (interface in the module docstring).
+        params: its parameter dataclass; ``BOUNDS`` are the hint schema's bounds.
+        segment: statistics of a stretch of steps for a hint request: ``add(obs, info)`` per step,
+            ``summary() -> (summary, outcome)``.
+    """
+
+    family: str
+    name: str
+    env_class: type[gym.Env]
+    env_id: str
+    controller: type
+    params: type
+    segment: type
+
+    @property
+    def integer_params(self) -> frozenset[str]:
+        """Names of the parameters that are whole numbers (annotated ``int``)."""
+        return frozenset(name for name, kind in get_type_hints(self.params).items() if kind is int)
+
+
+FAMILIES: dict[str, ControllerFamily] = {
+    "quadruped": ControllerFamily(
+        "quadruped", "trot", QuadrupedEnv, "OpenClaw/Quadruped-v0", TrotController, TrotParams, QuadrupedSegment
+    ),
+    "claw": ControllerFamily("claw", "grasp", ClawEnv, "OpenClaw/Claw-v0", GraspController, GraspParams, ClawSegment),
+}
+CONTROLLER_NAMES = tuple(f.name for f in FAMILIES.values())
+
+
+def controller_named(name: str) -> ControllerFamily:
+    """The family whose controller is called ``name`` (``"trot"``); ``ValueError`` listing the names."""
+    for family in FAMILIES.values():
+        if family.name == name:
+            return family
+    raise ValueError(f"unknown scripted controller {name!r}; choose one of: {', '.join(CONTROLLER_NAMES)}")
+
+
+def family_of(env: gym.Env | type) -> ControllerFamily:
+    """The family of an env instance (unwrapped or not) or env class; ``ValueError`` if it has no controller."""
+    cls = env if isinstance(env, type) else type(env.unwrapped)
+    for family in FAMILIES.values():
+        if issubclass(cls, family.env_class):
+            return family
+    raise ValueError(
+        f"no scripted controller for {cls.__name__}; controllers exist for the env families: "
+        + ", ".join(f"{f.family} ({f.env_class.__name__}: {f.name})" for f in FAMILIES.values())
+    )
+
+
+def family_of_id(env_id: str) -> ControllerFamily:
+    """The family of the env registered as ``env_id`` (found from its entry point, nothing is built)."""
+    entry = gym.spec(env_id).entry_point
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
+    if not isinstance(creator, type):
+        raise ValueError(f"{env_id} is made by the function {entry}, not an env class: no scripted controller for it")
+    return family_of(creator)

@@ -122,9 +122,14 @@ APPROACH, DESCEND, CLOSE, CARRY, RELEASE, RETREAT = "approach", "descend", "clos
 
 @dataclass
 class GraspController:
-    """Phase-machine pick controller; ``act(obs_dict)`` -> action in ``[-1, 1]^5`` (float32)."""
+    """Phase-machine pick controller; ``act(obs_dict)`` -> action in ``[-1, 1]^5`` (float32).
+
+    ``dt`` is the env's control period (s), taken like every scripted controller's
+    (:mod:`envs.controllers`); the phases count control steps, so it is kept for reference only.
+    """
 
     params: GraspParams | None = None
+    dt: float = 0.04
     phase: str = field(default=APPROACH, init=False)
     _count: int = field(default=0, init=False)
     _lowering: bool = field(default=False, init=False)
@@ -134,6 +139,8 @@ class GraspController:
             self.params = GraspParams()
         elif not isinstance(self.params, GraspParams):
             raise TypeError(f"params must be a GraspParams, got {type(self.params).__name__}")
+        if not self.dt > 0:
+            raise ValueError(f"dt={self.dt} must be > 0 (the env's control period, 0.04 s)")
 
     def reset(self) -> None:
         self.phase, self._count, self._lowering = APPROACH, 0, False
@@ -203,3 +210,35 @@ class GraspController:
         a[3] = np.clip(p.gain * yaw_cmd / YAW_STEP, -1.0, 1.0)
         a[4] = jaw
         return a
+
+
+class ClawSegment:
+    """Statistics of a stretch of claw steps for a hint request: reach, hold and lift (m, world frame).
+
+    ``add(obs, info)`` per step; :meth:`summary` gives the closest grip-to-cube distance, the steps
+    the cube was held, the highest cube centre, the goal height and the final cube-to-goal distance.
+    """
+
+    def __init__(self) -> None:
+        self.steps, self.min_reach, self.grasped_steps, self.max_lift = 0, np.inf, 0, 0.0
+        self.goal_height, self.distance, self.success, self.was_grasped = 0.0, np.inf, False, False
+
+    def add(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> None:
+        o = obs["observation"]
+        self.min_reach = min(self.min_reach, float(np.linalg.norm(o[_REL])))
+        grasped = bool(info.get("grasped", False))
+        self.grasped_steps += grasped
+        self.was_grasped |= grasped
+        self.max_lift = max(self.max_lift, float(o[_OBJ][2]))
+        self.goal_height = float(obs["desired_goal"][2])
+        self.distance = float(info.get("distance", np.inf))
+        self.success = bool(info.get("is_success", 0.0))
+        self.steps += 1
+
+    def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(summary, outcome)`` of the hint request (:func:`distill.llm.hints.build_request`)."""
+        summary = {"steps": self.steps, "min_reach_distance": self.min_reach, "grasped_steps": self.grasped_steps,
+                   "max_cube_height": self.max_lift, "goal_height": self.goal_height,
+                   "final_distance": self.distance, "units": "m, world frame"}
+        dropped = self.was_grasped and not self.success and self.grasped_steps < self.steps
+        return summary, {"success": self.success, "dropped": dropped}

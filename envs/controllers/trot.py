@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,7 @@ class TrotParams:
     damping_compensation -      fraction of the servo's velocity lag fed forward (target lead c/Kp * qdot)
     attitude_gain       m       stance-leg length change per unit of projected-gravity tilt (levelling)
     yaw_rate_gain       -       yaw-rate feedback: commanded wz += gain * (wz_cmd - gyro_z)
+    forward_gain        -       forward velocity feedback: commanded vx += gain * (vx_cmd - v_x)
     lateral_gain        -       lateral velocity feedback: commanded vy += gain * (vy_cmd - v_y)
     ramp_time           s       time over which the stride ramps up from standing after reset
     ==================  ======  =====================================================================
@@ -77,15 +79,16 @@ class TrotParams:
     frequency_hz: float = 2.5
     duty_factor: float = 0.5
     body_height: float = 0.27
-    swing_height: float = 0.07
-    velocity_gain: float = 1.8
-    stance_width: float = 0.0
-    foot_x_offset: float = 0.0
+    swing_height: float = 0.04
+    velocity_gain: float = 0.9
+    stance_width: float = 0.015
+    foot_x_offset: float = -0.02
     load_compensation: float = 1.0
-    damping_compensation: float = 1.0
-    attitude_gain: float = 0.3
-    yaw_rate_gain: float = 1.0
-    lateral_gain: float = 0.5
+    damping_compensation: float = 1.4
+    attitude_gain: float = 0.12
+    yaw_rate_gain: float = 0.8
+    forward_gain: float = 0.6
+    lateral_gain: float = 0.0
     ramp_time: float = 0.5
 
     BOUNDS = {
@@ -100,6 +103,7 @@ class TrotParams:
         "damping_compensation": (0.0, 1.5),
         "attitude_gain": (0.0, 0.5),
         "yaw_rate_gain": (0.0, 3.0),
+        "forward_gain": (0.0, 2.0),
         "lateral_gain": (0.0, 2.0),
         "ramp_time": (0.0, 2.0),
     }
@@ -152,9 +156,9 @@ class TrotController:
         t = self.time + ahead
         ramp = 1.0 if p.ramp_time <= 0 else min(1.0, t / p.ramp_time)
         vx, vy, wz = float(command[0]), float(command[1]), float(command[2])
-        # Ground speed of each foot relative to the trunk during stance (w x r for the yaw rate).
-        foot_vx = vx - wz * _LEG_Y
-        foot_vy = vy + wz * _LEG_X
+        # Ground speed of each foot relative to the trunk during stance: v + w x r, r = neutral foot position.
+        foot_vx = vx - wz * (_LEG_Y + _LEG_SIDE * (HIP_TO_THIGH + p.stance_width))
+        foot_vy = vy + wz * (_LEG_X + p.foot_x_offset)
         stride_x = p.velocity_gain * foot_vx * T_stance * ramp
         stride_y = p.velocity_gain * foot_vy * T_stance * ramp
 
@@ -223,6 +227,7 @@ class TrotController:
         gravity = obs[self._sl["gravity"]]
         p = self.params
         # Velocity feedback from the IMU: counter yaw drift and sideways drift of the open-loop gait.
+        command[0] += p.forward_gain * (command[0] - float(obs[self._sl["lin_vel"]][0]))
         command[1] += p.lateral_gain * (command[1] - float(obs[self._sl["lin_vel"]][1]))
         command[2] += p.yaw_rate_gain * (command[2] - float(obs[self._sl["ang_vel"]][2]))
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
@@ -239,3 +244,29 @@ class TrotController:
         self.time += self.dt
         self.phase = (self.phase + self.params.frequency_hz * self.dt) % 1.0
         return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+
+class QuadrupedSegment:
+    """Statistics of a stretch of quadruped steps for a hint request: command vs measured velocity (body frame).
+
+    ``add(obs, info)`` per step; :meth:`summary` gives the mean command and velocity (m/s, yaw rate
+    rad/s), the mean tracking error (m/s) and whether the robot fell.
+    """
+
+    def __init__(self) -> None:
+        self.steps, self.sums, self.fell = 0, np.zeros(7), False
+
+    def add(self, obs: np.ndarray, info: dict[str, Any]) -> None:
+        s = QuadrupedEnv.OBS_SLICES
+        cmd, vel = obs[s["command"]], obs[s["lin_vel"]]
+        self.sums += (cmd[0], cmd[1], cmd[2], vel[0], vel[1], obs[s["ang_vel"]][2], info.get("tracking_error", 0.0))
+        self.fell |= bool(info.get("fell", False))
+        self.steps += 1
+
+    def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(summary, outcome)`` of the hint request (:func:`distill.llm.hints.build_request`)."""
+        m = self.sums / max(self.steps, 1)
+        summary = {"command_vx": m[0], "command_vy": m[1], "command_yaw_rate": m[2], "mean_vx": m[3],
+                   "mean_vy": m[4], "mean_yaw_rate": m[5], "tracking_error": m[6], "steps": self.steps,
+                   "units": "m/s, rad/s, body frame"}
+        return summary, {"fell": self.fell, "tracking_error": m[6]}
