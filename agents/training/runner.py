@@ -25,6 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from agents import checkpoint
 from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
+from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.distillation import build_distillation
 from agents.factory import build_agent, load_agent
@@ -189,6 +190,7 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
     if resume is None:
         model = build_agent(cfg, venv, tensorboard_dir=None)
     model.set_logger(run_dirs.logger(run_dir, cfg.train.tensorboard))
+    add_trackers(model.logger, cfg)
 
     start_step = model.num_timesteps
     remaining = max(cfg.train.total_timesteps - start_step, 0)
