@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from distill.llm.channel import (ChannelConfig, ChannelError, LLMChannel, resolve_api_key)
+from distill.llm.channel import (ChannelConfig, ChannelError, LLMChannel, latency_percentiles,
+                                 resolve_api_key)
 from distill.llm.check import check_channel, load_config
 from distill.llm.hints import response_format
 from distill.llm.server import MODELS, ServerQuirks, start_server
@@ -400,3 +401,10 @@ def test_check_cli_takes_train_overrides_warns_on_ignored_model_names_and_names_
     assert named.returncode == 0 and "/v1 API root" in named.stdout and "ignores" not in named.stdout
     bad = run_check("llm.no_such_key=1")
     assert bad.returncode == 1 and "valid keys" in bad.stderr
+
+
+def test_latency_percentiles_interpolate_and_are_absent_without_calls():
+    assert latency_percentiles([]) == {}
+    assert latency_percentiles([0.4]) == {"latency_p50_s": 0.4, "latency_p95_s": 0.4}
+    stats = latency_percentiles([4.0, 1.0, 3.0, 2.0])  # order does not matter
+    assert stats == {"latency_p50_s": pytest.approx(2.5), "latency_p95_s": pytest.approx(3.85)}

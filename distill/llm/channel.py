@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
 import openai
 
 from distill.llm.server import HintServer, start_server
@@ -272,6 +273,15 @@ class ChatResult:
     attempts: int
     texts: list[str] = field(default_factory=list)
     finish_reasons: list[str | None] = field(default_factory=list)
+
+
+def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
+    """``latency_p50_s`` and ``latency_p95_s``: percentiles (linear interpolation) of ``latencies`` in
+    seconds; empty when there are none."""
+    if not latencies:
+        return {}
+    p50, p95 = np.percentile(latencies, [50, 95])
+    return {"latency_p50_s": float(p50), "latency_p95_s": float(p95)}
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -563,9 +573,10 @@ class LLMChannel:
     # -- stats / lifetime
     def stats(self) -> dict[str, Any]:
         """Counters: calls (logical), ok, attempts (HTTP), errors_by_kind, tokens, structured_fallbacks,
-        plain_models, breaker_opened (times the circuit breaker opened), p50/p95 (s)."""
+        plain_models, breaker_opened (times the circuit breaker opened), latency p50/p95 of the successful
+        calls (s; absent before the first)."""
         with self._lock:
-            lat = sorted(self._latencies)
+            lat = list(self._latencies)
             out = {
                 "calls": self._calls,
                 "ok": self._ok,
@@ -579,11 +590,7 @@ class LLMChannel:
                 "breaker_opened": self._breaker_opened,
             }
 
-        def pct(q: float) -> float | None:
-            return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else None
-
-        out["latency_p50_s"] = pct(0.50)
-        out["latency_p95_s"] = pct(0.95)
+        out.update(latency_percentiles(lat))
         return out
 
     def close(self) -> None:

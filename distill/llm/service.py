@@ -39,9 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel
+from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel, latency_percentiles
 from distill.llm.hints import (HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash,
                                response_format, vote)
 
@@ -161,9 +159,7 @@ class HintService:
             out["verify_cpu_s_per_hint"] = out["verify_cpu_s"] / verified if verified else 0.0
             used = time.process_time() - self._cpu_start
             out["verify_cpu_share"] = out["verify_cpu_s"] / used if used > 0 else 0.0
-        if latencies:
-            out["latency_p50_s"] = float(np.percentile(latencies, 50))
-            out["latency_p95_s"] = float(np.percentile(latencies, 95))
+        out.update(latency_percentiles(latencies))
         return out
 
     def timeout_warning(self) -> str | None:
@@ -176,7 +172,7 @@ class HintService:
         calls = channel["calls"]
         if calls < 4 or 2 * timeouts <= calls:
             return None
-        limit, p50, p95 = self.cfg.timeout_s, channel["latency_p50_s"], channel["latency_p95_s"]
+        limit, p50, p95 = self.cfg.timeout_s, channel.get("latency_p50_s"), channel.get("latency_p95_s")
         measured = (f"the answers that came took p50 {p50:.1f} s, p95 {p95:.1f} s" if p50 is not None
                     else f"no answer came within {limit:g} s")
         suggest = math.ceil(max(2 * limit, 2 * (p95 or 0.0)))
@@ -236,14 +232,14 @@ class HintService:
         structured = response_format(request, self.cfg.structured_output)
         answers = [self._answer(self.cfg.hint_model, messages, i, structured) for i in range(m)]
         parsed = [self._parse(text) for text, _ in answers]
-        judged = self.cfg.judge_model and self.cfg.judge_model != self.cfg.hint_model
+        judged = self.cfg.judge != self.cfg.hint_model
         if judged:  # the judge votes on the hint model's first proposal
             proposal = next((p for p in parsed if p is not None and p.decision == 1), None)
             if proposal is None:
                 result = vote([None] * m, m)
             else:
                 judge_messages = build_messages({**request, "proposal": proposal.params})
-                answers += [self._answer(self.cfg.judge_model, judge_messages, i, structured) for i in range(m)]
+                answers += [self._answer(self.cfg.judge, judge_messages, i, structured) for i in range(m)]
                 verdicts = [self._parse(text) for text, _ in answers[m:]]
                 result = vote([_with_params(v, proposal) for v in verdicts], m)
         else:
@@ -341,7 +337,7 @@ class HintService:
         """The records line of one query."""
         line = {
             "time": round(time.time(), 3), "env": env_index, "segment": segment,
-            "model": self.cfg.hint_model, "judge": self.cfg.judge_model or self.cfg.hint_model,
+            "model": self.cfg.hint_model, "judge": self.cfg.judge,
             "prompt_hash": answers[0][1]["hash"], "request": request,
             "answers": [entry for _, entry in answers], "votes": result.votes,
             "clipped": sorted({name for p in parsed if p is not None for name in p.clipped}),
