@@ -2,8 +2,9 @@
 
 :class:`ControllerTargets` wraps the training vector env (below ``VecNormalize``, so it reads raw
 observations) and runs one scripted controller per env (the env family's, from
-:data:`envs.controllers.FAMILIES`: the trot for the quadruped, the grasp for the claw). For every step it writes into ``info["teacher_target"]`` the
-controller's action for the observation that step's action was taken on, followed by a weight.
+:data:`envs.controllers.FAMILIES`: the trot for the quadruped, the grasp for the claw). For every
+step it writes into ``info["teacher_target"]`` the controller's action for the observation that
+step's action was taken on, followed by a weight.
 The students store that row with the sample; :class:`distill.teachers.SampleTargetsTeacher` turns
 it into a Gaussian target for the KL loss.
 

@@ -16,15 +16,14 @@ claw       success at the end (0/1) minus the final cube-goal distance (m); also
 quadruped  minus the mean tracking error (m/s) minus 1 if it fell; also reported: the fall rate
 =========  ======================================================================================
 
-The verifier is a plain callable for :class:`distill.llm.service.HintService`, which runs it on its
+The start and the score of each env family are columns of :data:`envs.controllers.FAMILIES` (beside
+its controller). The verifier is a plain callable for :class:`distill.llm.service.HintService`, which runs it on its
 hint threads (never in the training loop), measures its CPU time and bounds it by a budget.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -33,58 +32,7 @@ import numpy as np
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from agents.controller_policy import ControllerPolicy
 from distill.llm.service import Verification
-from envs.claw import OBJECT_REST_Z, ClawEnv
-from envs.quadruped import QuadrupedEnv
-
-
-def _claw_start(obs: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Reset options that rebuild a claw episode from its first observation: cube pose and goal."""
-    s = ClawEnv.OBS_SLICES
-    o = np.asarray(obs["observation"], dtype=np.float64)
-    w, _, _, z = o[s["object_quat"]]
-    return {"object_xy": o[s["object_pos"]][:2].tolist(), "object_yaw": float(2.0 * math.atan2(z, w)),
-            "goal": np.asarray(obs["desired_goal"], dtype=np.float64).tolist()}
-
-
-def _quadruped_start(obs: np.ndarray) -> dict[str, Any]:
-    """Reset options that rebuild a quadruped episode from its first observation: the command."""
-    return {"command": np.asarray(obs[QuadrupedEnv.OBS_SLICES["command"]], dtype=np.float64).tolist()}
-
-
-class _ClawScore:
-    def __init__(self) -> None:
-        self.success, self.distance, self.lift = 0.0, math.inf, 0.0
-
-    def add(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> None:
-        self.success = float(info.get("is_success", 0.0))
-        self.distance = float(info["distance"])
-        cube_z = float(obs["observation"][ClawEnv.OBS_SLICES["object_pos"]][2])
-        self.lift = max(self.lift, cube_z - OBJECT_REST_Z)
-
-    def metrics(self) -> dict[str, float]:
-        return {"score": self.success - self.distance, "success": self.success,
-                "final_distance": self.distance, "lift": self.lift}
-
-
-class _QuadrupedScore:
-    def __init__(self) -> None:
-        self.error_sum, self.steps, self.fell = 0.0, 0, False
-
-    def add(self, obs: np.ndarray, info: dict[str, Any]) -> None:
-        self.error_sum += float(info["tracking_error"])
-        self.steps += 1
-        self.fell |= bool(info.get("fell", False))
-
-    def metrics(self) -> dict[str, float]:
-        error = self.error_sum / max(self.steps, 1)
-        return {"score": -error - float(self.fell), "tracking_error": error, "fall": float(self.fell)}
-
-
-# hint task name -> (reset options from an episode's first observation, score of one rollout)
-_TASK_CHECKS: dict[str, tuple[Callable[[Any], dict[str, Any]], Callable[[], Any]]] = {
-    "claw": (_claw_start, _ClawScore),
-    "quadruped": (_quadruped_start, _QuadrupedScore),
-}
+from envs.controllers import controller_named
 
 
 class ShadowVerifier:
@@ -101,12 +49,10 @@ class ShadowVerifier:
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], task: Any, dt: float, rollouts: int,
                  steps: int, margin: float) -> None:
-        if task.schema.task not in _TASK_CHECKS:
-            raise ValueError(f"no hint verification for task {task.schema.task!r}; "
-                             f"verifiable tasks: {', '.join(_TASK_CHECKS)}")
         self.env_id, self.env_kwargs, self.task, self.dt = env_id, dict(env_kwargs), task, dt
         self.rollouts, self.steps, self.margin = rollouts, steps, margin
-        self.start_options, self.score = _TASK_CHECKS[task.schema.task]
+        family = controller_named(task.controller)  # its episode start and rollout score
+        self.start_options, self.score = family.episode_start, family.score
         self._local = threading.local()  # one shadow env per hint thread
 
     def __call__(self, current: dict[str, Any], proposed: dict[str, Any], start_obs: Any) -> Verification:

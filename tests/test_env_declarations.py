@@ -109,16 +109,23 @@ def test_every_controller_family_shares_one_interface(family):
     controller = family.controller(dt=env.unwrapped.dt)
     assert isinstance(controller.params, family.params) and controller.dt == env.unwrapped.dt
     controller.params = family.params.from_dict(controller.params.to_dict())
-    segment = family.segment()
-    obs, _ = env.reset(seed=0)
+    segment, score = family.segment(), family.score()
+    first, _ = env.reset(seed=0)
+    obs = first
     controller.reset()
     for _ in range(3):
         action = controller.act(obs)
         assert action.dtype == np.float32 and env.action_space.contains(action)
         obs, _, _, _, info = env.step(action)
         segment.add(obs, info)
+        score.add(obs, info)
     summary, outcome = segment.summary()
-    assert summary["steps"] == 3 and outcome
+    assert summary["steps"] == 3 and outcome and np.isfinite(score.metrics()["score"])
+    start = family.episode_start(first)
+    replayed, _ = env.reset(seed=1, options=start)  # another seed, the same start
+    assert list(family.episode_start(replayed)) == list(start)
+    np.testing.assert_allclose(np.hstack([np.ravel(v) for v in family.episode_start(replayed).values()]),
+                               np.hstack([np.ravel(v) for v in start.values()]), atol=1e-6)
     task = TASKS[family.family]
     assert task.controller == family.name and task.schema.task == family.family
     assert task.schema.bounds == family.params.BOUNDS

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from envs.base import Metric
+
+#: ``info[REWARD_TERM_PREFIX + name]`` holds one weighted reward term of the step (both envs).
+REWARD_TERM_PREFIX = "reward_"
 
 
 class Predictor(Protocol):
@@ -65,6 +69,13 @@ def declared_metrics(venv: VecEnv) -> tuple[Metric, ...]:
         return ()
 
 
+def step_term_filter(declared: Sequence[Metric]) -> Callable[[str], bool]:
+    """Whether an ``info`` key is averaged over steps: a reward term (``reward_<name>``) or a metric of
+    ``declared`` reduced per episode by ``"mean"``."""
+    keys = frozenset(m.info_key for m in declared if m.per_episode == "mean")
+    return lambda key: key.startswith(REWARD_TERM_PREFIX) or key in keys
+
+
 def _mean_or_none(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -81,7 +92,7 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
     called before, the episodes (and hence the result) are reproducible.
     """
     declared = declared_metrics(venv)
-    step_keys = {m.info_key for m in declared if m.per_episode == "mean"}
+    is_step_term = step_term_filter(declared)
     last_keys = [m.info_key for m in declared if m.per_episode == "last"]
     n = venv.num_envs
     targets = np.array(split_episodes(episodes, n))
@@ -102,7 +113,7 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
         for i, info in enumerate(infos):
             sums = step_sums[i]
             for key, value in info.items():
-                if key.startswith("reward_") or key in step_keys:
+                if is_step_term(key):
                     sums[key] += float(value)
             if not dones[i]:
                 continue
@@ -121,7 +132,7 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
         starts = dones
 
     rets = per_episode["return"]
-    terms = {k: float(np.mean(v)) for k, v in per_episode.items() if k.startswith("reward_")}
+    terms = {k: float(np.mean(v)) for k, v in per_episode.items() if k.startswith(REWARD_TERM_PREFIX)}
     return EvalResult(
         episodes=len(rets),
         mean_return=float(np.mean(rets)),

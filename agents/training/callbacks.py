@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
 from agents import checkpoint
-from agents.evaluation.protocol import EvalResult, declared_metrics, evaluate
+from agents.evaluation.protocol import EvalResult, declared_metrics, evaluate, step_term_filter
 from agents.vec_env import copy_normalization
 from agents.evaluation.video import recording
 from agents.training.tracking import CLIP_KEY, NOT_FOR_CLIPS, EvalClips
@@ -70,10 +71,10 @@ class InfoTermLogger(BaseCallback):
         self._count = 0
         self._last_dump_step = 0
         self._last_dump_time = time.monotonic()
-        self._step_keys: set[str] = set()
+        self._is_step_term: Callable[[str], bool] = step_term_filter(())
 
     def _on_training_start(self) -> None:
-        self._step_keys = {m.info_key for m in declared_metrics(self.training_env) if m.per_episode == "mean"}
+        self._is_step_term = step_term_filter(declared_metrics(self.training_env))
         self._last_dump_step = self.num_timesteps
         self._last_dump_time = time.monotonic()
 
@@ -81,7 +82,7 @@ class InfoTermLogger(BaseCallback):
         sums = self._sums
         for info in self.locals["infos"]:
             for key, value in info.items():
-                if key.startswith("reward_") or key in self._step_keys:
+                if self._is_step_term(key):
                     sums[key] += value
         self._count += len(self.locals["infos"])
         if self.locals.get("rollout_buffer") is None and self.num_timesteps - self._last_dump_step >= self.every_steps:

@@ -19,15 +19,22 @@ A new env family with a controller adds its module here and one :class:`Controll
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import get_type_hints
+from typing import Any, get_type_hints
 
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
 from envs.claw import ClawEnv
-from envs.controllers.grasp import ClawSegment, GraspController, GraspParams
-from envs.controllers.trot import QuadrupedSegment, TrotController, TrotParams
+from envs.controllers.grasp import ClawScore, ClawSegment, GraspController, GraspParams, claw_episode_start
+from envs.controllers.trot import (
+    QuadrupedScore,
+    QuadrupedSegment,
+    TrotController,
+    TrotParams,
+    quadruped_episode_start,
+)
 from envs.quadruped import QuadrupedEnv
 
 
@@ -44,6 +51,10 @@ class ControllerFamily:
         params: its parameter dataclass; ``BOUNDS`` are the hint schema's bounds.
         segment: statistics of a stretch of steps for a hint request: ``add(obs, info)`` per step,
             ``summary() -> (summary, outcome)``.
+        episode_start: reset options that rebuild an episode from its first observation (hint
+            verification replays the episode a hint was asked about).
+        score: score of one rollout for hint verification: ``add(obs, info)`` per step,
+            ``metrics() -> {"score": higher is better, ...}``.
     """
 
     family: str
@@ -53,6 +64,8 @@ class ControllerFamily:
     controller: type
     params: type
     segment: type
+    episode_start: Callable[[Any], dict[str, Any]]
+    score: type
 
     @property
     def integer_params(self) -> frozenset[str]:
@@ -62,9 +75,15 @@ class ControllerFamily:
 
 FAMILIES: dict[str, ControllerFamily] = {
     "quadruped": ControllerFamily(
-        "quadruped", "trot", QuadrupedEnv, "OpenClaw/Quadruped-v0", TrotController, TrotParams, QuadrupedSegment
+        family="quadruped", name="trot", env_class=QuadrupedEnv, env_id="OpenClaw/Quadruped-v0",
+        controller=TrotController, params=TrotParams, segment=QuadrupedSegment,
+        episode_start=quadruped_episode_start, score=QuadrupedScore,
     ),
-    "claw": ControllerFamily("claw", "grasp", ClawEnv, "OpenClaw/Claw-v0", GraspController, GraspParams, ClawSegment),
+    "claw": ControllerFamily(
+        family="claw", name="grasp", env_class=ClawEnv, env_id="OpenClaw/Claw-v0",
+        controller=GraspController, params=GraspParams, segment=ClawSegment,
+        episode_start=claw_episode_start, score=ClawScore,
+    ),
 }
 CONTROLLER_NAMES = tuple(f.name for f in FAMILIES.values())
 

@@ -242,3 +242,30 @@ class ClawSegment:
                    "final_distance": self.distance, "units": "m, world frame"}
         dropped = self.was_grasped and not self.success and self.grasped_steps < self.steps
         return summary, {"success": self.success, "dropped": dropped}
+
+
+def claw_episode_start(obs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Reset options that rebuild a claw episode from its first observation: cube pose (m, rad) and goal (m)."""
+    o = np.asarray(obs["observation"], dtype=np.float64)
+    w, _, _, z = o[_S["object_quat"]]
+    return {"object_xy": o[_OBJ][:2].tolist(), "object_yaw": float(2.0 * math.atan2(z, w)),
+            "goal": np.asarray(obs["desired_goal"], dtype=np.float64).tolist()}
+
+
+class ClawScore:
+    """Score of one claw rollout (higher is better): success at the end (0/1) minus the final cube-goal distance (m).
+
+    ``add(obs, info)`` per step; :meth:`metrics` also reports the highest cube lift above its resting height (m).
+    """
+
+    def __init__(self) -> None:
+        self.success, self.distance, self.lift = 0.0, math.inf, 0.0
+
+    def add(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> None:
+        self.success = float(info.get("is_success", 0.0))
+        self.distance = float(info["distance"])
+        self.lift = max(self.lift, float(obs["observation"][_OBJ][2]) - OBJECT_REST_Z)
+
+    def metrics(self) -> dict[str, float]:
+        return {"score": self.success - self.distance, "success": self.success,
+                "final_distance": self.distance, "lift": self.lift}

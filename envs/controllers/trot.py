@@ -1,16 +1,23 @@
-"""Scripted trot for ``OpenClaw/Quadruped-v0``: phase oscillators -> foot trajectories -> leg IK -> actions.
+"""Scripted omnidirectional trot for ``OpenClaw/Quadruped-v0``: phase clock -> foot trajectories -> leg IK -> actions.
 
 The controller reads only the observation - the command, plus IMU feedback: projected gravity (levels the
-body by lengthening the lower legs), lateral velocity and yaw rate (cancel the open-loop gait's drift) -
-and its own phase clock, advanced by ``dt`` at every :meth:`TrotController.act`.
+body by lengthening the lower legs), forward velocity and yaw rate (close the loop on the stride, which
+slips and lags behind the soft servos) - and its own phase clock, advanced by ``dt`` at every
+:meth:`TrotController.act`.
 
-Measured (20 seeds, vx = 0.5 m/s, 10 s): flat 20/20 walk, 0.50 m/s mean; rough (5 cm) 20/20, 0.45 m/s.
-Commands 0.3 / 0.8 m/s give 0.27 / 0.56 m/s (long strides saturate the action range).
+Measured with the default parameters, 50 seeded 20 s episodes (seeds 0-49), commands drawn from the
+default ranges (vx in [-1, 1] m/s, vy in [-0.5, 0.5] m/s, yaw rate in [-1, 1] rad/s): flat 0 falls,
+mean tracking error 0.185 m/s; rough (5 cm) 0 falls, 0.193 m/s. Standing still at a zero command drifts
+< 0.05 m/s. The largest errors come from the fastest mixed commands (|vx| ~ 0.9 m/s with |vy| ~ 0.4 m/s),
+where the thigh targets reach the action range.
 
 Gait: a trot - diagonal legs (FR+RL, FL+RR) in phase, the two pairs half a cycle apart. Each leg spends
 ``duty_factor`` of the cycle in stance, moving its foot backwards in the body frame at the commanded
-velocity (plus the yaw-rate term ``w x r_foot``), and the rest in swing, where the foot returns forwards
-along a half-sine arc ``swing_height`` high. Stride per leg = ``velocity_gain * v_foot * T_stance``.
+velocity (plus the yaw-rate term ``w x r_foot``, ``r_foot`` the foot's neutral position), and the rest in
+swing, where the foot returns forwards along a half-sine arc ``swing_height`` high. Stride per leg =
+``velocity_gain * v_foot * T_stance``, where the commanded velocity first gets the feedback terms
+``forward_gain * (vx_cmd - v_x)``, ``lateral_gain * (vy_cmd - v_y)`` and ``yaw_rate_gain * (wz_cmd - w_z)``
+(body frame, instantaneous IMU readings).
 
 Legs: the foot target (hip frame: x forward, y left, z up, origin on the abduction axis) is turned into
 joint angles by analytic IK - abduction from the leg's lateral offset, then the 2-link (thigh, calf)
@@ -73,6 +80,8 @@ class TrotParams:
     forward_gain        -       forward velocity feedback: commanded vx += gain * (vx_cmd - v_x)
     lateral_gain        -       lateral velocity feedback: commanded vy += gain * (vy_cmd - v_y)
     ramp_time           s       time over which the stride ramps up from standing after reset
+    max_stride          m       longest stride (foot travel per stance, any direction); longer ones are scaled
+                                down, so velocity feedback cannot drive the thighs past their action range
     ==================  ======  =====================================================================
     """
 
@@ -90,6 +99,7 @@ class TrotParams:
     forward_gain: float = 0.6
     lateral_gain: float = 0.0
     ramp_time: float = 0.5
+    max_stride: float = 0.2
 
     BOUNDS = {
         "frequency_hz": (1.0, 4.0),
@@ -106,6 +116,7 @@ class TrotParams:
         "forward_gain": (0.0, 2.0),
         "lateral_gain": (0.0, 2.0),
         "ramp_time": (0.0, 2.0),
+        "max_stride": (0.05, 0.3),
     }
 
     def validate(self) -> TrotParams:
@@ -161,6 +172,8 @@ class TrotController:
         foot_vy = vy + wz * (_LEG_X + p.foot_x_offset)
         stride_x = p.velocity_gain * foot_vx * T_stance * ramp
         stride_y = p.velocity_gain * foot_vy * T_stance * ramp
+        shrink = np.minimum(1.0, p.max_stride / np.maximum(np.hypot(stride_x, stride_y), 1e-9))
+        stride_x, stride_y = stride_x * shrink, stride_y * shrink
 
         leg_phase = (self.phase + p.frequency_hz * ahead + _PHASE_OFFSET) % 1.0
         stance = leg_phase < p.duty_factor
@@ -270,3 +283,27 @@ class QuadrupedSegment:
                    "mean_vy": m[4], "mean_yaw_rate": m[5], "tracking_error": m[6], "steps": self.steps,
                    "units": "m/s, rad/s, body frame"}
         return summary, {"fell": self.fell, "tracking_error": m[6]}
+
+
+def quadruped_episode_start(obs: np.ndarray) -> dict[str, Any]:
+    """Reset options that rebuild a quadruped episode from its first observation: the command (m/s, rad/s)."""
+    return {"command": np.asarray(obs[QuadrupedEnv.OBS_SLICES["command"]], dtype=np.float64).tolist()}
+
+
+class QuadrupedScore:
+    """Score of one quadruped rollout (higher is better): minus the mean tracking error (m/s), minus 1 if it fell.
+
+    ``add(obs, info)`` per step; :meth:`metrics` also reports the error and the fall (0/1).
+    """
+
+    def __init__(self) -> None:
+        self.error_sum, self.steps, self.fell = 0.0, 0, False
+
+    def add(self, obs: np.ndarray, info: dict[str, Any]) -> None:
+        self.error_sum += float(info["tracking_error"])
+        self.steps += 1
+        self.fell |= bool(info.get("fell", False))
+
+    def metrics(self) -> dict[str, float]:
+        error = self.error_sum / max(self.steps, 1)
+        return {"score": -error - float(self.fell), "tracking_error": error, "fall": float(self.fell)}
