@@ -3,8 +3,8 @@
 #  - Debian GL packages for headless MuJoCo rendering (EGL / OSMesa), when missing and we are root;
 #  - the CPU build of PyTorch when no torch is installed (a plain `torch` requirement would pull a
 #    multi-GB CUDA build);
-#  - this package, editable, with the test extra, the scale extra (Hydra Ray launcher + Ray) and the
-#    export extra (onnx, onnxruntime: export.py and its tests).
+#  - this package, editable, with the test extra, the scale extra (Hydra Ray launcher + Ray), the
+#    export extra (onnx, onnxruntime: export.py and its tests) and the wandb extra (train.wandb=true).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,4 +22,4 @@ fi
 if ! python -c "import torch" >/dev/null 2>&1; then
   python -m pip install -q "torch==2.13.0"
 fi
-python -m pip install -q -e ".[test,scale,export]"
+python -m pip install -q -e ".[test,scale,export,wandb]"

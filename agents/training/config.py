@@ -124,6 +124,8 @@ class RunConfig:
     video_width: int = 320  # pixels (even)
     video_height: int = 240
     video_shadows: bool = False  # shadows halve software rendering speed (benchmarks/RESULTS.md)
+    wandb: bool = False  # also log config, scalars and clips to Weights & Biases (extra: wandb; WANDB_MODE=offline)
+    wandb_project: str = "openclaw-rl"  # the W&B project of train.wandb=true runs
 
 
 @dataclass

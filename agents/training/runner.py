@@ -266,6 +266,7 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
         summary.update({f"final_{name}": value for name, value in final.metrics.items() if value is not None})
     report.write_summary(run_dir, summary)
     report.plot_learning_curve(run_dir, final.declared if final is not None else (), f"{cfg.agent.name.upper()} on {cfg.env.id}")
+    model.logger.close()  # event files, and a W&B run is finished
     venv.close()
     if eval_venv is not None:
         eval_venv.close()

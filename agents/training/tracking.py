@@ -1,4 +1,4 @@
-"""Where training logs go besides the CSV: evaluation clips as playable TensorBoard animations.
+"""Where training logs go besides the CSV: playable evaluation clips in TensorBoard; Weights & Biases.
 
 The evaluation callback records the clips of each evaluation through SB3's logger as one
 :class:`EvalClips` value (key ``eval/video``). SB3's own writers skip it; :func:`add_trackers`
@@ -7,6 +7,9 @@ adds the writers that show it:
 * :class:`TensorBoardClips`: every clip as an animated GIF image summary (``eval/video/env<i>_ep<k>``)
   in the run's TensorBoard event file. TensorBoard's Images dashboard plays animated GIFs; the summary
   is the one ``SummaryWriter.add_video`` writes, encoded here with imageio/Pillow instead of moviepy.
+* :class:`WandbOutputFormat` (``train.wandb=true``, the ``wandb`` extra): a Weights & Biases run with
+  the resolved config, every scalar SB3 logs and the clips as videos (``eval/video/env<i>_ep<k>``).
+  ``WANDB_MODE=offline`` keeps it on disk (``<run>/wandb/offline-run-*``; ``wandb sync`` uploads it).
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import imageio.v3 as iio
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
 from tensorboard.compat.proto.summary_pb2 import Summary
 
+from agents.errors import ConfigError
 from agents.evaluation.video import Clip
 
 CLIP_KEY = "eval/video"
@@ -74,11 +79,52 @@ class TensorBoardClips(KVWriter):
                 self.writer.file_writer.add_summary(summary, step)
         self.writer.flush()
 
+    def close(self) -> None:
+        """Nothing to release: the ``SummaryWriter`` belongs to SB3's TensorBoard format, which closes it."""
+
+
+class WandbOutputFormat(KVWriter):
+    """Logs SB3's scalars and :class:`EvalClips` (mp4 videos) to a new Weights & Biases run.
+
+    The run (``project``, ``name``, files under ``directory/wandb``) is started with ``config`` as its
+    config; :meth:`close` finishes it. Values excluded for ``"wandb"`` are skipped.
+    """
+
+    def __init__(self, project: str, name: str, directory: Path, config: dict[str, Any]) -> None:
+        try:
+            import wandb
+        except ImportError:
+            raise ConfigError("train.wandb=true needs Weights & Biases: pip install -e '.[wandb]'") from None
+        self._wandb = wandb
+        self.run = wandb.init(project=project, name=name, dir=str(directory), config=config)
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        data: dict[str, Any] = {}
+        for key, value in key_values.items():
+            if "wandb" in (key_excluded.get(key) or ()):
+                continue
+            if isinstance(value, EvalClips):
+                data.update({f"{key}/{clip_name(c)}": self._wandb.Video(str(c.path), format="mp4") for c in value.clips})
+            elif isinstance(value, (int, float, np.integer, np.floating)):
+                data[key] = value
+        if data:
+            self.run.log(data, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
 
 def add_trackers(logger: Logger, cfg: DictConfig) -> None:
-    """Add to ``logger`` (SB3's, made for ``cfg``) the writers that show :class:`EvalClips`.
+    """Add to ``logger`` (SB3's, for the run ``cfg`` configures) the writers that show :class:`EvalClips`.
 
-    A :class:`TensorBoardClips` on its TensorBoard event file, if it writes one.
+    A :class:`TensorBoardClips` on its TensorBoard event file, if it writes one; a
+    :class:`WandbOutputFormat` with ``train.wandb=true`` (project ``train.wandb_project``, run name
+    ``<env>-<agent>-<run dir name>``). ``logger.close()`` finishes them.
     """
     boards: Sequence[TensorBoardOutputFormat] = [f for f in logger.output_formats if isinstance(f, TensorBoardOutputFormat)]
     logger.output_formats.extend(TensorBoardClips(board.writer) for board in boards)
+    if cfg.train.wandb:
+        run_dir = Path(cfg.run_dir)
+        name = f"{cfg.env.name}-{cfg.agent.name}-{run_dir.name}"
+        config = OmegaConf.to_container(cfg, resolve=True)
+        logger.output_formats.append(WandbOutputFormat(cfg.train.wandb_project, name, run_dir, config))
