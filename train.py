@@ -19,9 +19,8 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, open_dict
 
-from agents import saved_config
 from agents.errors import ConfigError
 from agents.training.config import register_configs, validate
 from agents.overrides import check_overrides, resume_argv
@@ -30,23 +29,27 @@ CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_configs()
 
 
-def _resumed_config(cfg: DictConfig) -> DictConfig:
-    """The saved config of the run being resumed, with this command's ``train.*`` overrides on top."""
-    saved = saved_config.load(cfg.resume, "resume")
-    overrides = [o for o in HydraConfig.get().overrides.task if o.startswith("train.")]
-    merged = OmegaConf.merge(saved, OmegaConf.from_dotlist(overrides))
-    with open_dict(merged):
-        merged.resume = cfg.resume
-    return merged
+def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:
+    """The config that will run: with ``resume=``, the saved config with this command's overrides
+    (those a resume may change; others are refused); otherwise ``cfg``, once ``hydra.run.dir`` (when
+    given) is known to hold no other run."""
+    from agents.training.run_dir import check_new, resumed_config
+
+    if cfg.resume:
+        return resumed_config(cfg, argv)
+    run_dir = next((a.split("=", 1)[1] for a in argv if a.startswith("hydra.run.dir=")), None)
+    if run_dir:
+        check_new(run_dir)
+    return cfg
 
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from agents.training.runner import EXIT_INTERRUPTED, TrainingInterrupted, train
+    from agents.training.runner import EXIT_INTERRUPTED, TrainingFailed, TrainingInterrupted, train
 
     try:
         if cfg.resume:
-            cfg = _resumed_config(cfg)
+            cfg = prepare(cfg, list(HydraConfig.get().overrides.task))
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
         validate(cfg)
@@ -55,9 +58,14 @@ def main(cfg: DictConfig) -> None:
         summary = train(cfg)
         print(format_summary(summary))
         print(f"\nrun directory: {cfg.run_dir}")
+        if "teacher_warning" in summary:  # the last word, where it is seen
+            print(f"warning: {summary['teacher_warning']}", file=sys.stderr)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    except TrainingFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
     except TrainingInterrupted as stop:
         print(f"\n{stop}", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
@@ -65,7 +73,7 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     sys.argv = [sys.argv[0], *resume_argv(sys.argv[1:])]
-    problem = check_overrides(CONFIG_DIR, "train", sys.argv[1:], validate)
+    problem = check_overrides(CONFIG_DIR, "train", sys.argv[1:], validate, prepare)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         raise SystemExit(2)

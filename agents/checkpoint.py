@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -103,8 +104,38 @@ def _write_dir(target: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict[str,
         os.replace(tmp, target)
 
 
+class NonFinite(ValueError):
+    """A parameter or normalisation statistic is NaN or infinite, so the learner is not saved."""
+
+
+def non_finite(model: BaseAlgorithm, venv: VecEnv) -> str | None:
+    """The first NaN or infinite learner parameter or normalisation statistic of ``venv``, named; or None."""
+    tensors = dict(model.policy.state_dict())
+    if getattr(model, "log_ent_coef", None) is not None:  # SAC's learned entropy coefficient
+        tensors["log_ent_coef"] = model.log_ent_coef
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return f"parameter {name}"
+    if isinstance(venv, VecNormalize):
+        obs = venv.obs_rms if isinstance(venv.obs_rms, dict) else {"": venv.obs_rms}
+        for key, rms in [*((f"obs_rms{'.' + k if k else ''}", r) for k, r in obs.items()), ("ret_rms", venv.ret_rms)]:
+            if not (np.isfinite(rms.mean).all() and np.isfinite(rms.var).all()):
+                return f"normalisation statistic {key}"
+    return None
+
+
+def _require_finite(model: BaseAlgorithm, venv: VecEnv) -> None:
+    bad = non_finite(model, venv)
+    if bad is not None:
+        raise NonFinite(f"{bad} is not finite at step {model.num_timesteps}")
+
+
 def save(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, keep: int = 2, **meta: Any) -> Checkpoint:
-    """Save a numbered checkpoint at ``model.num_timesteps``, point ``latest`` at it, prune old ones."""
+    """Save a numbered checkpoint at ``model.num_timesteps``, point ``latest`` at it, prune old ones.
+
+    Raises :class:`NonFinite` (writing nothing) when a parameter or statistic is NaN or infinite.
+    """
+    _require_finite(model, venv)
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
@@ -117,7 +148,8 @@ def save(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, keep: int = 2,
 
 
 def save_best(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, **meta: Any) -> Checkpoint:
-    """Overwrite ``checkpoints/best`` (no replay buffer: it is for evaluation and deployment)."""
+    """Overwrite ``checkpoints/best`` (no replay buffer: it is for evaluation and deployment); :class:`NonFinite` as :func:`save`."""
+    _require_finite(model, venv)
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
@@ -129,22 +161,31 @@ def save_best(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, **meta: A
 def _read(path: Path) -> Checkpoint | None:
     if not (path / MODEL).is_file() or not (path / META).is_file():
         return None
-    return Checkpoint(path, json.loads((path / META).read_text()))
+    try:
+        return Checkpoint(path, json.loads((path / META).read_text()))
+    except (ValueError, OSError):  # a damaged meta.json: not a complete checkpoint
+        return None
+
+
+def candidates(run_dir: str | Path) -> list[Checkpoint]:
+    """The complete numbered checkpoints of a run, newest first (the one ``latest`` names leads).
+
+    A loader tries them in order and takes the first that loads (:func:`non_finite` included).
+    """
+    root = Path(run_dir) / "checkpoints"
+    paths = sorted(root.glob("step_*"), reverse=True)
+    pointer = root / "latest"
+    named = root / pointer.read_text().strip() if pointer.is_file() else None
+    if named in paths:
+        paths.remove(named)
+        paths.insert(0, named)
+    return [found for found in map(_read, paths) if found is not None]
 
 
 def latest(run_dir: str | Path) -> Checkpoint | None:
     """The newest complete checkpoint of a run, or ``None``."""
-    root = Path(run_dir) / "checkpoints"
-    pointer = root / "latest"
-    if pointer.is_file():
-        found = _read(root / pointer.read_text().strip())
-        if found is not None:
-            return found
-    for path in sorted(root.glob("step_*"), reverse=True):  # pointer lost: fall back to the newest dir
-        found = _read(path)
-        if found is not None:
-            return found
-    return None
+    found = candidates(run_dir)
+    return found[0] if found else None
 
 
 def best(run_dir: str | Path) -> Checkpoint | None:

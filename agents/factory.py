@@ -10,6 +10,7 @@ from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from agents.errors import ConfigError
 from agents.students import PPOStudent, SACStudent
 from agents.vec_env import is_goal_env
 
@@ -80,6 +81,27 @@ def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> B
         verbose=0,
         **kwargs,
     )
+
+
+def check_device(key: str, value: str) -> None:
+    """Raise :class:`ConfigError` unless ``value`` names a torch device this machine has (or ``auto``)."""
+    if value == "auto":  # SB3: cuda when available, else cpu
+        return
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        raise ConfigError(f"{key}={value!r} is not a device; use cpu, cuda, cuda:<index>, mps or auto") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ConfigError(f"{key}={value}: this machine has no usable CUDA GPU (torch {torch.__version__}, "
+                              f"torch.cuda.is_available() is False); use {key}=cpu")
+        if device.index is not None and device.index >= count:
+            raise ConfigError(f"{key}={value}: this machine has {count} CUDA GPU(s), cuda:0 .. cuda:{count - 1}")
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"{key}={value}: Apple's MPS backend is not available on this machine; use {key}=cpu")
+    elif device.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(f"{key}={value}: students train on cpu, cuda or mps, not {device.type}")
 
 
 def load_agent(name: str, path: str, venv: VecEnv, device: str) -> BaseAlgorithm:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -48,17 +50,48 @@ def _valid_keys_message(config_dir: str, config_name: str, argv: Sequence[str], 
     return f"; valid keys of {where}: {', '.join(sorted(str(k) for k in node.keys()))}"
 
 
+def _ignored_added_key(config_dir: str, cfg: DictConfig, overrides: Sequence[str]) -> str | None:
+    """The problem with a ``+key=value`` that adds a key no code reads (``+distil=ema``), or None.
+
+    Adding is meant for open mappings (``+env.kwargs.<argument>=...``); a key added to a schema node
+    (the top level, ``train``, ``agent`` ...) would be ignored.
+    """
+    groups = {p.name for p in Path(config_dir).iterdir() if p.is_dir()}
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.key_or_group
+        if not (override.is_add() or override.is_force_add()) or ("." not in key and key.split("@")[0] in groups):
+            continue
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        if isinstance(node, DictConfig) and OmegaConf.get_type(node) not in (dict, None):
+            where = parent or "the top level"
+            valid = ", ".join(sorted(str(k) for k in node.keys() if k != leaf))
+            return f"{override.input_line}: {where} has no key {leaf!r}, so nothing would read it; valid keys of {where}: {valid}"
+    return None
+
+
 def check_overrides(
     config_dir: str,
     config_name: str,
     argv: Sequence[str],
     validate: Callable[[DictConfig], None] | None = None,
+    prepare: Callable[[DictConfig, list[str]], DictConfig] | None = None,
 ) -> str | None:
     """Compose ``config_name`` with ``argv``; return a one-line problem description, or ``None`` if it is fine.
 
-    Hydra's own flags (``--help``, ``-m``, ``--cfg`` ...) are left to Hydra.
+    ``prepare(cfg, argv)`` turns the composed config into the one that will run (``train.py``: the
+    resumed run's config) before ``validate`` checks it. With ``-m`` / ``--multirun`` every job of the
+    sweep is checked before the first one starts. Other Hydra flags (``--help``, ``--cfg`` ...) are left to Hydra.
     """
-    if any(a.startswith("-") for a in argv):
+    flags = {a for a in argv if a.startswith("-")}
+    if flags and flags <= {"-m", "--multirun"}:
+        overrides = OverridesParser.create().parse_overrides([a for a in argv if a not in flags])
+        for job in BasicSweeper.split_arguments(overrides, None)[0]:
+            problem = check_overrides(config_dir, config_name, job, validate, prepare)
+            if problem:
+                return f"sweep job {' '.join(job)}: {problem}"
+        return None
+    if flags:
         return None
     overrides = [a for a in argv if not a.startswith("hydra.")]
     GlobalHydra.instance().clear()
@@ -79,15 +112,20 @@ def check_overrides(
             return text + hint
         finally:
             GlobalHydra.instance().clear()
+    problem = _ignored_added_key(config_dir, cfg, overrides)
+    if problem:
+        return problem
     resume = cfg.get("resume")
     if resume:
         try:
             saved_config.path(resume, "resume")
         except ConfigError as err:
             return str(err)
-    if validate is not None and not resume:
-        try:
+    try:
+        if prepare is not None:
+            cfg = prepare(cfg, list(argv))
+        if validate is not None:
             validate(cfg)
-        except ConfigError as err:
-            return str(err)
+    except ConfigError as err:
+        return str(err)
     return None

@@ -9,6 +9,7 @@ updates in the order "optimiser step -> teacher update".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -17,6 +18,18 @@ from distill.kl import Direction, distillation_kl, weighted_mean
 from distill.policy import DiagGaussian, Observation, PolicyRegistry
 from distill.schedules import AlphaSchedule
 from distill.teachers import Teacher
+
+
+class NonFiniteLoss(FloatingPointError):
+    """A loss term is NaN or infinite; raised before the gradient step it would poison."""
+
+
+def check_finite(**terms: torch.Tensor | float) -> None:
+    """Raise :class:`NonFiniteLoss` naming the first of ``terms`` (in order) that is NaN or infinite."""
+    for name, value in terms.items():
+        number = float(value)
+        if not math.isfinite(number):
+            raise NonFiniteLoss(f"the {name.replace('_', ' ')} is {number} (the first non-finite loss term)")
 
 
 @dataclass
@@ -84,6 +97,7 @@ class OnlinePolicyDistillation:
         targets = self.teacher.targets(obs, raw_obs, sample_targets)
         kl = distillation_kl(targets.dist, student_dist, self.direction)
         loss = weighted_mean(kl, targets.weight)
+        check_finite(distillation_KL=loss.detach(), alpha=alpha)
         with torch.no_grad():
             self.stats.add(
                 {

@@ -27,7 +27,7 @@ from agents.students.raw_obs import (
     RawObsRecorder,
     SampleTargetsRecorder,
 )
-from distill.opd import OnlinePolicyDistillation
+from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
 
 
@@ -135,6 +135,8 @@ class PPOStudent(DistillingStudent, PPO):
                 logs["entropy"].append(entropy_loss.item())
                 logs["clip"].append(torch.mean((torch.abs(ratio - 1) > clip_range).float()).item())
                 logs["rl_loss"].append(loss.item())
+                check_finite(policy_gradient_loss=logs["pg"][-1], value_loss=logs["value"][-1],
+                             entropy_loss=logs["entropy"][-1])
 
                 with torch.no_grad():
                     log_ratio = log_prob - batch.old_log_prob

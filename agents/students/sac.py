@@ -22,7 +22,7 @@ from stable_baselines3.common.utils import polyak_update
 from agents.students.distilling import DistillingStudent
 from agents.students.replay_targets import with_targets
 from agents.vec_env import torch_unnormalize_obs
-from distill.opd import OnlinePolicyDistillation
+from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
 
 
@@ -93,6 +93,7 @@ class SACStudent(DistillingStudent, SAC):
                 ent_coef = torch.exp(self.log_ent_coef.detach())
                 ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
                 ent_coef_losses.append(ent_coef_loss.item())
+                check_finite(entropy_coefficient_loss=ent_coef_losses[-1])
             else:
                 ent_coef = self.ent_coef_tensor
             ent_coefs.append(ent_coef.item())
@@ -111,6 +112,7 @@ class SACStudent(DistillingStudent, SAC):
             current_q = self.critic(data.observations, data.actions)
             critic_loss = 0.5 * sum(F.mse_loss(q, target_q) for q in current_q)
             critic_losses.append(critic_loss.item())
+            check_finite(critic_loss=critic_losses[-1])
             self.critic.optimizer.zero_grad()
             critic_loss.backward()
             self.critic.optimizer.step()
@@ -119,6 +121,7 @@ class SACStudent(DistillingStudent, SAC):
             min_q_pi, _ = torch.min(q_pi, dim=1, keepdim=True)
             actor_loss = (ent_coef * log_prob - min_q_pi).mean()
             actor_losses.append(actor_loss.item())
+            check_finite(actor_loss=actor_losses[-1])
             distill = self._distill_term(data.observations, min_q_pi)
             if distill is not None:
                 actor_loss = actor_loss + distill

@@ -123,9 +123,10 @@ def _teacher_report(cfg: DictConfig, targets: ControllerTargets | None) -> tuple
     did = {"teacher_coverage": round(targets.run_coverage(), 4)}
     stats = targets.service.stats() if targets.service is not None else None
     if stats is not None:
-        errors = int(stats["errors"] + stats["timeouts"] + stats["parse_errors"])
+        errors = int(stats["errors"] + stats["timeouts"])
         did.update(teacher_hint_queries=int(stats["queries"]), teacher_hints_accepted=int(stats["accepted"]),
-                       teacher_hints_rejected=int(stats["rejected"]), teacher_errors=errors)
+                   teacher_hints_rejected=int(stats["rejected"]), teacher_malformed_answers=int(stats["parse_errors"]),
+                   teacher_errors=errors)
         if "verified" in stats:  # distill.verify_hints: what the checks cost and let through
             did.update(teacher_hints_verified=int(stats["verified"]), teacher_hints_adopted=int(stats["adopted"]),
                        teacher_verify_cpu_s_per_hint=round(stats["verify_cpu_s_per_hint"], 4),
@@ -142,8 +143,9 @@ def _teacher_report(cfg: DictConfig, targets: ControllerTargets | None) -> tuple
     if not stats["queries"]:
         cause = f"no hint was asked for: no segment ended (lower distill.segment_steps={cfg.distill.segment_steps} or train longer)"
     elif not stats["accepted"]:
-        cause = (f"none of {int(stats['queries'])} hint queries was accepted ({int(stats['rejected'])} rejected: "
-                 f"malformed, refused or outvoted; {errors} errors or timeouts); python -m distill.llm.check diagnoses the channel")
+        cause = (f"none of {int(stats['queries'])} hint queries was accepted ({int(stats['rejected'])} rejected, "
+                 f"{int(stats['parse_errors'])} malformed or refused answers, {errors} failed calls); "
+                 "python -m distill.llm.check diagnoses the channel")
     else:
         cause = (f"{int(stats['accepted'])} of {int(stats['queries'])} hint queries were accepted and each teaches "
                  f"for distill.hint_max_age={cfg.distill.hint_max_age} segments")

@@ -1,0 +1,159 @@
+"""A run directory belongs to one run: who may write into it, what a resume may change, logs that append.
+
+* :func:`check_new` refuses to start a new run in a directory that already holds another run's data
+  (checkpoints or logs); :func:`claimed` also holds ``<run>/.lock`` while training so that a second
+  process cannot write into the same directory.
+* :func:`resumed_config` is the saved config of the run being resumed with this command's overrides:
+  an override of a setting in :data:`RESUMABLE` is applied, any other one that changes a value is
+  refused with a message naming it.
+* :func:`logger` appends to ``progress.csv`` (SB3's CSV writer truncates it) and :func:`truncate_logs`
+  drops the rows logged after the checkpoint a run resumes from, so the curve covers the whole run once.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import fcntl
+import fnmatch
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf, open_dict
+from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
+
+from agents import saved_config
+from agents.errors import ConfigError
+
+LOCK = ".lock"
+PROGRESS = "progress.csv"
+EVAL = "eval.csv"
+RUN_FILES = (PROGRESS, EVAL, "checkpoints/latest", "checkpoints/best")
+
+# Settings that may change when a run is resumed (README "What happens when things go wrong").
+RESUMABLE = (
+    "train.*",
+    "agent.learning_rate",
+    "distill.alpha",
+    "distill.final_alpha",
+    "distill.schedule",
+    "distill.decay_rate",
+    "distill.min_coverage",
+    "distill.require_coverage",
+    "llm",
+    "llm.*",
+)
+NOT_RESUMABLE = {"train.num_envs": "the rollout and replay buffers are sized by it"}
+
+
+def holds_run(run_dir: str | Path) -> bool:
+    """True when ``run_dir`` holds a run's logs or checkpoints."""
+    root = Path(run_dir)
+    return any((root / name).exists() for name in RUN_FILES) or any(root.glob("checkpoints/step_*"))
+
+
+def check_new(run_dir: str | Path) -> None:
+    """Raise :class:`ConfigError` when a new run would write into another run's directory."""
+    if holds_run(run_dir):
+        raise ConfigError(
+            f"{run_dir} already holds another run (checkpoints or logs); a new run there would mix with it. "
+            f"Pick another directory (hydra.run.dir=<new dir>) or continue that run with resume={run_dir}"
+        )
+
+
+@contextmanager
+def claimed(run_dir: str | Path, resume: bool) -> Iterator[Path]:
+    """Create ``run_dir`` (refusing another run's directory unless resuming) and hold its lock file."""
+    root = Path(run_dir)
+    if not resume:
+        check_new(root)
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise ConfigError(
+                f"{root} is in use by another training process (pid {holder}); wait for it to finish, stop it, "
+                "or pick another directory (hydra.run.dir=<new dir>)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield root
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def resumed_config(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
+    """The saved config of run ``cfg.resume`` with the values ``overrides`` set in ``cfg`` applied.
+
+    An override that leaves a setting as saved is fine; one that changes a setting outside
+    :data:`RESUMABLE` raises :class:`ConfigError` naming it.
+    """
+    merged = saved_config.load(cfg.resume, "resume")
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.key_or_group
+        if key in ("resume", "run_dir") or key.split(".")[0] == "hydra":
+            continue
+        value = OmegaConf.select(cfg, key)
+        if value == OmegaConf.select(merged, key):
+            continue
+        if key in NOT_RESUMABLE or not any(fnmatch.fnmatchcase(key, pattern) for pattern in RESUMABLE):
+            saved = OmegaConf.select(merged, key)
+            made = f"{key}={saved}" if not isinstance(saved, DictConfig) else f"another {key}"
+            why = NOT_RESUMABLE.get(key, f"the run was made with {made}")
+            allowed = ", ".join(RESUMABLE) + f" (not {', '.join(NOT_RESUMABLE)})"
+            raise ConfigError(
+                f"{override.input_line}: cannot change when resuming ({why}); settings a resume may change: "
+                f"{allowed}. Drop the override, or start a new run"
+            )
+        with open_dict(merged):
+            OmegaConf.update(merged, key, value, merge=False)
+    with open_dict(merged):
+        merged.resume = cfg.resume
+    return merged
+
+
+class _AppendingCSV(CSVOutputFormat):
+    """SB3's CSV writer, continuing an existing file (its header and rows) instead of truncating it."""
+
+    def __init__(self, filename: str) -> None:
+        if not os.path.isfile(filename):
+            super().__init__(filename)
+            return
+        self.file = open(filename, "r+")
+        header = self.file.readline().strip()
+        self.keys = header.split(",") if header else []
+        self.separator, self.quotechar = ",", '"'
+        self.file.seek(0, os.SEEK_END)
+
+
+def logger(run_dir: str | Path, tensorboard: bool) -> Logger:
+    """SB3 logger writing ``progress.csv`` (appending) and, optionally, TensorBoard events into ``run_dir``."""
+    formats = [_AppendingCSV(str(Path(run_dir) / PROGRESS))]
+    if tensorboard:
+        formats.append(make_output_format("tensorboard", str(run_dir)))
+    return Logger(folder=str(run_dir), output_formats=formats)
+
+
+def truncate_logs(run_dir: str | Path, step: int) -> None:
+    """Drop the ``progress.csv`` / ``eval.csv`` rows logged after ``step`` (a resume restarts from there)."""
+    for name, column in ((PROGRESS, "time/total_timesteps"), (EVAL, "step")):
+        path = Path(run_dir) / name
+        if not path.is_file():
+            continue
+        with path.open(newline="") as f:
+            rows = list(csv.reader(f))
+        if not rows or column not in rows[0]:
+            continue
+        i = rows[0].index(column)
+        kept = [rows[0]] + [r for r in rows[1:] if not (len(r) > i and r[i] and float(r[i]) > step)]
+        if len(kept) < len(rows):
+            with path.open("w", newline="") as f:
+                csv.writer(f, lineterminator="\n").writerows(kept)

@@ -1,0 +1,194 @@
+"""Runs never lose, mix or poison data, and bad values fail before anything is written (issue 12).
+
+Small real runs (``train=smoke``) through ``train.py`` / ``evaluate.py``, and the checkpoint and
+resume helpers on real learners.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
+from stable_baselines3 import PPO
+
+from agents import checkpoint
+from agents.training.config import register_configs
+from agents.training.runner import TrainingFailed, train
+from agents.vec_env import make_vec_env, wrap_normalization
+from test_train import ROOT, run_train
+
+SMOKE = ("train=smoke", "train.progress_bar=false")
+
+
+def column(path, name: str) -> list[str]:
+    with path.open(newline="") as f:
+        return [row[name] for row in csv.DictReader(f)]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished 4096-step PPO smoke run (copy it before changing it)."""
+    run_dir = tmp_path_factory.mktemp("runs") / "run"
+    result = run_train(*SMOKE, f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture
+def run_copy(finished_run, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    (run_dir / "config.yaml").write_text((finished_run / "config.yaml").read_text().replace(str(finished_run), str(run_dir)))
+    return run_dir
+
+
+# ------------------------------------------------------------------------------ 1. one run per directory
+def test_new_run_refuses_a_directory_holding_another_run(run_copy):
+    before = {p.name: p.read_bytes() for p in run_copy.glob("*.csv")}
+    result = run_train(*SMOKE, f"hydra.run.dir={run_copy}", timeout=120)
+    assert result.returncode == 2
+    assert "already holds another run" in result.stderr and f"resume={run_copy}" in result.stderr
+    assert "hydra.run.dir=<new dir>" in result.stderr
+    assert {p.name: p.read_bytes() for p in run_copy.glob("*.csv")} == before, "the refused run wrote into the directory"
+
+
+def test_lock_stops_a_second_process(run_copy):
+    with open(run_copy / ".lock", "w") as held:  # the lock a training process holds while it writes
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242")
+        held.flush()
+        result = run_train(f"resume={run_copy}", "train.total_timesteps=8192", timeout=120)
+    assert result.returncode == 2
+    assert "in use by another training process (pid 4242)" in result.stderr
+
+
+def test_resume_appends_logs_and_applies_resumable_overrides(run_copy):
+    result = run_train(f"resume={run_copy}", "train.total_timesteps=8192", "agent.learning_rate=1e-5", "train.progress_bar=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = [int(float(s)) for s in column(run_copy / "progress.csv", "time/total_timesteps")]
+    assert steps == [1024 * k for k in range(1, 9)], "progress.csv lost the first leg or repeats steps"
+    rates = [r for r in column(run_copy / "progress.csv", "train/learning_rate") if r]
+    assert float(rates[0]) == 3e-4 and float(rates[-1]) == 1e-5, rates
+    assert [int(s) for s in column(run_copy / "eval.csv", "step")] == [2048, 4096, 6144, 8192]
+
+
+@pytest.mark.parametrize("override, named", [("seed=5", "seed=5"), ("env=claw", "env=claw"),
+                                             ("agent=sac", "agent=sac"), ("train.num_envs=8", "train.num_envs=8")])
+def test_resume_refuses_an_override_it_cannot_apply(run_copy, override, named):
+    result = run_train(f"resume={run_copy}", override, timeout=120)
+    assert result.returncode == 2
+    assert f"{named}: cannot change when resuming" in result.stderr, result.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------ 2. no poisoned checkpoints
+def damage_latest(run_dir):
+    latest = run_dir / "checkpoints" / (run_dir / "checkpoints" / "latest").read_text().strip()
+    (latest / "model.zip").write_bytes(b"not a zip")
+    return latest
+
+
+def test_resume_and_evaluate_fall_back_to_the_newest_intact_checkpoint(run_copy):
+    damaged = damage_latest(run_copy)
+    intact = sorted((run_copy / "checkpoints").glob("step_*"))[0]
+    assert intact != damaged
+    evaluated = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), f"run={run_copy}", "checkpoint=latest", "episodes=1", "envs=1", "videos=0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    assert f"evaluating {intact} instead" in evaluated.stderr and "try checkpoint=latest" not in evaluated.stderr
+    assert json.loads((run_copy / "eval" / "metrics.json").read_text())["checkpoint"] == str(intact)
+    resumed = run_train(f"resume={run_copy}", "train.total_timesteps=6144", "train.progress_bar=false")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming from {intact}" in resumed.stderr and damaged.name in resumed.stderr
+    assert json.loads((run_copy / "summary.json").read_text())["steps"] == 6144
+
+
+def test_save_refuses_non_finite_parameters_and_statistics_and_keeps_the_last_good_one(tmp_path):
+    venv = wrap_normalization(make_vec_env("OpenClaw/Claw-v0", {}, 1), True, False, 0.99)
+    model = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, device="cpu")
+    good = checkpoint.save(tmp_path, model, venv)
+    model.num_timesteps = 128
+    with torch.no_grad():
+        next(model.policy.parameters())[0] = float("nan")
+    with pytest.raises(checkpoint.NonFinite, match="parameter .* is not finite at step 128"):
+        checkpoint.save(tmp_path, model, venv)
+    assert checkpoint.latest(tmp_path).path == good.path and not (tmp_path / "checkpoints" / "step_000000000128").exists()
+    fresh = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, device="cpu")
+    venv.obs_rms["observation"].mean[0] = np.inf
+    with pytest.raises(checkpoint.NonFinite, match="normalisation statistic obs_rms.observation"):
+        checkpoint.save_best(tmp_path, fresh, venv)
+    assert checkpoint.best(tmp_path) is None
+
+
+def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
+    """distill.alpha=nan (validation refuses it; the Python API does not validate) stops at the first update."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=[*SMOKE, "distill=ema", "train.eval_freq=0", "train.tensorboard=false"])
+    with open_dict(cfg):
+        cfg.distill.alpha = float("nan")
+        cfg.run_dir = str(tmp_path / "run")
+    with pytest.raises(TrainingFailed, match="the alpha is nan") as failed:
+        train(cfg)
+    assert "resume=" in str(failed.value)
+    saved = checkpoint.latest(cfg.run_dir)  # taken before the poisoned step: finite, resumable
+    assert saved is not None and saved.meta["num_timesteps"] > 0
+    model = PPO.load(saved.model, device="cpu")
+    assert all(torch.isfinite(p).all() for p in model.policy.parameters())
+
+
+# ------------------------------------------------------------------------------ 3. validation up front
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (("distill=ema", "distill.alpha=nan"), "distill.alpha=nan is invalid: it must be a finite number"),
+        (("agent.learning_rate=-1",), "agent.learning_rate=-1.0 is invalid"),
+        (("agent=sac", "agent.tau=2"), "agent.tau=2.0 is invalid: it must be in (0, 1]"),
+        (("train.torch_threads=0",), "train.torch_threads=0 is invalid"),
+        (("train.device=tpu",), "train.device='tpu' is not a device"),
+        (("train.video=true", "train.video_width=4000"), "offscreen buffer of 1280x1280"),
+        (("+env.kwargs.terrain=lava",), "env.kwargs: OpenClaw/Quadruped-v0 cannot be made: terrain='lava'"),
+        (("+distil=ema",), "+distil=ema: the top level has no key 'distil'"),
+        (("-m", "seed=0,1", "agent.learning_rate=1e-3,-1"), "sweep job seed=0 agent.learning_rate=-1"),
+    ],
+)
+def test_bad_values_fail_before_anything_is_written(tmp_path, overrides, expected):
+    result = run_train(*overrides, f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}", timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert expected in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists() and not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_a_gpu_is_an_error(tmp_path):
+    result = run_train("train.device=cuda", f"hydra.run.dir={tmp_path / 'run'}", timeout=120)
+    assert result.returncode == 2 and "no usable CUDA GPU" in result.stderr and "train.device=cpu" in result.stderr
+
+
+# ------------------------------------------------------------------------------ 4. what the teacher did
+def test_a_teacher_that_never_teaches_is_reported(tmp_path):
+    common = (*SMOKE, "distill=llm_hint", "llm.hint_model=fault-malformed", "train.eval_freq=0",
+              f"distill.records_dir={tmp_path / 'records'}")
+    warned = run_train(*common, f"hydra.run.dir={tmp_path / 'warn'}")
+    assert warned.returncode == 0, warned.stderr[-3000:]
+    summary = json.loads((tmp_path / "warn" / "summary.json").read_text())
+    assert summary["teacher_hint_queries"] > 0 and summary["teacher_hints_accepted"] == 0
+    assert summary["teacher_coverage"] == 0 and summary["teacher_malformed_answers"] > 0
+    assert "teacher_hint_queries" in warned.stdout
+    last = warned.stderr.strip().splitlines()[-1]
+    assert last.startswith("warning: the teacher gave targets for 0% of the samples") and "none of" in last
+    failed = run_train(*common, "distill.require_coverage=true", f"hydra.run.dir={tmp_path / 'fail'}")
+    assert failed.returncode == 1 and "distill.require_coverage=true" in failed.stderr
+    assert (tmp_path / "fail" / "summary.json").is_file()
