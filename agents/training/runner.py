@@ -22,7 +22,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from agents import checkpoint
+from agents import checkpoint, saved_config
 from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
@@ -187,7 +187,7 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
     else:
         normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"
         venv = wrap_normalization(venv, cfg.env.normalize_obs, normalize_reward, cfg.agent.gamma)
-    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    OmegaConf.save(cfg, run_dir / saved_config.CONFIG, resolve=True)
     eval_venv = _eval_envs(cfg, venv)
     if resume is None:
         model = build_agent(cfg, venv, tensorboard_dir=None)
