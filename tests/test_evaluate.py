@@ -109,8 +109,13 @@ def test_run_without_checkpoints_or_with_a_corrupt_model_is_reported(run_dir, tm
     broken = tmp_path / "broken"
     shutil.copytree(run_dir, broken)
     (broken / "checkpoints" / "best" / "model.zip").write_bytes(b"not a zip file")
-    with pytest.raises(ConfigError, match=r"best/model\.zip cannot be loaded .*damaged"):
+    fallback = run(_config(run=str(broken), videos=0, episodes=1))  # the newest intact checkpoint instead
+    assert fallback["checkpoint"] == str(checkpoint.latest(broken).path)
+    for model in (broken / "checkpoints").glob("step_*/model.zip"):  # nothing intact is left
+        model.write_bytes(b"not a zip file")
+    with pytest.raises(ConfigError, match=r"best/model\.zip cannot be loaded .*damaged") as failed:
         run(_config(run=str(broken), videos=0, episodes=1))
+    assert "no intact checkpoint is left" in str(failed.value) and "checkpoint=latest" not in str(failed.value)
 
 
 def test_training_records_clips_and_tensorboard_plays_them(tmp_path):
