@@ -77,6 +77,14 @@ def test_evaluation_reports_the_metrics_a_new_env_declares():
     assert [m.format(result.metrics[m.name]) for m in result.declared] == ["push energy 0.520 J", "arrivals 50%"]
 
 
+def test_a_metric_named_like_a_result_field_is_refused(monkeypatch):
+    monkeypatch.setattr(Beacon, "METRICS", (Metric("returns", "energy", "mean", "J", "energy"),))
+    with pytest.raises(ValueError, match=r"metric\(s\) \['returns'\] named like EvalResult fields"):
+        evaluate(FixedPushes(), make_vec_env(BEACON, {}, 2), 2)
+    with pytest.raises(ValueError, match="per_episode='max' is unknown"):
+        Metric("peak", "energy", "max", "J", "peak energy")
+
+
 def test_training_logs_and_summarises_the_metrics_a_new_env_declares(tmp_path):
     from agents.training.config import register_configs
     from agents.training.runner import train

@@ -11,7 +11,7 @@ Metrics gathered per episode:
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -62,11 +62,18 @@ class EvalResult:
 
 
 def declared_metrics(venv: VecEnv) -> tuple[Metric, ...]:
-    """The metrics the envs of ``venv`` declare (their ``METRICS``); none for an env without the attribute."""
+    """The metrics the envs of ``venv`` declare (their ``METRICS``); none for an env without the attribute.
+
+    Raises ``ValueError`` for a metric named like an :class:`EvalResult` field (it would hide that field).
+    """
     try:
-        return tuple(venv.get_attr("METRICS", indices=[0])[0])
+        metrics = tuple(venv.get_attr("METRICS", indices=[0])[0])
     except AttributeError:
         return ()
+    clash = sorted({m.name for m in metrics} & {f.name for f in fields(EvalResult)})
+    if clash:
+        raise ValueError(f"the env declares metric(s) {clash} named like EvalResult fields; rename them in its METRICS")
+    return metrics
 
 
 def step_term_filter(declared: Sequence[Metric]) -> Callable[[str], bool]:
