@@ -90,8 +90,9 @@ class PPOStudent(DistillingStudent, PPO):
     # Copied from stable-baselines3 2.9.2, stable_baselines3/ppo/ppo.py, PPO.train (MIT licence), split
     # into train() and _log_update(). Changes: the distillation term is added to each minibatch loss
     # before gradient clipping and the teacher is told after each optimiser step; ``train/rl_loss`` and
-    # the ``distill/*`` statistics are logged; Discrete actions are not converted (students act in Box
-    # spaces). SB3 private members used: _update_learning_rate, _current_progress_remaining, _n_updates.
+    # the ``distill/*`` statistics are logged; a non-finite loss term stops training (check_finite);
+    # Discrete actions are not converted (students act in Box spaces). SB3 private members used:
+    # _update_learning_rate, _current_progress_remaining, _n_updates.
     # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.PPO.train) this copy follows;
     # tests/test_sb3_copies.py fails when the installed SB3 differs: diff the two, port the change here,
     # run tests/test_distill.py -k parity, then update the hash and the pin in pyproject.toml.
