@@ -259,6 +259,32 @@ def test_verification_rejects_fault_random_hints_that_a_plain_run_adopts(server,
     assert record["verification"]["current"]["score"] > record["verification"]["proposed"]["score"]
 
 
+def test_coach_learns_from_the_simulators_verdicts_and_unchanged_proposals_are_not_checked(server):
+    calls = []
+
+    def verifier(current, proposed, start):  # adopts the first proposal it sees, rejects the rest
+        calls.append(dict(proposed))
+        adopted = len(calls) == 1
+        return Verification(adopted, "", {"score": 0.0}, {"score": 1.0 if adopted else -1.0})
+
+    base = service_for(server)
+    service = HintService(base.channel, base.cfg, TASKS["claw"].schema, verifier=verifier)
+    current = GraspParams().to_dict()
+    reach = build_request(TASKS["claw"].schema, current, {"min_reach_distance": 0.3, "grasped_steps": 0},
+                          {"success": False})
+    first = run_one(service, reach)
+    assert first.verification.adopted and abs(first.params["approach_height"] - 0.06) < 0.01
+    again = run_one(service, {**reach, "summary": {**reach["summary"], "min_reach_distance": 0.4}})
+    assert again.verification.adopted is False  # same advice, the change adopted before: checked again
+    assert calls[1]["approach_height"] == calls[0]["approach_height"]
+    hold = build_request(TASKS["claw"].schema, current, {"min_reach_distance": 0.0, "grasped_steps": 0},
+                         {"success": False})
+    assert not run_one(service, hold).verification.adopted  # new advice: rejected
+    kept = run_one(service, {**hold, "summary": {**hold["summary"], "steps": 50}})
+    assert kept.accepted and kept.verification is None and kept.params == hold["params"]
+    assert len(calls) == 3 and service.stats()["unchanged"] == 1  # rejected advice is not proposed again
+
+
 def test_verification_over_its_cpu_budget_keeps_the_current_parameters(server):
     base = service_for(server)
     calls = []

@@ -3,6 +3,9 @@
 They read a hint request (see :mod:`distill.llm.hints`) and answer like a sensible LLM would, by rules
 a robotics engineer would write down. ``rng`` adds small, seeded jitter so that the ``m`` sampled
 answers of one request differ a little (as sampled LLM answers do) and the vote has work to do.
+Like a hosted LLM they know only the request: :data:`COACHES` is keyed by its ``task``, the env
+family's name in ``envs.controllers.FAMILIES`` (the table that maps families to controllers, which
+``distill.llm`` may not import); a task without a coach gets decision -1.
 
 Quadruped (scripted trot): when the student already tracks its command (error < 0.1 m/s, no fall)
 no teacher is needed (decision -1, the hint's influence decays as the student learns). Otherwise the
@@ -13,6 +16,10 @@ fall the gait becomes more conservative (longer stance, lower swing).
 Claw (scripted grasp): success -> -1. Otherwise the failure mode picks the change: never reached
 the cube -> move faster with a firmer gain; reached but never held it -> grasp a little lower,
 with tighter alignment and a longer squeeze; held but dropped it -> carry slower with a full grip.
+
+Both read the request's ``simulator_checks`` (recent verdicts of the hint verifier, when it runs):
+advice whose change the check adopted is given again with that change; advice it only rejected
+becomes "keep the current parameters". Only the changed parameters are jittered.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ def coach_answer(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     if coach is None:
         return {"decision": -1, "hint": f"unknown task {request.get('task')!r}", "params": {}, "confidence": 0.0}
     decision, hint, changes = coach(request.get("summary", {}), request.get("outcome", {}))
-    params = dict(request.get("params", {}))
-    params.update(changes)
+    new = True  # a new change is jittered; one the simulator adopted before is repeated exactly
+    if decision == 1:
+        hint, changes, new = _learn_from_checks(hint, changes, request.get("simulator_checks", []))
     schema = request.get("schema", {})
-    params = {k: _jitter(k, v, schema, rng) for k, v in params.items() if k in schema}
+    params = {k: v for k, v in request.get("params", {}).items() if k in schema}
+    params.update({k: _jitter(k, v, schema, rng) if new else v for k, v in changes.items() if k in schema})
     confidence = round(min(1.0, max(0.0, 0.8 + rng.uniform(-0.1, 0.1))), 3)
     return {"decision": decision, "hint": hint, "params": params, "confidence": confidence}
 
@@ -64,6 +73,22 @@ def _claw(summary: dict[str, Any], outcome: dict[str, Any]) -> tuple[int, str, d
 
 
 COACHES = {"quadruped": _quadruped, "claw": _claw}
+
+
+def _learn_from_checks(hint: str, changes: dict[str, Any], checks: list[dict[str, Any]]
+                       ) -> tuple[str, dict[str, Any], bool]:
+    """(hint, changes, new) after the simulator's recent verdicts on the same advice (same ``hint``).
+
+    The change the check adopted most recently is proposed again, exactly; advice the check has only
+    rejected becomes "keep the current parameters" (no change, nothing to check).
+    """
+    same = [c for c in checks if c.get("hint") == hint]
+    adopted = [c for c in same if c.get("adopted")]
+    if adopted:
+        return hint, dict(adopted[-1]["changes"]), False
+    if same:
+        return f"{hint}: the simulator rejected it {len(same)}x, keep the current parameters", {}, False
+    return hint, changes, True
 
 
 def random_answer(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:

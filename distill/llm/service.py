@@ -12,7 +12,10 @@ with no LLM at all (``channel=None``).
 Verification: with a ``verifier`` (a callable built by the caller, which knows envs and
 controllers), a hint the vote accepted is checked before it is handed back: ``verifier(current
 params, proposed params, start_obs)`` returns a :class:`Verification`; when it does not adopt the
-proposal the outcome keeps the current parameters (``params == {}``) and says why. It runs on the
+proposal the outcome keeps the current parameters (``params == {}``) and says why; a proposal that
+changes nothing is not checked (``unchanged``). The last :data:`RECENT_CHECKS` verdicts (hint text,
+changes, adopted, score gain) go with every later request as ``simulator_checks``, so that the model
+can learn what the simulator accepts. It runs on the
 hint thread; its CPU time is measured and bounded by ``verify_budget_s_per_min`` (CPU seconds per
 minute of wall time, a token bucket): over budget, the current parameters are kept unchecked.
 
@@ -21,7 +24,7 @@ parse_errors, timeouts, errors, budget_exhausted, circuit_open (answers refused 
 circuit breaker is open), skipped, cancelled (in flight when training ended, see :meth:`HintService.finish`), accepted, rejected, acceptance_rate, latency_p50_s / latency_p95_s
 (per query), tokens, structured_fallbacks (models asked in plain text after rejecting
 ``response_format``); with a verifier also verified, adopted,
-not_adopted, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (total),
+not_adopted, unchanged, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (total),
 verify_cpu_s_per_hint and verify_cpu_share (of this process's CPU time since the service started).
 """
 
@@ -32,7 +35,7 @@ import json
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +45,9 @@ from typing import Any
 from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel, latency_percentiles
 from distill.llm.hints import (HintParseError, HintSchema, ParsedHint, Vote, build_messages, parse_answer, prompt_hash,
                                response_format, vote)
+
+
+RECENT_CHECKS = 8  # verifier verdicts sent along with each request (``simulator_checks``)
 
 
 @dataclass
@@ -91,6 +97,7 @@ class HintService:
         self._verify_refilled = time.monotonic()
         self._cpu_start = time.process_time()
         self._verify_cpu = 0.0
+        self._checks: deque[dict[str, Any]] = deque(maxlen=RECENT_CHECKS)  # verdicts sent with the next requests
         self.records_path = records_path
         if records_path is not None:
             records_path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +157,7 @@ class HintService:
         out["tokens"] = float(channel.get("total_tokens", 0))
         out["acceptance_rate"] = counts.get("accepted", 0) / decided if decided else 0.0
         if self.verifier is not None:
-            for key in ("verified", "adopted", "not_adopted", "verify_over_budget", "verify_errors"):
+            for key in ("verified", "adopted", "not_adopted", "unchanged", "verify_over_budget", "verify_errors"):
                 out[key] = float(counts.get(key, 0))
             verified = counts.get("verified", 0)
             out["adoption_rate"] = counts.get("adopted", 0) / verified if verified else 0.0
@@ -227,6 +234,10 @@ class HintService:
 
     def _query(self, env_index: int, segment: int, request: dict[str, Any], start_obs: Any) -> HintOutcome:
         t0 = time.monotonic()
+        with self._lock:
+            checks = list(self._checks)
+        if checks:  # what the simulator said about recent proposals: a coach can learn from it
+            request = {**request, "simulator_checks": checks}
         messages = build_messages(request)
         m = self.cfg.num_answers
         structured = response_format(request, self.cfg.structured_output)
@@ -245,7 +256,8 @@ class HintService:
         else:
             result = vote(parsed, m)
         latency = time.monotonic() - t0
-        verification = self._verify(request["params"], result.params, start_obs) if result.accepted else None
+        advice = next((p.hint for p in parsed if p is not None and p.decision == 1), "")
+        verification = self._verify(request["params"], result.params, advice, start_obs) if result.accepted else None
         line = self._record(env_index, segment, request, answers, parsed, result, latency, verification)
         with self._lock:
             if env_index in self._cancelled:  # already recorded as cancelled: counted once, there
@@ -258,9 +270,16 @@ class HintService:
             return HintOutcome(env_index, segment, True, {}, verification.reason, verification)
         return HintOutcome(env_index, segment, result.accepted, result.params, result.reason, verification)
 
-    def _verify(self, current: dict[str, Any], proposed: dict[str, Any], start_obs: Any) -> Verification | None:
-        """Run the verifier within its CPU budget; None without a verifier. Never raises."""
+    def _verify(self, current: dict[str, Any], proposed: dict[str, Any], advice: str,
+                start_obs: Any) -> Verification | None:
+        """Run the verifier within its CPU budget and remember its verdict on ``advice`` (the hint text);
+        None without a verifier or when nothing changes. Never raises."""
         if self.verifier is None:
+            return None
+        changes = {k: v for k, v in proposed.items() if current.get(k) != v}
+        if not changes:
+            with self._lock:
+                self._counts["unchanged"] += 1
             return None
         if not self._take_verify_budget():
             with self._lock:
@@ -281,6 +300,10 @@ class HintService:
             self._counts["verified"] += 1
             self._counts["adopted" if verification.adopted else "not_adopted"] += 1
             self._verify_cpu += cost
+            if verification.current and verification.proposed:
+                gain = verification.proposed["score"] - verification.current["score"]
+                self._checks.append({"hint": advice, "changes": changes, "adopted": verification.adopted,
+                                     "score_gain": round(gain, 4)})
         return verification
 
     def _take_verify_budget(self) -> bool:
