@@ -352,7 +352,7 @@ def test_circuit_breaker_backs_off_a_server_that_fails_every_request_and_retries
         with pytest.raises(ChannelError) as ei:
             ch.chat("fault-500", user("hi"))
         assert ei.value.kind == "unavailable" and "breaker_cooldown_s" in ei.value.message
-        assert chat_total(server) == 3  # not hammered
+        assert chat_total(server) == 3 and ch.stats()["calls"] == 3  # not hammered, no budget spent
         time.sleep(0.6)
         with pytest.raises(ChannelError) as ei:  # the trial call after the pause fails: a longer pause
             ch.chat("fault-500", user("hi"))

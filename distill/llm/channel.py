@@ -346,6 +346,7 @@ class LLMChannel:
         Raises :class:`ChannelError`. ``n`` asks for that many choices (all in ``texts``);
         ``response_format`` asks for structured output (plain-text fallback: module docstring).
         """
+        self._check_breaker()
         self._reserve()
         kwargs: dict[str, Any] = {
             "model": model,
@@ -358,7 +359,6 @@ class LLMChannel:
         if n != 1:
             kwargs["n"] = int(n)
         try:
-            self._check_breaker()
             with self._lock:
                 structured = response_format is not None and model not in self._plain_models
             try:
@@ -383,10 +383,12 @@ class LLMChannel:
             raise
 
     def _check_breaker(self) -> None:
-        """Raise ``unavailable`` while the circuit breaker is open."""
+        """Raise ``unavailable`` (counted, not a call of the budget) while the circuit breaker is open."""
         with self._lock:
             left = self._closed_at - time.monotonic()
             failures = self._failures_in_row
+            if left > 0:
+                self._errors["unavailable"] += 1
         if left > 0:
             raise ChannelError("unavailable", f"{safe_url(self.base_url)} failed {failures} calls in a row; "
                                f"not calling it for another {left:.0f} s (circuit breaker, "
