@@ -3,7 +3,9 @@
 :class:`MujocoTaskEnv` owns the MuJoCo model and data, steps the physics ``frame_skip`` times per
 control step in one native call, validates actions, guards against physics blow-ups and renders
 offscreen (``rgb_array``/``depth_array``) or in a passive viewer (``human``). Subclasses implement
-the task: ``_reset_task``, ``_apply_action``, ``_observe`` and ``_evaluate``.
+the task: ``_reset_task``, ``_apply_action``, ``_observe`` and ``_evaluate``, and declare what generic
+code reports about it: ``METRICS`` (:class:`Metric` s read from ``info``) and ``overlay_lines`` (the
+task lines of evaluation videos).
 
 Units follow MuJoCo: metres, seconds, radians, kilograms, newtons.
 """
