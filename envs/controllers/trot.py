@@ -7,9 +7,9 @@ slips and lags behind the soft servos) - and its own phase clock, advanced by ``
 
 Measured with the default parameters, 50 seeded 20 s episodes (seeds 0-49), commands drawn from the
 default ranges (vx in [-1, 1] m/s, vy in [-0.5, 0.5] m/s, yaw rate in [-1, 1] rad/s): flat 0 falls,
-mean tracking error 0.185 m/s; rough (5 cm) 0 falls, 0.193 m/s. Standing still at a zero command drifts
-< 0.05 m/s. The largest errors come from the fastest mixed commands (|vx| ~ 0.9 m/s with |vy| ~ 0.4 m/s),
-where the thigh targets reach the action range.
+mean tracking error 0.166 m/s; rough (5 cm) 0 falls, 0.174 m/s. Standing still at a zero command drifts
+< 0.05 m/s. Top speeds (flat): forward ~0.75 m/s, backward ~1.0 m/s, sideways 0.5 m/s, yaw 1 rad/s; the
+largest errors come from the fastest forward and mixed commands, where the stride reaches ``max_stride``.
 
 Gait: a trot - diagonal legs (FR+RL, FL+RR) in phase, the two pairs half a cycle apart. Each leg spends
 ``duty_factor`` of the cycle in stance, moving its foot backwards in the body frame at the commanded
@@ -96,10 +96,10 @@ class TrotParams:
     damping_compensation: float = 1.4
     attitude_gain: float = 0.12
     yaw_rate_gain: float = 0.8
-    forward_gain: float = 0.6
+    forward_gain: float = 1.0
     lateral_gain: float = 0.0
     ramp_time: float = 0.5
-    max_stride: float = 0.2
+    max_stride: float = 0.26
 
     BOUNDS = {
         "frequency_hz": (1.0, 4.0),
