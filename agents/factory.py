@@ -68,10 +68,15 @@ def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
     return kwargs
 
 
+def learner_kwargs(cfg: DictConfig, venv: VecEnv) -> dict[str, Any]:
+    """The PPO or SAC constructor's hyper-parameter keyword arguments for ``cfg.agent`` on ``venv``."""
+    return _ppo_kwargs(cfg.agent) if cfg.agent.name == "ppo" else _sac_kwargs(cfg.agent, venv)
+
+
 def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> BaseAlgorithm:
     """A fresh learner with the configured hyper-parameters, seeded with ``cfg.seed``."""
     agent = cfg.agent
-    kwargs = _ppo_kwargs(agent) if agent.name == "ppo" else _sac_kwargs(agent, venv)
+    kwargs = learner_kwargs(cfg, venv)
     return ALGORITHMS[agent.name](
         policy_name(venv),
         venv,
