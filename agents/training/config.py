@@ -77,7 +77,7 @@ class SACConfig:
 class DistillConfig:
     """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
 
-    name: str = "none"  # none | ema | checkpoint
+    name: str = "none"  # none | ema | checkpoint | scripted | llm_hint (the five configs/distill/*.yaml)
     alpha: float = 0.0  # distillation weight at the start of training
     schedule: str = "constant"  # constant | linear | cosine | exponential (alpha -> final_alpha)
     final_alpha: float = 0.0
