@@ -59,6 +59,7 @@ def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
         gradient_steps=a.gradient_steps,
         ent_coef=a.ent_coef,
         policy_kwargs=dict(net_arch=list(a.net_arch), activation_fn=ACTIVATIONS[a.activation]),
+        fast_update=a.fast_update,
     )
     if a.her and is_goal_env(venv):
         kwargs["replay_buffer_class"] = HerReplayBuffer

@@ -196,7 +196,9 @@ HOT_SPOTS = (
     ("logger.dump", "common/logger.py", "dump"),
     ("buffer add", "common/buffers.py", "add"),
     ("buffer sample", "common/buffers.py", "sample"),
+    ("replay_batches (SAC student's sampling)", "agents/students/replay_sampling.py", "replay_batches"),
     ("polyak_update", "common/utils.py", "polyak_update"),
+    ("soft_update (SAC student's Polyak update)", "agents/students/sac.py", "soft_update"),
 )
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO, SAC
@@ -191,10 +192,13 @@ def _ppo(cls, seed=3):
                policy_kwargs=dict(net_arch=[32, 32]))
 
 
-def _sac(cls, seed=3):
+def _sac(cls, seed=3, **kwargs):
+    """SAC on 1 quadruped env; a ``SACStudent`` in parity mode (SB3's Adam) unless ``kwargs`` say otherwise."""
+    if cls is SACStudent:
+        kwargs.setdefault("fast_update", False)
     venv = make_vec_env("OpenClaw/Quadruped-v0", n_envs=1, seed=seed)
     return cls("MlpPolicy", venv, learning_starts=64, batch_size=32, seed=seed, device="cpu",
-               policy_kwargs=dict(net_arch=[32, 32]))
+               policy_kwargs=dict(net_arch=[32, 32]), **kwargs)
 
 
 def _ema(model, alpha):
@@ -218,6 +222,18 @@ def test_alpha_zero_is_bit_identical_to_sb3(build, steps):
     for a, b, c, d in zip(params(reference), params(plain), params(zero), params(nonzero)):
         assert torch.equal(a, b) and torch.equal(a, c)
     assert any(not torch.equal(a, d) for a, d in zip(params(reference), params(nonzero)))
+
+
+def test_sac_fast_update_differs_from_sb3_by_rounding_only():
+    """The default update (fused Adam) rounds differently from SB3's Adam, so it is not bit-identical,
+    but after 96 gradient steps every parameter is within float32 rounding drift of SB3's."""
+    torch.set_num_threads(1)
+    reference = _sac(SAC).learn(160)
+    fast = _sac(SACStudent, fast_update=True).learn(160)
+    assert fast.actor.optimizer.defaults["fused"] and fast.ent_coef_optimizer.defaults["fused"]
+    assert any(not torch.equal(a, b) for a, b in zip(params(reference), params(fast)))
+    for a, b in zip(params(reference), params(fast)):
+        torch.testing.assert_close(b, a, rtol=0, atol=1e-4)
 
 
 def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
@@ -292,6 +308,42 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_e
 def test_bad_distill_values(override, expected):
     result = run_train(*override)
     assert result.returncode == 2 and expected in result.stderr
+
+
+def test_torch_normalisation_matches_vec_normalize_both_ways():
+    """The torch versions of VecNormalize's maths (checkpoint teacher: normalise; SAC raw observations:
+    unnormalise) equal SB3's numpy ones, on a Dict env with one normalised key and on a Box env."""
+    from agents.vec_env import torch_normalize_obs, torch_unnormalize_obs
+
+    rng = np.random.default_rng(0)
+    for env_id, keys in (("OpenClaw/Claw-v0", ["observation"]), ("OpenClaw/Quadruped-v0", [None])):
+        norm = VecNormalize(make_vec_env(env_id, n_envs=1), norm_reward=False, clip_obs=2.0,
+                            norm_obs_keys=None if keys == [None] else keys)
+        space = norm.observation_space
+        shapes = {k: s.shape for k, s in space.spaces.items()} if keys != [None] else {None: space.shape}
+        raw = {k: rng.normal(0.0, 3.0, (8, *shape)).astype(np.float32) for k, shape in shapes.items()}
+        for k in keys:  # running statistics away from mean 0, variance 1
+            rms = norm.obs_rms[k] if k else norm.obs_rms
+            rms.mean, rms.var = rng.normal(0.0, 1.0, shapes[k]), rng.uniform(0.1, 4.0, shapes[k])
+        if keys == [None]:
+            raw = raw[None]
+        normalized = norm.normalize_obs(raw)
+        restored = norm.unnormalize_obs(normalized)
+
+        def to_torch(obs):
+            return {k: torch.as_tensor(v) for k, v in obs.items()} if isinstance(obs, dict) else torch.as_tensor(obs)
+
+        got, back = torch_normalize_obs(norm, to_torch(raw)), torch_unnormalize_obs(norm, to_torch(normalized))
+        for k in keys:
+            part = {name: obs[k] if k else obs for name, obs in
+                    (("normalized", normalized), ("restored", restored), ("got", got), ("back", back))}
+            assert np.abs(part["normalized"]).max() == 2.0  # some entries were clipped
+            # float32 tensors (as the learners pass them) against SB3's float64 maths: rounding only
+            np.testing.assert_allclose(part["got"].numpy(), part["normalized"], rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(part["back"].numpy(), part["restored"], rtol=1e-6, atol=1e-6)
+        if keys != [None]:
+            assert torch.equal(got["desired_goal"], torch.as_tensor(raw["desired_goal"]))  # not a normalised key
+        norm.close()
 
 
 # ---------------------------------------------------------------- layering

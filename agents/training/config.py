@@ -71,6 +71,7 @@ class SACConfig:
     her: bool = True  # use hindsight experience replay on goal-conditioned (Dict) observations
     her_n_sampled_goal: int = 4
     her_goal_selection_strategy: str = "future"  # future | final | episode
+    fast_update: bool = True  # fused Adam (rounds differently from SB3); false: bit-identical to SB3's SAC
 
 
 @dataclass
