@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import stable_baselines3
 from stable_baselines3 import PPO, SAC
-from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+from stable_baselines3.common.buffers import BaseBuffer, DictReplayBuffer, ReplayBuffer
 
 from agents.students import PPOStudent, SACStudent
+from agents.students.replay_sampling import SB3_SAMPLE_SHA256
 from agents.students.replay_targets import SB3_GET_SAMPLES_SHA256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,10 +39,13 @@ def sha256_of_source(function) -> str:
     [
         (PPO.train, PPOStudent.SB3_TRAIN_SHA256, "agents/students/ppo.py (PPOStudent.train, _log_update)"),
         (SAC.train, SACStudent.SB3_TRAIN_SHA256, "agents/students/sac.py (SACStudent.train)"),
-        (ReplayBuffer._get_samples, SB3_GET_SAMPLES_SHA256["ReplayBuffer"], "agents/students/replay_targets.py"),
-        (DictReplayBuffer._get_samples, SB3_GET_SAMPLES_SHA256["DictReplayBuffer"], "agents/students/replay_targets.py"),
+        (BaseBuffer.sample, SB3_SAMPLE_SHA256, "agents/students/replay_sampling.py"),
+        (ReplayBuffer._get_samples, SB3_GET_SAMPLES_SHA256["ReplayBuffer"],
+         "agents/students/replay_targets.py and replay_sampling.py"),
+        (DictReplayBuffer._get_samples, SB3_GET_SAMPLES_SHA256["DictReplayBuffer"],
+         "agents/students/replay_targets.py and replay_sampling.py"),
     ],
-    ids=["PPO.train", "SAC.train", "ReplayBuffer._get_samples", "DictReplayBuffer._get_samples"],
+    ids=["PPO.train", "SAC.train", "BaseBuffer.sample", "ReplayBuffer._get_samples", "DictReplayBuffer._get_samples"],
 )
 def test_copied_sb3_code_matches_the_installed_sb3(original, recorded, copy):
     found = sha256_of_source(original)

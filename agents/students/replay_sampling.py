@@ -21,6 +21,11 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from agents.students.replay_targets import TargetsDictReplayBuffer, TargetsReplayBuffer
 
+#: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``BaseBuffer.sample`` whose draw
+#: (stable_baselines3/common/buffers.py) :func:`replay_batches` repeats; its ``_get_samples`` maths are
+#: covered by ``replay_targets.SB3_GET_SAMPLES_SHA256``. tests/test_sb3_copies.py fails when SB3 differs.
+SB3_SAMPLE_SHA256 = "32e77dec7d96488dfa619dc0fd82b08a315943bdd28b635ea93166c932c5f1ee"
+
 #: buffer classes whose ``_get_samples`` is SB3's plain one (plus recorded teacher targets)
 _GATHERABLE = (ReplayBuffer, DictReplayBuffer, TargetsReplayBuffer, TargetsDictReplayBuffer)
 
