@@ -95,7 +95,7 @@ class PPOStudent(DistillingStudent, PPO):
     # _update_learning_rate, _current_progress_remaining, _n_updates.
     # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.PPO.train) this copy follows;
     # tests/test_sb3_copies.py fails when the installed SB3 differs: diff the two, port the change here,
-    # run tests/test_distill.py -k parity, then update the hash and the pin in pyproject.toml.
+    # run pytest tests/test_distill.py -k bit_identical, then update the hash and the pin in pyproject.toml.
     SB3_TRAIN_SHA256 = "7c8d09940123242f0ac401c5ec2cc858b8bf3339f571c222382f048ffd8306ae"
 
     def train(self) -> None:

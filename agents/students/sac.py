@@ -116,7 +116,7 @@ class SACStudent(DistillingStudent, SAC):
     # _current_progress_remaining in _progress).
     # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.SAC.train) this copy follows;
     # tests/test_sb3_copies.py fails when the installed SB3 differs: diff the two, port the change here,
-    # run tests/test_distill.py -k parity, then update the hash and the pin in pyproject.toml.
+    # run pytest tests/test_distill.py -k bit_identical, then update the hash and the pin in pyproject.toml.
     SB3_TRAIN_SHA256 = "0ac7abe1c18ba7fe1b8a5bbf2b301b6fff4f4573aa02c4342187a953600ce50c"
 
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
