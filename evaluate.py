@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 import envs  # noqa: F401  (picks a headless GL backend before mujoco is imported)
 from agents.errors import ConfigError
 from agents.evaluation.run import format_metrics, register_config, run, validate
-from agents.overrides import check_overrides
+from agents.overrides import exit_if_invalid
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_config()
@@ -38,8 +38,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    problem = check_overrides(CONFIG_DIR, "evaluate", sys.argv[1:], validate)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
+    exit_if_invalid(CONFIG_DIR, "evaluate", sys.argv[1:], validate)
     main()

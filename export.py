@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 import envs  # noqa: F401  (registers the env ids; picks a headless GL backend before mujoco is imported)
 from agents.errors import ConfigError
 from agents.export import register_config, run, validate
-from agents.overrides import check_overrides
+from agents.overrides import exit_if_invalid
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_config()
@@ -39,8 +39,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    problem = check_overrides(CONFIG_DIR, "export", sys.argv[1:], validate)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
+    exit_if_invalid(CONFIG_DIR, "export", sys.argv[1:], validate)
     main()

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, open_dict
 
 from agents.errors import ConfigError
 from agents.training.config import register_configs, validate
-from agents.overrides import check_overrides, resume_argv
+from agents.overrides import exit_if_invalid, resume_argv
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_configs()
@@ -73,8 +73,5 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     sys.argv = [sys.argv[0], *resume_argv(sys.argv[1:])]
-    problem = check_overrides(CONFIG_DIR, "train", sys.argv[1:], validate, prepare)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        raise SystemExit(2)
+    exit_if_invalid(CONFIG_DIR, "train", sys.argv[1:], validate, prepare)
     main()

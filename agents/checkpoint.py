@@ -117,8 +117,11 @@ def non_finite(model: BaseAlgorithm, venv: VecEnv) -> str | None:
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             return f"parameter {name}"
     if isinstance(venv, VecNormalize):
-        obs = venv.obs_rms if isinstance(venv.obs_rms, dict) else {"": venv.obs_rms}
-        for key, rms in [*((f"obs_rms{'.' + k if k else ''}", r) for k, r in obs.items()), ("ret_rms", venv.ret_rms)]:
+        stats = [("ret_rms", venv.ret_rms)]
+        if venv.norm_obs:  # SB3 makes ``obs_rms`` only when it normalises observations
+            obs = venv.obs_rms if isinstance(venv.obs_rms, dict) else {"": venv.obs_rms}
+            stats += [(f"obs_rms{'.' + k if k else ''}", r) for k, r in obs.items()]
+        for key, rms in stats:
             if not (np.isfinite(rms.mean).all() and np.isfinite(rms.var).all()):
                 return f"normalisation statistic {key}"
     return None

@@ -8,6 +8,7 @@ validation failure into one line that names the problem and lists what is valid.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
@@ -129,3 +130,18 @@ def check_overrides(
     except ConfigError as err:
         return str(err)
     return None
+
+
+def exit_if_invalid(
+    config_dir: str,
+    config_name: str,
+    argv: Sequence[str],
+    validate: Callable[[DictConfig], None] | None = None,
+    prepare: Callable[[DictConfig, list[str]], DictConfig] | None = None,
+) -> None:
+    """A command's first step: :func:`check_overrides`; on a problem print ``error: <problem>`` to stderr
+    and exit with status 2 before Hydra starts."""
+    problem = check_overrides(config_dir, config_name, argv, validate, prepare)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(2)

@@ -155,7 +155,8 @@ def copy_normalization(train_venv: VecEnv, eval_venv: VecEnv) -> None:
     may carry a teacher wrapper that evaluation does not need).
     """
     if isinstance(train_venv, VecNormalize) and isinstance(eval_venv, VecNormalize):
-        eval_venv.obs_rms = copy.deepcopy(train_venv.obs_rms)
+        if train_venv.norm_obs:  # SB3 makes ``obs_rms`` only when it normalises observations
+            eval_venv.obs_rms = copy.deepcopy(train_venv.obs_rms)
         eval_venv.ret_rms = copy.deepcopy(train_venv.ret_rms)
 
 

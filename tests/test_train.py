@@ -54,6 +54,15 @@ def test_smoke_training_end_to_end(tmp_path, env, agent):
     assert "summary" in result.stdout
 
 
+@pytest.mark.parametrize("agent", ["ppo", "sac"])
+def test_training_without_observation_normalisation(tmp_path, agent):
+    """``env.normalize_obs=false`` (SB3 then keeps no ``obs_rms``): evaluation and checkpoints still work."""
+    run_dir = tmp_path / "run"
+    result = run_train(f"agent={agent}", "train=smoke", "env.normalize_obs=false", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert assert_run_artifacts(run_dir)["final_eval_episodes"] == 2
+
+
 def test_resume_continues_step_count(tmp_path):
     run_dir = tmp_path / "run"
     first = run_train("train=smoke", f"hydra.run.dir={run_dir}")
