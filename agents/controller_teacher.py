@@ -98,6 +98,13 @@ class ControllerTargets(VecEnvWrapper):
         self._weights_sum, self._weights_n = 0.0, 0
         self._run_sum, self._run_n = 0.0, 0  # the same, summed over the whole run
         self.on_close: list[Callable[[], None]] = []  # e.g. the LLM channel and the bundled server
+        for i in range(n):
+            self._sync_env(i)
+
+    def _sync_env(self, i: int) -> None:
+        """Make env ``i`` match its controller's params (e.g. the gait clock runs at the trot's frequency)."""
+        for name, args in self.policy.controllers[i].env_settings().items():
+            self.venv.env_method(name, *args, indices=[i])
 
     def reset(self):
         obs = self.venv.reset()
@@ -180,6 +187,7 @@ class ControllerTargets(VecEnvWrapper):
                 self.invalid_hints += 1
                 self.hint_from[i] = None
                 continue
+            self._sync_env(i)
             self.hint_from[i] = outcome.segment + 1
 
 

@@ -8,6 +8,7 @@ import torch
 from omegaconf import DictConfig
 from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
 from agents.errors import ConfigError
@@ -113,3 +114,23 @@ def check_device(key: str, value: str) -> None:
 def load_agent(name: str, path: str, venv: VecEnv, device: str) -> BaseAlgorithm:
     """Load a saved learner (weights, optimiser state, step count) and attach ``venv``."""
     return ALGORITHMS[name].load(path, env=venv, device=device)
+
+
+def check_observation_space(path: str, venv: VecEnv) -> None:
+    """Raise :class:`ConfigError` when the learner saved at ``path`` observed another space than ``venv``'s.
+
+    A checkpoint only runs on the env version it was trained on: e.g. ``OpenClaw/Quadruped-v0`` gives 48
+    values, ``-v1`` appends the gait clock (57). A file that cannot be read is left for the load to report.
+    """
+    try:
+        data, _, _ = load_from_zip_file(path, device="cpu")
+        saved = data["observation_space"]
+    except Exception:  # damaged or not a learner: the load itself says so
+        return
+    if saved != venv.observation_space:
+        raise ConfigError(
+            f"{path} was trained on observations {saved} but this env gives {venv.observation_space}: a "
+            "checkpoint only runs on the env version it was trained on (OpenClaw/Quadruped-v0 observes 48 "
+            "values, -v1 adds the gait clock: 57); use that env id (evaluate.py env_id=..., the run's own "
+            "config by default) or train a new run"
+        )

@@ -72,6 +72,8 @@ class ShadowVerifier:
         env = self._env()
         controller = ControllerPolicy(self.task.controller, 1, self.dt).controllers[0]
         controller.params = self.task.params_from_dict(params)
+        for name, args in controller.env_settings().items():  # e.g. the gait clock's frequency
+            env.get_wrapper_attr(name)(*args)
         runs = []
         for seed in range(self.rollouts):
             obs, _ = env.reset(seed=seed, options=options)

@@ -5,6 +5,8 @@ id                              task
 ==============================  ======================================================================
 ``OpenClaw/Quadruped-v0``       12-joint Go1-class quadruped tracks a commanded base velocity (flat)
 ``OpenClaw/QuadrupedRough-v0``  the same on a rough heightfield terrain
+``OpenClaw/Quadruped-v1``       ``Quadruped-v0`` whose observation also carries the gait clock (57 dims)
+``OpenClaw/QuadrupedRough-v1``  ``QuadrupedRough-v0`` with the gait clock
 ``OpenClaw/Claw-v0``            gantry claw grasps a box and lifts it to a target height (goal-conditioned)
 ``OpenClaw/ClawPlace-v0``       gantry claw picks the box and places it at a target on the table
 ==============================  ======================================================================
@@ -27,6 +29,8 @@ from gymnasium.envs.registration import register, registry  # noqa: E402
 ENV_IDS = (
     "OpenClaw/Quadruped-v0",
     "OpenClaw/QuadrupedRough-v0",
+    "OpenClaw/Quadruped-v1",
+    "OpenClaw/QuadrupedRough-v1",
     "OpenClaw/Claw-v0",
     "OpenClaw/ClawPlace-v0",
 )
@@ -35,6 +39,13 @@ _SPECS = {
     "OpenClaw/Quadruped-v0": dict(entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000),
     "OpenClaw/QuadrupedRough-v0": dict(
         entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000, kwargs={"terrain": "rough"}
+    ),
+    # v1: the observation carries the gait clock the scripted trot follows (QuadrupedEnv's gait_clock).
+    "OpenClaw/Quadruped-v1": dict(
+        entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000, kwargs={"gait_clock": True}
+    ),
+    "OpenClaw/QuadrupedRough-v1": dict(
+        entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000, kwargs={"terrain": "rough", "gait_clock": True}
     ),
     "OpenClaw/Claw-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=100),
     "OpenClaw/ClawPlace-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=150, kwargs={"task": "place"}),

@@ -33,21 +33,34 @@ index  joint                       default pose (rad)  range (rad)
 
 ## Observation space
 
-``Box(-inf, inf, (48,), float32)``. Named slices: ``QuadrupedEnv.OBS_SLICES``. Everything comes from
-MuJoCo sensors, which are evaluated at the start of the last physics substep (i.e. 4 ms before the
-returned state; the usual "sensor latency" of ``mj_step``).
+``Box(-inf, inf, (57,), float32)`` for ``OpenClaw/Quadruped-v1`` / ``QuadrupedRough-v1`` (``gait_clock=True``),
+``Box(-inf, inf, (48,), float32)`` - indices 0-47 only - for the ``-v0`` ids (``gait_clock=False``, the
+constructor's default). Named slices: ``env.OBS_SLICES`` (the class attribute holds 0-47,
+``QuadrupedEnv.CLOCK_SLICES`` the rest). Indices 0-47 come from MuJoCo sensors, which are evaluated at the
+start of the last physics substep (i.e. 4 ms before the returned state; the usual "sensor latency" of
+``mj_step``).
 
-=======  ============  ==========================================================  ======  =====
-indices  name          meaning                                                     unit    frame
-=======  ============  ==========================================================  ======  =====
-0-2      lin_vel       trunk linear velocity (velocimeter at the IMU site)          m/s     body
-3-5      ang_vel       trunk angular velocity (gyro)                                rad/s   body
-6-8      gravity       unit gravity direction; (0, 0, -1) when upright              -       body
-9-11     command       commanded (vx, vy, wz)                                       m/s, rad/s  body
-12-23    joint_pos     joint angles minus ``DEFAULT_POSE``                          rad     joint
-24-35    joint_vel     joint velocities                                             rad/s   joint
-36-47    last_action   the action applied in this step (``[-1, 1]``, zeros at reset)  -     -
-=======  ============  ==========================================================  ======  =====
+=======  ==============  ==============================================================  ==========  =====
+indices  name            meaning                                                         unit        frame
+=======  ==============  ==============================================================  ==========  =====
+0-2      lin_vel         trunk linear velocity (velocimeter at the IMU site)             m/s         body
+3-5      ang_vel         trunk angular velocity (gyro)                                   rad/s       body
+6-8      gravity         unit gravity direction; (0, 0, -1) when upright                 -           body
+9-11     command         commanded (vx, vy, wz)                                          m/s, rad/s  body
+12-23    joint_pos       joint angles minus ``DEFAULT_POSE``                             rad         joint
+24-35    joint_vel       joint velocities                                                rad/s       joint
+36-47    last_action     the action applied in this step (``[-1, 1]``, zeros at reset)   -           -
+48-51    phase_sin       sin(2 pi phase) of each leg's gait phase (FR, FL, RR, RL)       -           -
+52-55    phase_cos       cos(2 pi phase), same legs                                      -           -
+56       gait_frequency  the gait clock's frequency                                      Hz          -
+=======  ==============  ==============================================================  ==========  =====
+
+Gait clock (v1): one phase ``phi`` in cycles, 0 at reset, advanced by ``gait_frequency_hz * dt`` every
+step; leg ``i``'s phase is ``phi + GAIT_PHASE_OFFSETS[i]`` (a trot: FR and RL at 0, FL and RR at 0.5).
+The scripted trot (``envs.controllers.trot``) reads its phases and frequency from these entries, so a
+policy that observes them sees everything the trot's action depends on. ``set_gait_frequency(f)``
+changes the frequency from the next step on (kept across resets; the phase does not jump): a teacher
+whose gait frequency an LLM hint changes calls it (``env_method("set_gait_frequency", f)``).
 
 ## Rewards
 
@@ -102,7 +115,7 @@ A 50 m x 50 m heightfield (a 20 s episode at the fastest command stays on it) on
 (deterministic): ground height in ``[0, terrain_bump_height]`` m above z = 0 (default 0.05 m, mean
 ~half), mixing 0.5 m-wavelength undulations with per-cell bumps, flat within 0.5 m of the spawn point.
 The scripted trot (``envs.controllers.trot``) tracks commands from the default ranges on it (5 cm; 50
-seeded 20 s episodes: no fall, mean tracking error 0.174 m/s).
+seeded 20 s episodes: no fall, mean tracking error 0.171 m/s).
 
 ## Performance
 
@@ -129,6 +142,8 @@ domain_randomization         False            per reset: foot friction U(0.4, 1.
 push_interval_s              0.0              every this many seconds add U(-v, v) to the trunk's world
                                               xy velocity (0 disables)
 push_velocity                0.0              v above (m/s; 0 disables)
+gait_clock                   False            run the gait clock and append it to the observation (v1: True)
+gait_frequency_hz            2.5              the gait clock's frequency (Hz, in ``GAIT_FREQUENCY_RANGE``)
 render_mode, width, height   None, 480, 480   see ``MujocoTaskEnv``
 camera                       "tracking"       camera name or id for rgb/depth rendering
 ===========================  ===============  ===============================================================
@@ -222,6 +237,17 @@ class QuadrupedEnv(MujocoTaskEnv):
         "last_action": slice(36, 48),
     }
     OBS_DIM = 48
+    # Appended when ``gait_clock`` (v1); an instance's ``OBS_SLICES`` then holds both tables.
+    CLOCK_SLICES = {
+        "phase_sin": slice(48, 52),
+        "phase_cos": slice(52, 56),
+        "gait_frequency": slice(56, 57),
+    }
+    CLOCK_OBS_DIM = 57
+    GAIT_FREQUENCY_HZ = 2.5  # default gait clock frequency (cycles per second)
+    GAIT_FREQUENCY_RANGE = (1.0, 4.0)  # Hz, allowed by set_gait_frequency
+    # Trot: FR and RL share a phase, FL and RR are half a cycle later (fraction of a cycle).
+    GAIT_PHASE_OFFSETS = np.array([0.0, 0.5, 0.5, 0.0])
 
     DEFAULT_REWARD_SCALES = {
         "tracking_lin_vel": 1.0,
@@ -256,6 +282,8 @@ class QuadrupedEnv(MujocoTaskEnv):
         domain_randomization: bool = False,
         push_interval_s: float = 0.0,
         push_velocity: float = 0.0,
+        gait_clock: bool = False,
+        gait_frequency_hz: float = GAIT_FREQUENCY_HZ,
         render_mode: str | None = None,
         width: int = 480,
         height: int = 480,
@@ -312,8 +340,11 @@ class QuadrupedEnv(MujocoTaskEnv):
         m, d = self.model, self.data
         if isinstance(camera, str) and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
             raise ValueError(f"camera={camera!r} is not in the model; use 'tracking', a camera id, or None")
+        self.gait_clock = bool(gait_clock)
+        if self.gait_clock:
+            self.OBS_SLICES = {**self.OBS_SLICES, **self.CLOCK_SLICES}
         self.observation_space = gym.spaces.Box(
-            -np.inf, np.inf, shape=(self.OBS_DIM,), dtype=np.float32
+            -np.inf, np.inf, shape=(self.CLOCK_OBS_DIM if self.gait_clock else self.OBS_DIM,), dtype=np.float32
         )
         self.terrain = terrain
         self.reward_scales = scales
@@ -346,6 +377,9 @@ class QuadrupedEnv(MujocoTaskEnv):
 
         self._command = np.zeros(3)
         self._last_action = np.zeros(12)
+        self.gait_phase = 0.0
+        self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
+        self.set_gait_frequency(gait_frequency_hz)
         self._tmp12 = np.zeros(12)
         self._default_pose32 = self.DEFAULT_POSE.astype(np.float32)
         self._bind_views()
@@ -383,6 +417,8 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._ctrl = d.ctrl
         self._act_force = d.actuator_force
         self._obs_parts = (self._s_base, self._command, self._s_joints, self._last_action)
+        if self.gait_clock:
+            self._obs_parts += (self._clock_obs,)
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -459,6 +495,8 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
         self._last_contact[:] = (False, False, False, False)
         self._steps = 0
+        self.gait_phase = 0.0
+        self._update_clock_obs()
 
     def _randomize_physics(self) -> None:
         m, rng = self.model, self.np_random
@@ -479,11 +517,41 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._last_action[:] = action
 
     def _before_physics(self) -> None:
+        if self.gait_clock:
+            self.gait_phase = (self.gait_phase + self.gait_frequency_hz * self.dt) % 1.0
+            self._update_clock_obs()
         if self._push_every:
             self._steps += 1
             if self._steps % self._push_every == 0:
                 v = self.push_velocity
                 self._qvel[0:2] += self.np_random.uniform(-v, v, 2)
+
+    # ------------------------------------------------------------------ gait clock
+    def set_gait_frequency(self, frequency_hz: float) -> None:
+        """Run the gait clock at ``frequency_hz`` (cycles/s) from the next step on; kept across resets.
+
+        The phase continues where it is, so a change mid-episode does not jump. A controller that changes
+        its gait frequency (e.g. an LLM hint) calls this, so that the clock it follows is the one observed.
+        """
+        lo, hi = self.GAIT_FREQUENCY_RANGE
+        try:
+            frequency = float(frequency_hz)
+        except (TypeError, ValueError):
+            frequency = math.nan
+        if not lo <= frequency <= hi:
+            raise ValueError(f"gait frequency {frequency_hz!r} Hz must be a number in [{lo}, {hi}]")
+        self.gait_frequency_hz = frequency
+        self._update_clock_obs()
+
+    def leg_phases(self) -> np.ndarray:
+        """Each leg's gait phase (FR, FL, RR, RL) as a fraction of a cycle in [0, 1)."""
+        return (self.gait_phase + self.GAIT_PHASE_OFFSETS) % 1.0
+
+    def _update_clock_obs(self) -> None:
+        angle = 2.0 * np.pi * self.leg_phases()
+        self._clock_obs[0:4] = np.sin(angle)
+        self._clock_obs[4:8] = np.cos(angle)
+        self._clock_obs[8] = self.gait_frequency_hz
 
     def _observe(self) -> np.ndarray:
         obs = np.concatenate(self._obs_parts, dtype=np.float32)

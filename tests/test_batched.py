@@ -22,7 +22,7 @@ from envs.batched import BatchedVecEnv
 ROOT = Path(__file__).resolve().parent.parent
 
 CASES = {  # id: (env id, env kwargs with a short TimeLimit, vector steps)
-    "quadruped": ("OpenClaw/Quadruped-v0", {"max_episode_steps": 60}, 300),
+    "quadruped": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 60}, 300),  # v1: with the gait clock
     "rough-dr-push": (
         "OpenClaw/QuadrupedRough-v0",
         {"max_episode_steps": 30, "domain_randomization": True, "push_interval_s": 0.1, "push_velocity": 0.5},

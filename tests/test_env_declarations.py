@@ -117,6 +117,8 @@ def test_every_controller_family_shares_one_interface(family):
     controller = family.controller(dt=env.unwrapped.dt)
     assert isinstance(controller.params, family.params) and controller.dt == env.unwrapped.dt
     controller.params = family.params.from_dict(controller.params.to_dict())
+    for name, args in controller.env_settings().items():  # what the env must be told to match the params
+        env.get_wrapper_attr(name)(*args)
     segment, score = family.segment(), family.score()
     first, _ = env.reset(seed=0)
     obs = first

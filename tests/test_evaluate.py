@@ -71,7 +71,7 @@ def test_evaluate_writes_videos_and_metrics_that_match_a_direct_rollout(run_dir)
 
     # a direct rollout of the same checkpoint, normalisation and seeds gives the same numbers
     ckpt = checkpoint.best(run_dir)
-    venv = VecNormalize.load(str(ckpt.normalization), make_vec_env("OpenClaw/Quadruped-v0", {"max_episode_steps": STEPS}, 2))
+    venv = VecNormalize.load(str(ckpt.normalization), make_vec_env("OpenClaw/Quadruped-v1", {"max_episode_steps": STEPS}, 2))
     venv.training, venv.norm_reward = False, False
     model = load_agent("ppo", str(ckpt.model), venv, "cpu")
     venv.seed(7)  # after loading: SB3's load re-seeds the env with the training seed
@@ -87,7 +87,7 @@ def test_evaluate_writes_videos_and_metrics_that_match_a_direct_rollout(run_dir)
 def test_scripted_controller_runs_on_the_same_protocol(tmp_path):
     cfg = _config(policy="trot", episodes=2, envs=2, videos=0, out_dir=str(tmp_path), env_kwargs={"max_episode_steps": 100})
     metrics = run(cfg)
-    assert metrics["env_id"] == "OpenClaw/Quadruped-v0" and metrics["episodes"] == 2
+    assert metrics["env_id"] == "OpenClaw/Quadruped-v1" and metrics["episodes"] == 2
     assert metrics["fall_rate"] == 0.0 and metrics["mean_length"] == 100
     assert json.loads((tmp_path / "metrics.json").read_text())["mean_return"] == metrics["mean_return"]
 
@@ -116,6 +116,12 @@ def test_run_without_checkpoints_or_with_a_corrupt_model_is_reported(run_dir, tm
     with pytest.raises(ConfigError, match=r"best/model\.zip cannot be loaded .*damaged") as failed:
         run(_config(run=str(broken), videos=0, episodes=1))
     assert "no intact checkpoint is left" in str(failed.value) and "checkpoint=latest" not in str(failed.value)
+
+
+def test_a_checkpoint_on_another_env_version_is_refused_with_the_reason(run_dir):
+    # The default job trains on Quadruped-v1 (57 values with the gait clock); -v0 observes 48.
+    with pytest.raises(ConfigError, match=r"Box\(.*\(57,\).*\(48,\).*only runs on the env version it was trained on"):
+        run(_config(run=str(run_dir), env_id="OpenClaw/Quadruped-v0", videos=0, episodes=1))
 
 
 def test_training_records_clips_and_tensorboard_plays_them(tmp_path):

@@ -417,3 +417,27 @@ def test_train_with_hosted_endpoint_and_no_key_says_which_variable_to_set(tmp_pa
     env = {k: v for k, v in __import__("os").environ.items() if k != "OPENCLAW_LLM_API_KEY"}
     result = run_train("distill=llm_hint", "llm.base_url=http://127.0.0.1:9/v1", f"hydra.run.dir={tmp_path}", env=env)
     assert result.returncode == 2 and "OPENCLAW_LLM_API_KEY" in result.stderr
+
+
+def test_a_hinted_gait_frequency_drives_the_env_clock_and_the_observation(server):
+    # The offline coach answers a quadruped segment with a trot frequency of 2 + 1.5 |v_cmd| Hz; once
+    # accepted, the env's gait clock runs at it and the student's observation shows it.
+    config = ChannelConfig(base_url=server.url, timeout_s=0.5, max_retries=1, backoff_s=0.01)
+    service = HintService(LLMChannel(config, "unused"), config, TASKS["quadruped"].schema)
+    venv = ControllerTargets(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), TASKS["quadruped"], 0.02, service,
+                             segment_steps=10)
+    controller = venv.policy.controllers[0]
+    obs = venv.reset()
+    for _ in range(400):
+        obs, _, _, infos = venv.step(np.zeros((1, 12), dtype=np.float32))
+        if infos[0][TARGET_KEY][-1] == 1.0:  # the first target from a hint
+            break
+        time.sleep(0.01)
+    frequency = controller.params.frequency_hz
+    assert infos[0][TARGET_KEY][-1] == 1.0 and frequency != 2.5
+    clock = venv.get_attr("unwrapped")[0]
+    assert clock.gait_frequency_hz == frequency
+    phase = clock.gait_phase
+    obs, _, _, _ = venv.step(np.zeros((1, 12), dtype=np.float32))
+    assert obs[0, 56] == np.float32(frequency) and clock.gait_phase == pytest.approx((phase + 0.02 * frequency) % 1.0)
+    venv.close()

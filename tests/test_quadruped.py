@@ -1,4 +1,4 @@
-"""Behavioural tests of OpenClaw/Quadruped-v0, its rough variant and the scripted trot."""
+"""Behavioural tests of OpenClaw/Quadruped-v0/-v1 (gait clock), the rough variants and the scripted trot."""
 
 from __future__ import annotations
 
@@ -209,9 +209,45 @@ def test_pushes_change_the_base_velocity():
     assert np.abs(env.data.qvel[:2] - calm.data.qvel[:2]).max() > 0.1
 
 
+def test_v1_observation_carries_the_gait_clock():
+    env = gym.make("OpenClaw/Quadruped-v1")
+    u = env.unwrapped
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (57,) and env.observation_space.shape == (57,)
+    v0, _ = gym.make("OpenClaw/Quadruped-v0").reset(seed=0)
+    np.testing.assert_array_equal(obs[:48], v0)  # same first 48 entries as v0
+    sl = u.OBS_SLICES
+    assert {k: sl[k] for k in SL} == SL and sl["gait_frequency"] == slice(56, 57)
+    for step in range(1, 40):
+        if step == 20:
+            u.set_gait_frequency(3.5)  # e.g. an LLM hint: the phase goes on, faster
+        obs, *_ = env.step(np.zeros(12))
+        phase = 0.02 * (2.5 * min(step, 19) + 3.5 * max(step - 19, 0)) + QuadrupedEnv.GAIT_PHASE_OFFSETS
+        np.testing.assert_allclose(obs[sl["phase_sin"]], np.sin(2 * np.pi * phase), atol=1e-5)
+        np.testing.assert_allclose(obs[sl["phase_cos"]], np.cos(2 * np.pi * phase), atol=1e-5)
+        assert obs[sl["gait_frequency"]][0] == (2.5 if step < 20 else 3.5)
+    obs, _ = env.reset(seed=1)
+    assert obs[sl["phase_cos"]][0] == 1.0 and obs[sl["gait_frequency"]][0] == 3.5  # phase restarts, rate stays
+    with pytest.raises(ValueError, match="gait frequency"):
+        u.set_gait_frequency(9.0)
+
+
+def test_trot_action_is_a_function_of_the_observation():
+    env = gym.make("OpenClaw/Quadruped-v1")
+    used, fresh = TrotController(), TrotController()
+    obs, _ = env.reset(seed=0)
+    for _ in range(30):
+        action = used.act(obs)
+        np.testing.assert_array_equal(action, fresh.act(obs))  # no hidden clock or filter state
+        obs, *_ = env.step(action)
+    v0, _ = gym.make("OpenClaw/Quadruped-v0").reset(seed=0)
+    with pytest.raises(ValueError, match="gait clock"):
+        used.act(v0)
+
+
 # ---------------------------------------------------------------------------------------------- behaviour
 def test_scripted_trot_walks_forward_on_flat_ground():
-    env = gym.make("OpenClaw/Quadruped-v0")
+    env = gym.make("OpenClaw/Quadruped-v1")
     ctl = TrotController()
     results = []
     for seed in range(20):
@@ -232,7 +268,7 @@ def test_random_policy_does_not_walk():
 
 def test_trot_mostly_walks_on_rough_terrain():
     # Found: 20/20 seeds walk at ~0.45 m/s on the default 5 cm bumps; 5 seeds keep the test fast.
-    env = gym.make("OpenClaw/QuadrupedRough-v0")
+    env = gym.make("OpenClaw/QuadrupedRough-v1")
     assert env.unwrapped.terrain == "rough"
     ctl = TrotController()
     results = []
@@ -257,9 +293,9 @@ def trot_episode(env, seed, steps, options=None):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id, max_error", [("OpenClaw/Quadruped-v0", 0.20), ("OpenClaw/QuadrupedRough-v0", 0.25)])
+@pytest.mark.parametrize("env_id, max_error", [("OpenClaw/Quadruped-v1", 0.20), ("OpenClaw/QuadrupedRough-v1", 0.25)])
 def test_trot_tracks_commands_from_the_default_ranges(env_id, max_error):
-    # Measured over 50 seeds x 20 s: flat 0 falls, 0.166 m/s; rough 0 falls, 0.174 m/s (targets: <= 5 % / 10 %
+    # Measured over 50 seeds x 20 s: flat 0 falls, 0.163 m/s; rough 0 falls, 0.171 m/s (targets: <= 5 % / 10 %
     # falls, <= 0.20 / 0.25 m/s). Six seeds keep it under a minute on a busy 2-core machine.
     env = gym.make(env_id)
     results = [trot_episode(env, seed, steps=1000) for seed in range(6)]
@@ -275,7 +311,7 @@ def test_trot_tracks_commands_from_the_default_ranges(env_id, max_error):
 def test_trot_walks_in_every_direction(command):
     # Standing still, forward, backward, sideways, turning on the spot and mixes: no fall in 8 s, and over the
     # last 4 s the body velocity is within 0.2 m/s (rad/s) of the command (measured: 0.8 m/s forward -> 0.71).
-    fell, _, velocity = trot_episode(gym.make("OpenClaw/Quadruped-v0"), seed=0, steps=400, options={"command": command})
+    fell, _, velocity = trot_episode(gym.make("OpenClaw/Quadruped-v1"), seed=0, steps=400, options={"command": command})
     assert not fell
     np.testing.assert_allclose(velocity, command, atol=0.2, err_msg=f"command {command}: velocity {velocity}")
 

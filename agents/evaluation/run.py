@@ -33,7 +33,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
-from agents.factory import check_device, load_agent
+from agents.factory import check_device, check_observation_space, load_agent
 from agents.controller_policy import ControllerPolicy
 from agents.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
@@ -147,6 +147,7 @@ def load_intact(
 ) -> tuple[Predictor, VecEnv, checkpoint.Checkpoint]:
     """:func:`load_policy` of ``ckpt``; for ``checkpoint=best|latest`` a damaged one falls back to the run's
     newest intact checkpoint, named on stderr. Returns (policy, wrapped venv, the checkpoint used)."""
+    check_observation_space(str(ckpt.model), venv)  # a mismatch is not damage: no fallback
     tried = [ckpt]
     if cfg.checkpoint in ("best", "latest"):
         tried += [c for c in checkpoint.candidates(ckpt.path.parent.parent) if c.path != ckpt.path]

@@ -28,7 +28,7 @@ from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, Progres
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.distillation import build_distillation
-from agents.factory import build_agent, load_agent
+from agents.factory import build_agent, check_observation_space, load_agent
 from agents.controller_teacher import ControllerTargets, HintStatsLogger, controller_targets
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
@@ -83,6 +83,7 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
     normalisation, learner with this config's ``agent.learning_rate``). Damaged ones are skipped and named."""
     damaged = []
     for found in checkpoint.candidates(cfg.resume):
+        check_observation_space(str(found.model), venv)  # a mismatch is not damage: stop, do not skip
         try:
             env = VecNormalize.load(str(found.normalization), venv) if found.normalization is not None else venv
             model = load_agent(cfg.agent.name, str(found.model), env, cfg.train.device)

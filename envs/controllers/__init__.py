@@ -12,7 +12,10 @@ interface:
   ``params`` class (``None``: its defaults);
 * ``reset()`` at every episode start, ``act(obs) -> action`` (float32 in ``[-1, 1]^n``);
 * ``params``: the parameter dataclass, assignable; the class has ``BOUNDS`` (name -> (low, high)),
-  ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``.
+  ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``;
+* ``env_settings() -> {env method name: args}``: what the env must be told so that it matches
+  ``params`` (the trot's gait frequency drives the env's gait clock); whoever sets ``params`` calls
+  them on the controller's env (``venv.env_method(name, *args, indices=[i])``).
 
 A new env family with a controller adds its module here and one :class:`ControllerFamily` row.
 """
@@ -75,7 +78,7 @@ class ControllerFamily:
 
 FAMILIES: dict[str, ControllerFamily] = {
     "quadruped": ControllerFamily(
-        family="quadruped", name="trot", env_class=QuadrupedEnv, env_id="OpenClaw/Quadruped-v0",
+        family="quadruped", name="trot", env_class=QuadrupedEnv, env_id="OpenClaw/Quadruped-v1",
         controller=TrotController, params=TrotParams, segment=QuadrupedSegment,
         episode_start=quadruped_episode_start, score=QuadrupedScore,
     ),

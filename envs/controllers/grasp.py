@@ -145,6 +145,10 @@ class GraspController:
     def reset(self) -> None:
         self.phase, self._count, self._lowering = APPROACH, 0, False
 
+    def env_settings(self) -> dict[str, tuple]:
+        """Env methods the params need called: none (the claw env has no controller-side settings)."""
+        return {}
+
     def _goto(self, phase: str) -> None:
         self.phase, self._count = phase, 0
 

@@ -1,17 +1,19 @@
 """Scripted omnidirectional trot for ``OpenClaw/Quadruped-v0``: phase clock -> foot trajectories -> leg IK -> actions.
 
-The controller reads only the observation - the command, plus IMU feedback: projected gravity (levels the
-body by lengthening the lower legs), forward velocity and yaw rate (close the loop on the stride, which
-slips and lags behind the soft servos) - and its own phase clock, advanced by ``dt`` at every
-:meth:`TrotController.act`.
+The controller reads only the observation of ``OpenClaw/Quadruped-v1`` (or ``QuadrupedRough-v1``): the
+command, IMU feedback - projected gravity (levels the body by lengthening the lower legs), forward velocity
+and yaw rate (close the loop on the stride, which slips and lags behind the soft servos) - and the env's
+gait clock (each leg's phase as sin/cos, and the frequency). It keeps no state of its own, so its action
+is a function of what a student policy observes.
 
 Measured with the default parameters, 50 seeded 20 s episodes (seeds 0-49), commands drawn from the
 default ranges (vx in [-1, 1] m/s, vy in [-0.5, 0.5] m/s, yaw rate in [-1, 1] rad/s): flat 0 falls,
-mean tracking error 0.166 m/s; rough (5 cm) 0 falls, 0.174 m/s. Standing still at a zero command drifts
+mean tracking error 0.163 m/s; rough (5 cm) 0 falls, 0.171 m/s. Standing still at a zero command drifts
 < 0.05 m/s. Top speeds (flat): forward ~0.75 m/s, backward ~1.0 m/s, sideways 0.5 m/s, yaw 1 rad/s; the
 largest errors come from the fastest forward and mixed commands, where the stride reaches ``max_stride``.
 
-Gait: a trot - diagonal legs (FR+RL, FL+RR) in phase, the two pairs half a cycle apart. Each leg spends
+Gait: a trot - diagonal legs (FR+RL, FL+RR) in phase, the two pairs half a cycle apart (the env's
+``QuadrupedEnv.GAIT_PHASE_OFFSETS``). Each leg spends
 ``duty_factor`` of the cycle in stance, moving its foot backwards in the body frame at the commanded
 velocity (plus the yaw-rate term ``w x r_foot``, ``r_foot`` the foot's neutral position), and the rest in
 swing, where the foot returns forwards along a half-sine arc ``swing_height`` high. Stride per leg =
@@ -55,8 +57,6 @@ GRAVITY = 9.81  # m/s^2
 _LEG_X = np.array([HIP_X, HIP_X, -HIP_X, -HIP_X])
 _LEG_SIDE = np.array([-1.0, 1.0, -1.0, 1.0])
 _LEG_Y = _LEG_SIDE * HIP_Y
-# Trot: FR and RL share a phase, FL and RR are half a cycle later.
-_PHASE_OFFSET = np.array([0.0, 0.5, 0.5, 0.0])
 
 
 @dataclass
@@ -66,7 +66,7 @@ class TrotParams:
     ==================  ======  =====================================================================
     field               unit    meaning
     ==================  ======  =====================================================================
-    frequency_hz        Hz      gait cycles per second (one cycle = each leg steps once)
+    frequency_hz        Hz      gait cycles/s (each leg steps once); the env's clock runs at it
     duty_factor         -       fraction of the cycle a foot is on the ground
     body_height         m       commanded trunk (hip axis) height above the ground
     swing_height        m       apex of the foot's swing arc above its stance height
@@ -79,13 +79,12 @@ class TrotParams:
     yaw_rate_gain       -       yaw-rate feedback: commanded wz += gain * (wz_cmd - gyro_z)
     forward_gain        -       forward velocity feedback: commanded vx += gain * (vx_cmd - v_x)
     lateral_gain        -       lateral velocity feedback: commanded vy += gain * (vy_cmd - v_y)
-    ramp_time           s       time over which the stride ramps up from standing after reset
     max_stride          m       longest stride (foot travel per stance, any direction); longer ones are scaled
                                 down, so velocity feedback cannot drive the thighs past their action range
     ==================  ======  =====================================================================
     """
 
-    frequency_hz: float = 2.5
+    frequency_hz: float = QuadrupedEnv.GAIT_FREQUENCY_HZ
     duty_factor: float = 0.5
     body_height: float = 0.27
     swing_height: float = 0.04
@@ -98,11 +97,10 @@ class TrotParams:
     yaw_rate_gain: float = 0.8
     forward_gain: float = 1.0
     lateral_gain: float = 0.0
-    ramp_time: float = 0.5
     max_stride: float = 0.26
 
     BOUNDS = {
-        "frequency_hz": (1.0, 4.0),
+        "frequency_hz": QuadrupedEnv.GAIT_FREQUENCY_RANGE,
         "duty_factor": (0.35, 0.75),
         "body_height": (0.20, 0.32),
         "swing_height": (0.02, 0.12),
@@ -115,7 +113,6 @@ class TrotParams:
         "yaw_rate_gain": (0.0, 3.0),
         "forward_gain": (0.0, 2.0),
         "lateral_gain": (0.0, 2.0),
-        "ramp_time": (0.0, 2.0),
         "max_stride": (0.05, 0.3),
     }
 
@@ -144,38 +141,46 @@ class TrotParams:
 
 
 class TrotController:
-    """Open-loop trot with optional attitude feedback; ``act(obs)`` returns an action in ``[-1, 1]^12``."""
+    """The trot as a function of the observation: ``act(obs)`` returns an action in ``[-1, 1]^12``.
+
+    ``obs`` must carry the env's gait clock (``OpenClaw/Quadruped-v1``, ``gait_clock=True``): the leg
+    phases and the frequency are read from it, so the controller keeps no state and the student that
+    learns from it sees everything its action depends on. ``params.frequency_hz`` is the frequency the
+    controller asks the env's clock for; :meth:`env_settings` names the env call that applies it.
+    """
 
     def __init__(self, params: TrotParams | None = None, dt: float = 0.02) -> None:
         self.params = (params or TrotParams()).validate()
         if not dt > 0:
             raise ValueError(f"dt={dt} must be > 0 (the env's control period, 0.02 s)")
         self.dt = float(dt)
-        self._sl = QuadrupedEnv.OBS_SLICES
-        self.reset()
+        self._sl = {**QuadrupedEnv.OBS_SLICES, **QuadrupedEnv.CLOCK_SLICES}
 
     def reset(self) -> None:
-        """Restart the gait clock (call at every env reset)."""
-        self.time = 0.0
-        self.phase = 0.0
+        """Nothing to restart: the gait clock lives in the env (the controller is stateless)."""
+
+    def env_settings(self) -> dict[str, tuple]:
+        """Env methods (name -> arguments) that make the env match ``params``: the gait clock's frequency."""
+        return {"set_gait_frequency": (self.params.frequency_hz,)}
 
     # ------------------------------------------------------------------ gait
-    def foot_targets(self, command: np.ndarray, gravity: np.ndarray | None = None, ahead: float = 0.0):
-        """Foot positions (4, 3) in each leg's hip frame and the stance mask (4,), ``ahead`` s after now."""
+    def foot_targets(self, command: np.ndarray, leg_phase: np.ndarray, frequency_hz: float,
+                     gravity: np.ndarray | None = None):
+        """Foot positions (4, 3) in each leg's hip frame and the stance mask (4,) at the leg phases ``leg_phase``.
+
+        ``leg_phase``: each leg's phase (FR, FL, RR, RL) in cycles, [0, 1); ``frequency_hz``: the clock's rate.
+        """
         p = self.params
-        T_stance = p.duty_factor / p.frequency_hz
-        t = self.time + ahead
-        ramp = 1.0 if p.ramp_time <= 0 else min(1.0, t / p.ramp_time)
+        T_stance = p.duty_factor / frequency_hz
         vx, vy, wz = float(command[0]), float(command[1]), float(command[2])
         # Ground speed of each foot relative to the trunk during stance: v + w x r, r = neutral foot position.
         foot_vx = vx - wz * (_LEG_Y + _LEG_SIDE * (HIP_TO_THIGH + p.stance_width))
         foot_vy = vy + wz * (_LEG_X + p.foot_x_offset)
-        stride_x = p.velocity_gain * foot_vx * T_stance * ramp
-        stride_y = p.velocity_gain * foot_vy * T_stance * ramp
+        stride_x = p.velocity_gain * foot_vx * T_stance
+        stride_y = p.velocity_gain * foot_vy * T_stance
         shrink = np.minimum(1.0, p.max_stride / np.maximum(np.hypot(stride_x, stride_y), 1e-9))
         stride_x, stride_y = stride_x * shrink, stride_y * shrink
 
-        leg_phase = (self.phase + p.frequency_hz * ahead + _PHASE_OFFSET) % 1.0
         stance = leg_phase < p.duty_factor
         u = np.where(stance, leg_phase / p.duty_factor, (leg_phase - p.duty_factor) / (1.0 - p.duty_factor))
         # stance: +S/2 -> -S/2 linearly; swing: -S/2 -> +S/2 along a cosine blend, half-sine height.
@@ -234,8 +239,16 @@ class TrotController:
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: np.ndarray) -> np.ndarray:
-        """Action in ``[-1, 1]^12`` for ``obs`` (QuadrupedEnv observation); advances the clock by ``dt``."""
+        """Action in ``[-1, 1]^12`` for ``obs`` (a QuadrupedEnv observation with the gait clock)."""
         obs = np.asarray(obs)
+        if obs.shape != (QuadrupedEnv.CLOCK_OBS_DIM,):
+            raise ValueError(
+                f"the trot needs the gait clock in the observation ({QuadrupedEnv.CLOCK_OBS_DIM} values, "
+                f"OpenClaw/Quadruped-v1 or QuadrupedRough-v1); got shape {obs.shape}"
+            )
+        sl = self._sl
+        leg_phase = (np.arctan2(obs[sl["phase_sin"]], obs[sl["phase_cos"]]) / (2.0 * np.pi)) % 1.0
+        frequency = float(obs[sl["gait_frequency"]][0])
         command = obs[self._sl["command"]].astype(np.float64)
         gravity = obs[self._sl["gravity"]]
         p = self.params
@@ -245,8 +258,8 @@ class TrotController:
         command[2] += p.yaw_rate_gain * (command[2] - float(obs[self._sl["ang_vel"]][2]))
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
         # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
-        feet0, _ = self.foot_targets(command, gravity)
-        feet1, stance = self.foot_targets(command, gravity, ahead=self.dt)
+        feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity)
+        feet1, stance = self.foot_targets(command, (leg_phase + frequency * self.dt) % 1.0, frequency, gravity)
         q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
         q = 0.5 * (q0 + q1)
         if self.params.damping_compensation > 0:
@@ -254,8 +267,6 @@ class TrotController:
         if self.params.load_compensation > 0:
             q = q + self._load_offsets(q, 0.5 * (feet0 + feet1), stance)
         action = (q.ravel() - QuadrupedEnv.DEFAULT_POSE) / QuadrupedEnv.ACTION_SCALE
-        self.time += self.dt
-        self.phase = (self.phase + self.params.frequency_hz * self.dt) % 1.0
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
 
