@@ -156,6 +156,8 @@ def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
         (("agent.learning_rate=-1",), "agent.learning_rate=-1.0 is invalid"),
         (("agent=sac", "agent.tau=2"), "agent.tau=2.0 is invalid: it must be in (0, 1]"),
         (("train.torch_threads=0",), "train.torch_threads=0 is invalid"),
+        (("train.log_interval=0",), "train.log_interval=0 is invalid"),
+        (("distill.decay_rate=-1",), "distill.decay_rate=-1.0 is invalid"),
         (("train.device=tpu",), "train.device='tpu' is not a device"),
         (("train.video=true", "train.video_width=4000"), "offscreen buffer of 1280x1280"),
         (("+env.kwargs.terrain=lava",), "env.kwargs: OpenClaw/Quadruped-v0 cannot be made: terrain='lava'"),

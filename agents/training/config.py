@@ -160,6 +160,7 @@ _POSITIVE = {
     "train.checkpoint_freq": "env steps between checkpoints",
     "train.keep_checkpoints": "checkpoints kept on disk",
     "train.torch_threads": "threads torch computes with",
+    "train.log_interval": "rollouts (PPO) or episodes (SAC) between logs",
 }
 
 # agent key: (valid?, what a valid value is); checked when the agent has the key
@@ -326,6 +327,8 @@ def _validate_distill(d: DictConfig) -> None:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: the distillation weight must be >= 0")
     if not 0.0 <= d.min_coverage <= 1.0:
         raise ConfigError(f"distill.min_coverage={d.min_coverage} is invalid: it is a fraction of samples in [0, 1]")
+    if d.decay_rate < 0:
+        raise ConfigError(f"distill.decay_rate={d.decay_rate} is invalid: the exponential schedule decays, use >= 0")
     if not 0.0 <= d.ema_decay < 1.0:
         raise ConfigError(f"distill.ema_decay={d.ema_decay} is invalid: it must be in [0, 1)")
     if d.ema_update_every < 1:
