@@ -111,7 +111,8 @@ class SACStudent(DistillingStudent, SAC):
     # Changes: the distillation term (_distill_term) is added to the actor loss and the teacher is told
     # after each actor optimiser step; ``train/rl_loss`` and the ``distill/*`` statistics are logged;
     # the minibatches come from replay_batches, the actor loss's critic pass is frozen() and the
-    # Polyak update is soft_update (bit-identical speed-ups, see the class docstring).
+    # Polyak update is soft_update (bit-identical speed-ups, see the class docstring); a non-finite loss
+    # term stops training (check_finite).
     # SB3 private members used: _update_learning_rate, _vec_normalize_env, _n_updates (and
     # _current_progress_remaining in _progress).
     # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.SAC.train) this copy follows;
