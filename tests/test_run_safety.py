@@ -173,6 +173,14 @@ def test_bad_values_fail_before_anything_is_written(tmp_path, overrides, expecte
     assert not (tmp_path / "run").exists() and not (tmp_path / "sweep").exists()
 
 
+def test_evaluate_refuses_a_frame_larger_than_the_offscreen_buffer_before_writing(tmp_path):
+    out = tmp_path / "eval"
+    result = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "policy=trot", "width=2000", "height=480",
+                             "episodes=1", "videos=1", f"out_dir={out}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "offscreen buffer of 1280x1280" in result.stderr and "offwidth" in result.stderr
+    assert not out.exists()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_cuda_without_a_gpu_is_an_error(tmp_path):
     result = run_train("train.device=cuda", f"hydra.run.dir={tmp_path / 'run'}", timeout=120)

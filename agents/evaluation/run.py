@@ -213,10 +213,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
     kwargs.update(OmegaConf.to_container(cfg.env_kwargs, resolve=True))
     out = Path(cfg.out_dir) if cfg.out_dir else (run_dir / "eval" if run_dir else Path("runs") / cfg.policy / "eval")
-    out.mkdir(parents=True, exist_ok=True)
-
-    for stale in [*out.glob("video_env*_ep*.mp4"), out / "contact_sheet.png"]:  # from an earlier evaluation
-        stale.unlink(missing_ok=True)
 
     make_kwargs, wrapper = kwargs, None
     if cfg.videos:
@@ -232,6 +228,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         policy, venv, ckpt = load_intact(cfg, saved, ckpt, venv)
     else:
         policy = ControllerPolicy(cfg.policy, cfg.envs, dt=float(venv.get_attr("dt")[0]))
+
+    out.mkdir(parents=True, exist_ok=True)  # only now: a bad env argument or checkpoint leaves it untouched
+    for stale in [*out.glob("video_env*_ep*.mp4"), out / "contact_sheet.png"]:  # from an earlier evaluation
+        stale.unlink(missing_ok=True)
 
     t0 = time.time()
     venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
