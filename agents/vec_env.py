@@ -95,19 +95,25 @@ class BatchedDummyVecEnv(DummyVecEnv):
         return self._obs_from_buf()
 
     def step_wait(self):
-        for i, (obs, reward, terminated, truncated, info) in enumerate(self.sim.step(self.actions)):
-            rewards = self._episode_rewards[i]
-            rewards.append(float(reward))
-            done = terminated or truncated
-            if done:  # what Monitor adds
+        step = self.sim.step(self.actions)
+        done = step.terminated | step.truncated
+        self.buf_rews[:], self.buf_dones[:] = step.rewards, done
+        for key, buffer in self.buf_obs.items():
+            buffer[:] = step.obs[key] if key is not None else step.obs
+        infos = step.infos.dicts()
+        time_limit = (step.truncated & ~step.terminated).tolist()
+        for i, (reward, info, truncated) in enumerate(zip(step.rewards.tolist(), infos, time_limit)):
+            self._episode_rewards[i].append(reward)
+            if done[i]:  # what Monitor adds
+                rewards = self._episode_rewards[i]
                 elapsed = round(time.time() - self._t_start, 6)
                 info["episode"] = {"r": round(sum(rewards), 6), "l": len(rewards), "t": elapsed}
-            info["TimeLimit.truncated"] = truncated and not terminated
-            if done:
-                info["terminal_observation"] = obs
+            info["TimeLimit.truncated"] = truncated
+            if done[i]:
+                info["terminal_observation"] = step.obs_of(i)
                 obs, self.reset_infos[i] = self._reset_env(i)
-            self.buf_rews[i], self.buf_dones[i], self.buf_infos[i] = reward, done, info
-            self._save_obs(i, obs)
+                self._save_obs(i, obs)
+        self.buf_infos = infos
         return self._obs_from_buf(), np.copy(self.buf_rews), np.copy(self.buf_dones), list(self.buf_infos)
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices=None) -> list[bool]:

@@ -6,7 +6,10 @@ still truncates). Each step it applies every env's action exactly as that env's 
 (validation and clipping, the ``ctrl`` write, per-step task logic such as pushes), then advances
 all ``N`` simulations by ``frame_skip`` ``mj_step``\\ s with one :class:`mujoco.batch.Batch` call,
 which releases the GIL and runs on a persistent pool of native threads, and finally computes
-observations, rewards, terminations and infos with each env's own methods.
+observations, rewards, terminations and infos: for all copies at once with array maths when the
+env class is batch-native (:meth:`~envs.base.MujocoTaskEnv._finish_batch`, the same functions its
+single ``step()`` runs; the claw), else with each env's own methods. A step's result is a
+:class:`BatchStep` of arrays; :class:`InfoBatch` turns its infos into per-env dicts only when asked.
 
 The batch only borrows each env's model and state: before the call every env's
 ``mjSTATE_INTEGRATION`` (time, qpos, qvel, act, warm-start accelerations, ctrl, applied forces,
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -43,10 +47,86 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 from mujoco import batch as mjbatch
 
-from envs.base import MujocoTaskEnv
+from envs.base import MujocoTaskEnv, clip_actions
 
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION.value  # everything mj_step reads from one call to the next
 _DERIVED = ("sensordata", "actuator_force")  # derived fields the envs' observations and rewards read
+
+
+def _state_offset(model: mujoco.MjModel, component: mujoco.mjtState) -> int:
+    """Where ``component`` (e.g. ``mjSTATE_QPOS``) starts in an ``mjSTATE_INTEGRATION`` state row."""
+    return mujoco.mj_stateSize(model, _STATE & (component.value - 1))
+
+
+def _scalar_arrays(infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
+    """One array per key when every info has the same keys with Python scalars of one type per key
+    (dtype: that type, as ``VectorEnv._add_info`` makes it), else None."""
+    first = infos[0]
+    if not all(info.keys() == first.keys() for info in infos):
+        return None
+    arrays = {}
+    for key in first:
+        values = [info[key] for info in infos]
+        kind = type(values[0])
+        if kind not in (bool, int, float) or any(type(v) is not kind for v in values):
+            return None
+        arrays[key] = np.array(values, dtype=kind)
+    return arrays
+
+
+class InfoBatch:
+    """The infos of a batch of env steps, as one array per key (``(N,)``, see ``_finish_batch``) or
+    as one dict per env, whichever it was made from; each form is built from the other on demand."""
+
+    def __init__(self, arrays: dict[str, np.ndarray] | None = None, dicts: list[dict[str, Any]] | None = None):
+        self._arrays, self._dicts = arrays, dicts
+
+    def arrays(self) -> dict[str, np.ndarray] | None:
+        """One array per key, or None when the envs' infos differ in keys or value types."""
+        if self._arrays is None and self._dicts:
+            self._arrays = _scalar_arrays(self._dicts)
+        return self._arrays
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """One new-or-owned dict per env with Python scalars, as the envs' ``step()`` returns them."""
+        if self._dicts is None:
+            keys, columns = list(self._arrays), [a.tolist() for a in self._arrays.values()]
+            self._dicts = [dict(zip(keys, row)) for row in zip(*columns)]
+        return self._dicts
+
+    def replace(self, j: int, info: dict[str, Any]) -> None:
+        """Make ``info`` the info of the batch's ``j``-th env."""
+        self.dicts()[j] = info
+        self._arrays = None
+
+
+@dataclass
+class BatchStep:
+    """One step of envs ``ids``: a row per id, in order."""
+
+    ids: np.ndarray  # env indices
+    obs: Any  # the observations: an (n, ...) array, or a dict of them
+    rewards: np.ndarray  # (n,) float64
+    terminated: np.ndarray  # (n,) bool
+    truncated: np.ndarray  # (n,) bool, TimeLimit's truncation
+    infos: InfoBatch
+
+    def obs_of(self, j: int) -> Any:
+        """The ``j``-th env's observation (views of the batch's rows)."""
+        return {k: v[j] for k, v in self.obs.items()} if isinstance(self.obs, dict) else self.obs[j]
+
+
+def _set_rows(batch: Any, rows: Any, values: Any) -> None:
+    """``batch[rows] = values`` for an array or, key by key, a dict of arrays."""
+    if isinstance(batch, dict):
+        for key, array in batch.items():
+            array[rows] = values[key]
+    else:
+        batch[rows] = values
+
+
+def _copy_row(batch: Any, i: int) -> Any:
+    return {k: v[i].copy() for k, v in batch.items()} if isinstance(batch, dict) else batch[i].copy()
 
 
 class BatchedSimulation:
@@ -80,6 +160,15 @@ class BatchedSimulation:
         self._warning = self._batch.warning  # (num_envs, mjNWARNING, (lastinfo, number))
         self._targets = [tuple(getattr(task.data, name) for name in _DERIVED) for task in self.tasks]
         self._all = np.arange(num_envs)
+        # batch-native env classes compute the step's control and results for all copies at once
+        self._cls = type(first)
+        self._native = all(getattr(self._cls, name).__func__ is not getattr(MujocoTaskEnv, name).__func__
+                           for name in ("_apply_batch", "_finish_batch"))
+        m, c = first.model, mujoco.mjtState
+        qpos, qvel, ctrl = (_state_offset(m, k) for k in (c.mjSTATE_QPOS, c.mjSTATE_QVEL, c.mjSTATE_CTRL))
+        self._qpos, self._qvel, self._ctrl = slice(qpos, qpos + m.nq), slice(qvel, qvel + m.nv), slice(ctrl, ctrl + m.nu)
+        self._observation_space = self.envs[0].observation_space
+        self.obs = create_empty_array(self._observation_space, num_envs)  # every env's latest observation
 
     @property
     def nthread(self) -> int:
@@ -91,11 +180,12 @@ class BatchedSimulation:
         self.elapsed_steps[i] = 0
         obs, info = self.tasks[i].reset(seed=seed, options=options)
         self._batch.set_models([task.model for task in self.tasks])  # a reset may edit the model
+        _set_rows(self.obs, i, obs)
         return obs, info
 
-    def step(self, actions: np.ndarray, ids: Sequence[int] | np.ndarray | None = None) -> list[tuple]:
-        """Step envs ``ids`` (all when None) with ``actions[i]``; one ``(obs, reward, terminated,
-        truncated, info)`` per id, in order, equal to ``gymnasium.make(...).step(actions[i])``."""
+    def step(self, actions: np.ndarray, ids: Sequence[int] | np.ndarray | None = None) -> BatchStep:
+        """Step envs ``ids`` (all when None) with ``actions[i]``; row ``j`` of the result equals
+        ``gymnasium.make(...).step(actions[ids[j]])``."""
         if self._batch is None:
             raise RuntimeError("step() on a closed BatchedSimulation")
         expected = (self.num_envs, *self.tasks[0].action_space.shape)
@@ -104,29 +194,62 @@ class BatchedSimulation:
                 f"the action batch has shape {np.shape(actions)}; expected {expected} (one action per env)"
             )
         ids = self._all if ids is None else np.asarray(ids, dtype=np.int64)
+        id_list = ids.tolist()
         tasks, state = self.tasks, self._state
-        clipped = []
-        for i in ids.tolist():
-            task = tasks[i]
-            clipped.append(task._prepare_step(actions[i]))
-            mujoco.mj_getState(task.model, task.data, state[i], _STATE)
+        stepped = [tasks[i] for i in id_list]
+        a = np.asarray(actions, dtype=np.float64)[ids]
+        clipped = clip_actions(a, a)  # raises for NaN/inf before anything changes
+        for j, task in enumerate(stepped):
+            if not self._native:
+                task._prepare_step(clipped[j])
+            mujoco.mj_getState(task.model, task.data, state[id_list[j]], _STATE)
+        if self._native and id_list:
+            state[ids, self._ctrl] = self._cls._apply_batch(stepped, clipped, state[ids, self._qpos])
         self._warning[...] = 0
-        self._batch.step(None if len(ids) == self.num_envs else ids, nstep=self.frame_skip)
-        warned = set(np.flatnonzero(self._warning[:, :, 1].any(axis=1)).tolist())
-        results = []
-        for i, action in zip(ids.tolist(), clipped):
+        self._batch.step(None if len(id_list) == self.num_envs else ids, nstep=self.frame_skip)
+        warned = np.flatnonzero(self._warning[:, :, 1].any(axis=1)).tolist()
+        for i in id_list:
             task = tasks[i]
             mujoco.mj_setState(task.model, task.data, state[i], _STATE)
             for target, source in zip(self._targets[i], self._derived):
                 np.copyto(target, source[i])
-            if i in warned:
-                self._add_warnings(task.data, self._warning[i])
-            obs, reward, terminated, truncated, info = task._finish_step(action)
-            self.elapsed_steps[i] += 1
-            if self.max_episode_steps is not None and self.elapsed_steps[i] >= self.max_episode_steps:
-                truncated = True
-            results.append((obs, reward, terminated, truncated, info))
-        return results
+        for i in warned:
+            self._add_warnings(tasks[i].data, self._warning[i])
+        if not (self._native and id_list):
+            result = self._finish_one_by_one(ids, stepped, clipped)
+        else:
+            rows = state[ids]
+            batch = self._cls._finish_batch(stepped, clipped, rows[:, self._qpos], rows[:, self._qvel],
+                                            self._derived[0][ids])
+            result = BatchStep(ids, batch[0], batch[1], batch[2], np.zeros(len(id_list), dtype=np.bool_),
+                               InfoBatch(arrays=batch[3]))
+            position = {i: j for j, i in enumerate(id_list)}
+            for i in warned:
+                if i in position and tasks[i]._diverged():
+                    self._blowup(result, position[i], tasks[i], _copy_row(self.obs, i))
+        self.elapsed_steps[ids] += 1
+        if self.max_episode_steps is not None:
+            result.truncated |= self.elapsed_steps[ids] >= self.max_episode_steps
+        _set_rows(self.obs, ids, result.obs)
+        return result
+
+    def _finish_one_by_one(self, ids: np.ndarray, tasks: list[MujocoTaskEnv], actions: np.ndarray) -> BatchStep:
+        """The batch's results from each env's own ``_finish_step``."""
+        results = [task._finish_step(action) for task, action in zip(tasks, actions)]
+        obs, rewards, terminated, truncated, infos = ([r[k] for r in results] for k in range(5))
+        batch_obs = create_empty_array(self._observation_space, len(obs))
+        if obs:
+            batch_obs = concatenate(self._observation_space, obs, batch_obs)
+        return BatchStep(ids, batch_obs, np.array(rewards, dtype=np.float64), np.array(terminated, dtype=np.bool_),
+                         np.array(truncated, dtype=np.bool_), InfoBatch(dicts=infos))
+
+    @staticmethod
+    def _blowup(result: BatchStep, j: int, task: MujocoTaskEnv, last_obs: Any) -> None:
+        """Row ``j`` of ``result`` becomes ``task``'s physics blow-up transition (after ``last_obs``)."""
+        task._last_obs = last_obs
+        obs, result.rewards[j], result.terminated[j], _, info = task._blowup_transition()
+        _set_rows(result.obs, j, obs)
+        result.infos.replace(j, info)
 
     @staticmethod
     def _add_warnings(data: mujoco.MjData, counts: np.ndarray) -> None:
@@ -167,7 +290,6 @@ class BatchedVecEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._autoreset_envs = np.zeros(num_envs, dtype=np.bool_)
-        self._env_obs: list[Any] = [None] * num_envs  # each env's latest observation
         self._needs_reset = True
 
     @property
@@ -190,32 +312,42 @@ class BatchedVecEnv(gym.vector.VectorEnv):
             if not (valid and mask.any()):
                 raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) with a True entry")
         self._autoreset_envs[mask] = False
-        obs, infos = list(self._env_obs), [None] * self.num_envs
+        infos: list[dict[str, Any] | None] = [None] * self.num_envs
         for i in np.flatnonzero(mask).tolist():
-            obs[i], infos[i] = self.sim.reset(i, seed=seed[i], options=options)
-        self._env_obs = obs
+            infos[i] = self.sim.reset(i, seed=seed[i], options=options)[1]
         self._needs_reset = False
-        return self._concatenate(obs), self._aggregate(infos)
+        return self._observations(), self._aggregate(infos)
 
     def step(self, actions):
         if self._needs_reset:
             raise gym.error.ResetNeeded("Cannot call step() before reset()")
         n = self.num_envs
         resetting = self._autoreset_envs
-        stepped = iter(self.sim.step(actions, np.flatnonzero(~resetting)))
-        obs: list[Any] = [None] * n
+        step = self.sim.step(actions, np.flatnonzero(~resetting))
         rewards = np.zeros(n, dtype=np.float64)
         terminations = np.zeros(n, dtype=np.bool_)
         truncations = np.zeros(n, dtype=np.bool_)
-        infos: list[dict[str, Any]] = [{}] * n
-        for i in range(n):
-            if resetting[i]:
-                obs[i], infos[i] = self.sim.reset(i)
-            else:
-                obs[i], rewards[i], terminations[i], truncations[i], infos[i] = next(stepped)
-        self._env_obs = obs
+        rewards[step.ids], terminations[step.ids], truncations[step.ids] = step.rewards, step.terminated, step.truncated
+        arrays = step.infos.arrays()
+        if arrays is not None and not resetting.any():
+            infos = self._with_masks(arrays)
+        else:
+            per_env: list[dict[str, Any] | None] = [None] * n
+            for i, info in zip(step.ids.tolist(), step.infos.dicts()):
+                per_env[i] = info
+            for i in np.flatnonzero(resetting).tolist():
+                per_env[i] = self.sim.reset(i)[1]
+            infos = self._aggregate(per_env)
         self._autoreset_envs = terminations | truncations
-        return self._concatenate(obs), rewards, terminations, truncations, self._aggregate(infos)
+        return self._observations(), rewards, terminations, truncations, infos
+
+    def _with_masks(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Info arrays of every env with their all-true ``_key`` masks, in ``SyncVectorEnv``'s key order."""
+        merged = {}
+        for key, values in arrays.items():
+            merged[key] = values
+            merged[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
+        return merged
 
     def _aggregate(self, infos: list[dict[str, Any] | None]) -> dict[str, Any]:
         """Infos of the envs (None: not reset) merged as ``SyncVectorEnv`` merges them.
@@ -224,26 +356,19 @@ class BatchedVecEnv(gym.vector.VectorEnv):
         every env reports the same keys with Python scalars of one type per key, as on most steps,
         the arrays are built a key at a time instead (~5x faster, same arrays).
         """
-        if all(info is not None and info.keys() == infos[0].keys() for info in infos):
-            merged = {}
-            for key in infos[0]:
-                values = [info[key] for info in infos]
-                kind = type(values[0])
-                if kind not in (bool, int, float) or any(type(v) is not kind for v in values):
-                    break
-                merged[key] = np.array(values, dtype=kind)
-                merged[f"_{key}"] = np.ones(self.num_envs, dtype=np.bool_)
-            else:
-                return merged
+        arrays = _scalar_arrays(infos) if all(info is not None for info in infos) else None
+        if arrays is not None:
+            return self._with_masks(arrays)
         merged = {}
         for i, info in enumerate(infos):
             if info is not None:
                 merged = self._add_info(merged, info, i)
         return merged
 
-    def _concatenate(self, obs: list[Any]):
-        out = create_empty_array(self.single_observation_space, self.num_envs)
-        return concatenate(self.single_observation_space, obs, out)
+    def _observations(self):
+        """A copy of every env's latest observation."""
+        obs = self.sim.obs
+        return {k: v.copy() for k, v in obs.items()} if isinstance(obs, dict) else obs.copy()
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         results = []

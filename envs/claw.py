@@ -132,7 +132,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.base import Metric, MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
+from envs.base import (
+    BatchMath,
+    Metric,
+    MujocoTaskEnv,
+    ScalarMath,
+    reject_unknown_kwargs,
+    reject_unknown_options,
+    reset_option,
+)
 
 # ---------------------------------------------------------------- model constants (see claw.xml)
 TABLE_TOP_Z = 0.40  # m, table top height
@@ -167,9 +175,9 @@ def reward_reach(scale: float, grip_to_cube: float) -> float:
     return scale * grip_to_cube
 
 
-def reward_grasp(scale: float, grasped: bool) -> float:
-    """``scale`` while the cube is held, else 0."""
-    return scale if grasped else 0.0
+def reward_grasp(scale: float, grasped: bool | np.ndarray) -> float | np.ndarray:
+    """``scale`` while the cube is held, else 0; works on batches of flags."""
+    return scale * grasped
 
 
 def reward_goal(scale: float, distance: float | np.ndarray) -> float | np.ndarray:
@@ -185,6 +193,94 @@ GRASP_MIN_FORCE = 0.5  # N on each pad to count as held
 
 _HALF_PI = math.pi / 2
 _QUARTER_PI = math.pi / 4
+
+
+def servo_targets(q, a, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]) -> tuple:
+    """The five ``ctrl`` values (m, m, m, rad, m) for clipped action ``a`` at joint positions ``q``
+    (see the action table), for one env or, with ``m=BatchMath`` and ``(N,)`` arrays as entries of
+    ``q`` and ``a``, for ``N`` at once; the servo targets are clipped to the workspace."""
+    lo, hi = env._ctrl_lo, env._ctrl_hi
+    return (
+        m.clip(q[0] + POS_STEP * a[0], lo[0], hi[0]),
+        m.clip(q[1] + POS_STEP * a[1], lo[1], hi[1]),
+        m.clip(q[2] + POS_STEP * a[2], lo[2], hi[2]),
+        m.clip(q[3] + YAW_STEP * a[3], lo[3], hi[3]),
+        0.5 * MAX_OPENING * (1.0 - a[4]),
+    )
+
+
+def observe(q, v, f, desired_goal: np.ndarray, m: type[ScalarMath] | type[BatchMath]):
+    """Observation dict, held flag and grip-to-cube distance (m) of one env or of ``N`` at once.
+
+    One env (``m=ScalarMath``): ``q``, ``v``, ``f`` are the lists ``qpos``, ``qvel`` (m, rad, m/s, rad/s)
+    and ``sensordata`` (pad forces, N), ``desired_goal`` the (3,) float32 target. ``N`` envs
+    (``m=BatchMath``): each entry of ``q``, ``v``, ``f`` is an ``(N,)`` float64 array (the transposed
+    batch arrays), ``desired_goal`` is ``(N, 3)``, and the results gain a leading ``N`` axis.
+    """
+    f_l, f_r = f[0], f[1]
+    gx, gy, gz = q[0] + GRIP_HOME[0], q[1] + GRIP_HOME[1], q[2] + GRIP_HOME[2]
+    opening = q[4] + q[5]
+    wyaw = q[3]
+    ox, oy, oz = q[6], q[7], q[8]
+    qw, qx, qy, qz = q[9], q[10], q[11], q[12]
+    rx, ry, rz = ox - gx, oy - gy, oz - gz
+    # cube yaw (z-x-y intrinsic approx. valid while the cube is roughly upright) relative to wrist,
+    # folded by the cube's 90-degree symmetry
+    oyaw = m.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+    yaw_rel = (oyaw - wyaw + _QUARTER_PI) % _HALF_PI - _QUARTER_PI
+    # free-joint angular velocity is in the body frame: rotate to world, w' = w + 2 qw (u x w) + 2 u x (u x w)
+    wx, wy, wz = v[9], v[10], v[11]
+    tx, ty, tz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
+    awx = wx + qw * tx + (qy * tz - qz * ty)
+    awy = wy + qw * ty + (qz * tx - qx * tz)
+    awz = wz + qw * tz + (qx * ty - qy * tx)
+    obs = m.float32((
+        gx, gy, gz, opening, v[0], v[1], v[2], wyaw, v[3], v[4] + v[5],
+        ox, oy, oz, rx, ry, rz, qw, qx, qy, qz, yaw_rel,
+        v[6], v[7], v[8], awx, awy, awz, f_l / GRIP_FORCE_LIMIT, f_r / GRIP_FORCE_LIMIT,
+    ))
+    # held: both pads press and the cube centre lies between the pads (claw frame)
+    c, s = m.cos(wyaw), m.sin(wyaw)
+    lx, ly = c * rx + s * ry, -s * rx + c * ry
+    grasped = (
+        (f_l > GRASP_MIN_FORCE)
+        & (f_r > GRASP_MIN_FORCE)
+        & (abs(lx) < 0.02)
+        & (abs(rz) < 0.02)
+        & (abs(ly) < 0.5 * opening + 0.005)
+    )
+    reach = m.sqrt(rx * rx + ry * ry + rz * rz)
+    return {"observation": obs, "achieved_goal": obs[..., 10:13].copy(), "desired_goal": desired_goal}, grasped, reach
+
+
+def evaluate(ag, g, reach_distance, grasped, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]):
+    """Reward, termination (the cube fell) and info of one env's transition or of ``N`` at once.
+
+    ``ag`` and ``g`` hold the float32-exact achieved and desired goal coordinates x, y, z (m) as three
+    floats or three ``(N,)`` float64 arrays; ``reach_distance`` (m) and ``grasped`` come from
+    :func:`observe`; ``env`` gives the settings (reward type, success radius, task).
+    """
+    dx, dy, dz = ag[0] - g[0], ag[1] - g[1], ag[2] - g[2]
+    dist = m.sqrt(dx * dx + dy * dy + dz * dz)
+    success = dist <= env.distance_threshold
+    k = REWARD_SCALES
+    reach = reward_reach(k["reach"], reach_distance)
+    grasp = reward_grasp(k["grasp"], grasped)
+    goal_term = reward_goal(k["goal"], dist)
+    success_term = reward_success(k["success"], success)
+    reward = reach + grasp + goal_term + success_term if env._dense else m.where(success, 0.0, -1.0)
+    fell = ag[2] < TABLE_TOP_Z
+    info = {
+        "is_success": m.where(success, 1.0, 0.0),
+        "distance": dist,
+        "grasped": grasped,
+        "object_fell": fell,
+        "reward_reach": reach,
+        "reward_grasp": grasp,
+        env._goal_term: goal_term,
+        "reward_success": success_term,
+    }
+    return reward, fell, info
 
 
 class ClawEnv(MujocoTaskEnv):
@@ -334,92 +430,30 @@ class ClawEnv(MujocoTaskEnv):
         self._grasped = False
 
     def _apply_action(self, action: np.ndarray) -> None:
-        a = action.tolist()
-        q = self.data.qpos
-        lo, hi = self._ctrl_lo, self._ctrl_hi
-        x = q[0] + POS_STEP * a[0]
-        y = q[1] + POS_STEP * a[1]
-        z = q[2] + POS_STEP * a[2]
-        w = q[3] + YAW_STEP * a[3]
-        self.data.ctrl[:] = (
-            lo[0] if x < lo[0] else hi[0] if x > hi[0] else x,
-            lo[1] if y < lo[1] else hi[1] if y > hi[1] else y,
-            lo[2] if z < lo[2] else hi[2] if z > hi[2] else z,
-            lo[3] if w < lo[3] else hi[3] if w > hi[3] else w,
-            0.5 * MAX_OPENING * (1.0 - a[4]),
-        )
+        self.data.ctrl[:] = servo_targets(self.data.qpos, action.tolist(), self, ScalarMath)
+
+    @classmethod
+    def _apply_batch(cls, tasks, actions, qpos):
+        return np.stack(servo_targets(qpos.T, actions.T, tasks[0], BatchMath), axis=1)
 
     def _observe(self) -> dict[str, np.ndarray]:
         d = self.data
-        q = d.qpos.tolist()
-        v = d.qvel.tolist()
-        f_l, f_r = d.sensordata.tolist()
-        gx, gy, gz = q[0] + GRIP_HOME[0], q[1] + GRIP_HOME[1], q[2] + GRIP_HOME[2]
-        opening = q[4] + q[5]
-        wyaw = q[3]
-        ox, oy, oz = q[6], q[7], q[8]
-        qw, qx, qy, qz = q[9], q[10], q[11], q[12]
-        rx, ry, rz = ox - gx, oy - gy, oz - gz
-        # cube yaw (z-x-y intrinsic approx. valid while the cube is roughly upright) relative to wrist,
-        # folded by the cube's 90-degree symmetry
-        oyaw = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
-        yaw_rel = (oyaw - wyaw + _QUARTER_PI) % _HALF_PI - _QUARTER_PI
-        # free-joint angular velocity is in the body frame: rotate to world, w' = w + 2 qw (u x w) + 2 u x (u x w)
-        wx, wy, wz = v[9], v[10], v[11]
-        tx, ty, tz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
-        awx = wx + qw * tx + (qy * tz - qz * ty)
-        awy = wy + qw * ty + (qz * tx - qx * tz)
-        awz = wz + qw * tz + (qx * ty - qy * tx)
-        obs = np.array(
-            (
-                gx, gy, gz, opening, v[0], v[1], v[2], wyaw, v[3], v[4] + v[5],
-                ox, oy, oz, rx, ry, rz, qw, qx, qy, qz, yaw_rel,
-                v[6], v[7], v[8], awx, awy, awz, f_l / GRIP_FORCE_LIMIT, f_r / GRIP_FORCE_LIMIT,
-            ),
-            dtype=np.float32,
-        )
-        # held: both pads press and the cube centre lies between the pads (claw frame)
-        c, s = math.cos(wyaw), math.sin(wyaw)
-        lx, ly = c * rx + s * ry, -s * rx + c * ry
-        self._grasped = (
-            f_l > GRASP_MIN_FORCE
-            and f_r > GRASP_MIN_FORCE
-            and abs(lx) < 0.02
-            and abs(rz) < 0.02
-            and abs(ly) < 0.5 * opening + 0.005
-        )
-        self._reach = math.sqrt(rx * rx + ry * ry + rz * rz)
-        ag = obs[10:13].copy()
-        self._ag_list = ag.tolist()  # float32-exact cube position, the value compute_reward sees
-        return {"observation": obs, "achieved_goal": ag, "desired_goal": self._goal32.copy()}
+        obs, self._grasped, self._reach = observe(d.qpos.tolist(), d.qvel.tolist(), d.sensordata.tolist(),
+                                                  self._goal32.copy(), ScalarMath)
+        self._ag_list = obs["achieved_goal"].tolist()  # float32-exact cube position, what compute_reward sees
+        return obs
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
-        ag = self._ag_list  # set by _observe(), which the base calls just before
-        g = self._goal_list
-        dx, dy, dz = ag[0] - g[0], ag[1] - g[1], ag[2] - g[2]
-        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-        success = dist <= self.distance_threshold
-        k = REWARD_SCALES
-        reach = reward_reach(k["reach"], self._reach)
-        grasp = reward_grasp(k["grasp"], self._grasped)
-        goal_term = reward_goal(k["goal"], dist)
-        success_term = reward_success(k["success"], success)
-        if self._dense:
-            reward = reach + grasp + goal_term + success_term
-        else:
-            reward = 0.0 if success else -1.0
-        fell = ag[2] < TABLE_TOP_Z
-        info = {
-            "is_success": 1.0 if success else 0.0,
-            "distance": dist,
-            "grasped": self._grasped,
-            "object_fell": fell,
-            "reward_reach": reach,
-            "reward_grasp": grasp,
-            self._goal_term: goal_term,
-            "reward_success": success_term,
-        }
-        return reward, fell, info
+        # _ag_list, _reach and _grasped are set by _observe(), which the base calls just before
+        return evaluate(self._ag_list, self._goal_list, self._reach, self._grasped, self, ScalarMath)
+
+    @classmethod
+    def _finish_batch(cls, tasks, actions, qpos, qvel, sensordata):
+        goals = np.stack([task._goal32 for task in tasks])
+        obs, grasped, reach = observe(qpos.T, qvel.T, sensordata.T, goals, BatchMath)
+        ag, g = obs["achieved_goal"].T.astype(np.float64), goals.T.astype(np.float64)
+        reward, fell, info = evaluate(ag, g, reach, grasped, tasks[0], BatchMath)
+        return obs, reward, fell, info
 
     def _reset_info(self) -> dict[str, Any]:
         return {"is_success": 0.0}

@@ -180,6 +180,39 @@ def test_close_stops_threads_and_steps():
         vec.sim.step(np.zeros((4, 12)))
 
 
+@pytest.mark.parametrize("env_id", ["OpenClaw/Claw-v0", "OpenClaw/ClawPlace-v0"])
+def test_claw_steps_batch_native(env_id):
+    """The claw's control, observations, rewards and infos are computed for all copies at once with
+    array maths (so the equality tests above check that maths against the single env's)."""
+    vec = BatchedVecEnv(env_id, 2)
+    assert vec.sim._native
+    vec.close()
+
+
+def test_batch_math_equals_scalar_math_bit_for_bit():
+    """The array maths that batch-native envs share with the single env rounds exactly as the Python maths."""
+    from envs.base import BatchMath, ScalarMath
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0.0, 3.0, 2000), [0.0, -0.0, np.pi, -np.pi / 4, 1e-300, -7.5]])
+    y = np.concatenate([rng.normal(0.0, 3.0, 2000), [-0.0, 0.0, -np.pi, np.pi / 2, 1.0, 0.25]])
+    pairs = list(zip(x.tolist(), y.tolist()))
+    cases = {
+        "sqrt": (BatchMath.sqrt(np.abs(x)), [ScalarMath.sqrt(abs(a)) for a, _ in pairs]),
+        "atan2": (BatchMath.atan2(x, y), [ScalarMath.atan2(a, b) for a, b in pairs]),
+        "cos": (BatchMath.cos(x), [ScalarMath.cos(a) for a, _ in pairs]),
+        "sin": (BatchMath.sin(x), [ScalarMath.sin(a) for a, _ in pairs]),
+        "clip": (BatchMath.clip(x, -1.0, 2.0), [ScalarMath.clip(a, -1.0, 2.0) for a, _ in pairs]),
+        "where": (BatchMath.where(x > y, x, y), [ScalarMath.where(a > b, a, b) for a, b in pairs]),
+        "%": (x % (np.pi / 2), [a % (np.pi / 2) for a, _ in pairs]),
+    }
+    for name, (batch, scalar) in cases.items():
+        assert batch.dtype == np.float64 and batch.tobytes() == np.array(scalar).tobytes(), name
+    columns = (x[:3], y[:3])
+    np.testing.assert_array_equal(BatchMath.float32(columns),
+                                  np.stack([ScalarMath.float32((a, b)) for a, b in zip(*columns)]))
+
+
 def test_step_before_reset_and_bad_arguments():
     vec = BatchedVecEnv("OpenClaw/Claw-v0", 2)
     with pytest.raises(gym.error.ResetNeeded):
