@@ -238,21 +238,39 @@ def write_torchscript(actor: DeployedActor, obs_dim: int, metadata: dict[str, st
 
 
 # ---------------------------------------------------------------------------------------- the run
-def run(cfg: DictConfig) -> dict[str, Path]:
-    """Export the configured checkpoint; return ``{"onnx": path[, "torchscript": path]}``."""
-    validate(cfg)
+@dataclass
+class Learned:
+    """A checkpoint loaded for export: its run directory and config, the learner, and one evaluation env
+    (the run's evaluation kwargs) wrapped in the checkpoint's frozen normalisation."""
+
+    run_dir: Path
+    saved: DictConfig
+    checkpoint: checkpoint.Checkpoint
+    model: BaseAlgorithm
+    venv: VecEnv
+
+
+def load_learned(cfg: DictConfig) -> Learned:
+    """The checkpoint ``cfg`` names (``run`` and/or ``checkpoint``, as :class:`ExportConfig`), on the CPU."""
     saved = run_config(Path(cfg.run)) if cfg.run else None  # a bad run directory is the first problem
     ckpt = find_checkpoint(cfg)
     run_dir = Path(cfg.run) if cfg.run else ckpt.path.parent.parent  # checkpoints/<name>/ inside the run
     saved = saved or run_config(run_dir)
-    kwargs = env_kwargs(saved, evaluation=True)
-    venv = make_vec_env(saved.env.id, kwargs, 1)
+    venv = make_vec_env(saved.env.id, env_kwargs(saved, evaluation=True), 1)
     model, venv = load_policy(saved, ckpt, venv, "cpu")
-    actor = deployed_actor(model, venv)
-    venv.close()
-    metadata = export_metadata(saved.env.id, kwargs, saved.agent.name, ckpt.meta)
+    return Learned(run_dir, saved, ckpt, model, venv)
+
+
+def run(cfg: DictConfig) -> dict[str, Path]:
+    """Export the configured checkpoint; return ``{"onnx": path[, "torchscript": path]}``."""
+    validate(cfg)
+    learned = load_learned(cfg)
+    actor = deployed_actor(learned.model, learned.venv)
+    learned.venv.close()
+    saved = learned.saved
+    metadata = export_metadata(saved.env.id, env_kwargs(saved, evaluation=True), saved.agent.name, learned.checkpoint.meta)
     obs_dim = int(metadata["observation_dim"])
-    out = Path(cfg.out_dir) if cfg.out_dir else run_dir / "export"
+    out = Path(cfg.out_dir) if cfg.out_dir else learned.run_dir / "export"
     out.mkdir(parents=True, exist_ok=True)
     paths = {"onnx": write_onnx(actor, obs_dim, metadata, out / ONNX_FILE, cfg.opset)}
     if cfg.torchscript:

@@ -33,10 +33,8 @@ import torch
 from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.evaluation.run import find_checkpoint, load_policy, run_config
-from agents.export import ExportConfig, deployed_actor, run
+from agents.export import ExportConfig, deployed_actor, load_learned, run
 from agents.onnx_policy import OnnxPolicy, flatten_observation
-from agents.vec_env import env_kwargs, make_vec_env
 
 
 def latency_us(call: Callable[[], object], calls: int) -> float:
@@ -55,8 +53,8 @@ def bench(run_dir: Path, calls: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = OmegaConf.merge(OmegaConf.structured(ExportConfig), {"run": str(run_dir), "out_dir": tmp, "torchscript": True})
         paths = run(cfg)
-        saved = run_config(run_dir)
-        model, venv = load_policy(saved, find_checkpoint(cfg), make_vec_env(saved.env.id, env_kwargs(saved, evaluation=True), 1), "cpu")
+        learned = load_learned(cfg)
+        saved, model, venv = learned.saved, learned.model, learned.venv
         actor = deployed_actor(model, venv)
         obs = venv.reset()
         raw = venv.get_original_obs() if isinstance(venv, VecNormalize) else obs
