@@ -209,6 +209,9 @@ class HintStatsLogger(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         self.logger.record("hints/teacher_coverage", self.targets.coverage())
+        self._record_hints()
+
+    def _record_hints(self) -> None:
         service = self.targets.service
         if service is not None:
             for key, value in service.stats().items():
@@ -224,7 +227,7 @@ class HintStatsLogger(BaseCallback):
         if service is None:
             return
         service.finish(service.cfg.timeout_s * (service.cfg.max_retries + 1))
-        self._on_rollout_end()
+        self._record_hints()  # the final counters (coverage has no new samples to report)
         self.logger.dump(self.num_timesteps)
 
 

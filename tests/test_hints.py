@@ -386,6 +386,7 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
     assert float(final["hints/queries"]) == len(answered) > 0
     assert float(final["hints/accepted"]) == sum(line["accepted"] for line in answered)
     assert float(final["hints/cancelled"]) == len(lines) - len(answered)
+    assert not final["hints/teacher_coverage"]  # no samples after training ended: no coverage figure
     verified = [line["verification"] for line in answered if "verification" in line]
     assert float(final["hints/verified"]) == len(verified) and float(final["hints/verify_cpu_s"]) > 0
     assert float(final["hints/adopted"]) == sum(v["adopted"] for v in verified)
