@@ -11,7 +11,10 @@ Prints steps per second (medians over interleaved repeats) for:
 ``--batched`` prints the vector section instead: total env steps/s of ``N`` copies for every way to
 vectorise (Gymnasium sync and async, SB3 ``DummyVecEnv`` and ``SubprocVecEnv`` over ``Monitor``-wrapped
 envs as ``train.py`` builds them, and ours: ``envs.batched.BatchedVecEnv`` and the SB3
-``BatchedDummyVecEnv``), next to one env through ``gymnasium.make``, and the ratio ours / one env.
+``BatchedDummyVecEnv``), next to one env through ``gymnasium.make``, and the ratio ours / one env;
+``physics`` is the physical limit: the same ``N`` copies' ``mj_step``\\ s alone in one batch call on all
+threads, from their reset states with the controls held (no Python per env), and ``batched / physics``
+the fraction of it our vector env reaches.
 
 Usage::
 
@@ -130,6 +133,22 @@ def bench_vector(env_id: str, num_envs: int, mode: str, steps: int) -> float:
     return steps * num_envs / elapsed
 
 
+def bench_physics(env_id: str, num_envs: int, steps: int) -> float:
+    """Env steps/s of the physics alone for ``num_envs`` copies: ``frame_skip`` ``mj_step``\\ s of every
+    copy per step in one ``mujoco.batch`` call on all threads, no Python per env (the physical limit
+    of a batched vector env on this machine)."""
+    sim = BatchedVecEnv(env_id, num_envs).sim
+    for i in range(num_envs):
+        sim.reset(i, seed=i)
+        mujoco.mj_getState(sim.tasks[i].model, sim.tasks[i].data, sim._state[i], mujoco.mjtState.mjSTATE_INTEGRATION)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        sim._batch.step(None, nstep=sim.frame_skip)
+    elapsed = time.perf_counter() - t0
+    sim.close()
+    return steps * num_envs / elapsed
+
+
 def vector_section(args: argparse.Namespace) -> dict[str, float]:
     """Run and print the ``--batched`` comparison; returns the medians by key."""
     sizes = args.vec or [2, 4, 8, 16, 32]
@@ -146,17 +165,22 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
                         continue
                     rate = bench_vector(env_id, n, mode, max(args.steps // n, 50))
                     samples.setdefault(f"{name}/{mode}_x{n}", []).append(rate)
+                rate = bench_physics(env_id, n, max(args.steps // n, 50))
+                samples.setdefault(f"{name}/physics_x{n}", []).append(rate)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     for name in names:
         single = results[f"{name}/single"]
         print(f"\n{name}: env steps/s (median of {args.repeats}); one env via gym.make: {single:,.0f}")
-        print("| N | " + " | ".join(VECTOR_MODES) + " | batched / single | sb3_batched / single |")
-        print("|---:|" + "---:|" * (len(VECTOR_MODES) + 2))
+        print("| N | " + " | ".join(VECTOR_MODES) + " | physics | batched / single | sb3_batched / single "
+              "| physics / single | batched / physics |")
+        print("|---:|" + "---:|" * (len(VECTOR_MODES) + 5))
         for n in sizes:
-            cells = [f"{results[f'{name}/{m}_x{n}']:,.0f}" if f"{name}/{m}_x{n}" in results else "-" for m in VECTOR_MODES]
-            ratios = [f"{results[f'{name}/{m}_x{n}'] / single:.2f}x" for m in ("batched", "sb3_batched")]
-            print(f"| {n} | " + " | ".join(cells + ratios) + " |")
+            cells = [f"{results[f'{name}/{m}_x{n}']:,.0f}" if f"{name}/{m}_x{n}" in results else "-"
+                     for m in (*VECTOR_MODES, "physics")]
+            ratios = [f"{results[f'{name}/{m}_x{n}'] / single:.2f}x" for m in ("batched", "sb3_batched", "physics")]
+            fraction = results[f"{name}/batched_x{n}"] / results[f"{name}/physics_x{n}"]
+            print(f"| {n} | " + " | ".join(cells + ratios) + f" | {fraction:.0%} |")
     return results
 
 

@@ -6,7 +6,18 @@ A student is ``class XStudent(DistillingStudent, X)`` with ``X`` an SB3 algorith
 
 from __future__ import annotations
 
+from typing import Any
+
 from distill.opd import OnlinePolicyDistillation
+
+
+def fused_adam(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """An SB3 learner's keyword arguments with its policy's Adam switched to torch's fused kernel (all
+    parameters in one kernel: ~3x faster per optimiser step on CPU, rounding differently from the
+    per-tensor loop that SB3's Adam runs by default)."""
+    policy_kwargs = dict(kwargs.get("policy_kwargs") or {})
+    policy_kwargs["optimizer_kwargs"] = {"fused": True, **policy_kwargs.get("optimizer_kwargs", {})}
+    return {**kwargs, "policy_kwargs": policy_kwargs}
 
 
 class DistillingStudent:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from stable_baselines3 import SAC
 
-from agents.students.distilling import DistillingStudent
+from agents.students.distilling import DistillingStudent, fused_adam
 from agents.students.replay_sampling import replay_batches
 from agents.students.replay_targets import with_targets
 from agents.vec_env import torch_unnormalize_obs
@@ -69,11 +69,7 @@ class SACStudent(DistillingStudent, SAC):
 
     def __init__(self, *args, fast_update: bool = True, **kwargs):
         self.fast_update = fast_update
-        if fast_update:
-            policy_kwargs = dict(kwargs.get("policy_kwargs") or {})
-            policy_kwargs["optimizer_kwargs"] = {"fused": True, **policy_kwargs.get("optimizer_kwargs", {})}
-            kwargs["policy_kwargs"] = policy_kwargs
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **(fused_adam(kwargs) if fast_update else kwargs))
 
     def _setup_model(self) -> None:
         super()._setup_model()

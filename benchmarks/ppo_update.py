@@ -1,0 +1,96 @@
+"""PPO update time, side by side in one run: SB3's ``PPO.train`` against our student's, with SB3's Adam
+and with torch's fused Adam (what ``agent.fast_update`` gives the SAC student).
+
+Three learners with the same network, rollout size and data (each collects one rollout of the same
+seeded env, so the buffers are equal) run ``train()`` (``n_epochs`` passes over the rollout) in turn:
+
+* ``sb3``      ``stable_baselines3.PPO``;
+* ``student``  ``PPOStudent`` as ``train.py`` builds it (SB3's Adam, bit-identical to SB3);
+* ``fused``    ``PPOStudent`` with fused Adam (not an option of ``train.py``: it did not speed the
+  update up measurably, see ``benchmarks/RESULTS.md``).
+
+Each repeat times ``--calls`` calls of every learner, interleaved; the table gives the median
+updates/s over the repeats and each learner's median over SB3's. The defaults are the quadruped
+recipe (``tuned/quadruped_ppo.yaml``: 16 envs x 256 steps, minibatch 1024, 5 epochs, [256, 256] ELU).
+
+Usage::
+
+    python benchmarks/ppo_update.py             # 5 repeats of 3 calls
+    python benchmarks/ppo_update.py --quick     # 3 repeats of 1 call
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+
+import envs  # noqa: F401  (registers OpenClaw/*)
+from agents.students import PPOStudent
+from agents.students.distilling import fused_adam
+
+LEARNERS = {"sb3": (PPO, False), "student": (PPOStudent, False), "fused": (PPOStudent, True)}
+
+
+def build(args: argparse.Namespace) -> dict[str, PPO]:
+    """The three learners, each after collecting (and learning from) one rollout of the same env seed."""
+    learners = {}
+    for name, (cls, fused) in LEARNERS.items():
+        venv = make_vec_env(args.env, n_envs=args.num_envs, seed=0)
+        kwargs = dict(n_steps=args.n_steps, batch_size=args.batch, n_epochs=args.epochs, seed=0, device="cpu",
+                      policy_kwargs=dict(net_arch=dict(pi=args.net, vf=args.net), activation_fn=torch.nn.ELU))
+        learner = cls("MlpPolicy", venv, **(fused_adam(kwargs) if fused else kwargs))
+        learners[name] = learner.learn(args.n_steps * args.num_envs)
+    return learners
+
+
+def updates_per_second(learner: PPO, calls: int) -> float:
+    """``train()`` calls per second (each: ``n_epochs`` passes over the rollout)."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        learner.train()
+    return calls / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="OpenClaw/Quadruped-v1")
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--n-steps", type=int, default=256, help="rollout length per env")
+    parser.add_argument("--batch", type=int, default=1024, help="minibatch size")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--net", type=int, nargs="+", default=[256, 256], help="hidden layer widths")
+    parser.add_argument("--calls", type=int, default=3, help="train() calls per timing")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--quick", action="store_true", help="1 call, 3 repeats")
+    args = parser.parse_args()
+    if args.quick:
+        args.calls, args.repeats = 1, 3
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    learners = build(args)
+    rates: dict[str, list[float]] = {name: [] for name in learners}
+    for _ in range(args.repeats):
+        for name, learner in learners.items():
+            rates[name].append(updates_per_second(learner, args.calls))
+
+    samples = args.n_steps * args.num_envs
+    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} torch threads; {args.env} x{args.num_envs}, {samples} samples per update, "
+          f"minibatch {args.batch}, {args.epochs} epochs, net {args.net}, median of {args.repeats} x {args.calls} calls")
+    sb3 = statistics.median(rates["sb3"])
+    print("| learner | updates/s | / SB3 |\n|---|---:|---:|")
+    for name, values in rates.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median:.2f} | {median / sb3:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
