@@ -48,7 +48,7 @@ class Agent(nn.Module):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--env-id", default="OpenClaw/Quadruped-v0")
+    p.add_argument("--env-id", default="OpenClaw/Quadruped-v1")
     p.add_argument("--num-envs", type=int, default=8)
     p.add_argument("--num-steps", type=int, default=256, help="steps per env per rollout")
     p.add_argument("--total-timesteps", type=int, default=200_000)

@@ -84,17 +84,19 @@ def test_exported_files_match_the_torch_policy_on_a_thousand_rollout_observation
 def test_metadata_describes_env_layout_scale_rate_and_commit(exported):
     meta = OnnxPolicy(exported / "export" / "policy.onnx").metadata
     saved = run_config(exported)
-    assert meta["env_id"] == saved.env.id and meta["env_version"] == "0"
+    env = gym.make(saved.env.id, **env_kwargs(saved, evaluation=True))
+    assert meta["env_id"] == saved.env.id and meta["env_version"] == str(env.spec.version)
+    assert meta["observation_dim"] == str(gym.spaces.flatdim(env.observation_space))
     recorded = checkpoint.best(exported).meta[checkpoint.COMMIT_KEY]  # by train.py: git rev-parse HEAD
     assert meta["training_commit"] == recorded and len(recorded) == 40 and int(recorded, 16) >= 0
     assert json.loads(meta["env_kwargs"]) == env_kwargs(saved, evaluation=True)
     layout = json.loads(meta["observation_layout"])
-    if saved.env.name == "quadruped":
-        assert layout == {k: [s.start, s.stop] for k, s in QuadrupedEnv.OBS_SLICES.items()}
+    if saved.env.name == "quadruped":  # the env's slices (v1: the class's table and the gait clock's)
+        assert layout == {k: [s.start, s.stop] for k, s in env.unwrapped.OBS_SLICES.items()}
+        assert set(QuadrupedEnv.OBS_SLICES) <= set(layout)
         assert json.loads(meta["action_scale"]) == [QuadrupedEnv.ACTION_SCALE] * 12
-        assert float(meta["control_rate_hz"]) == pytest.approx(50.0) and meta["observation_dim"] == "48"
+        assert float(meta["control_rate_hz"]) == pytest.approx(50.0)
     else:  # the Dict flattened as gymnasium.spaces.flatten does
-        env = gym.make(saved.env.id)
         obs, _ = env.reset(seed=0)
         flat = gym.spaces.flatten(env.observation_space, obs)
         assert json.loads(meta["observation_keys"]) == ["achieved_goal", "desired_goal", "observation"]
@@ -104,6 +106,7 @@ def test_metadata_describes_env_layout_scale_rate_and_commit(exported):
         assert layout["desired_goal"] == [3, 6] and list(layout["observation"]) == [6, 35]
         assert json.loads(meta["action_scale"]) == pytest.approx(list(ClawEnv.ACTION_SCALE))
         assert float(meta["control_rate_hz"]) == pytest.approx(25.0) and meta["observation_dim"] == "35"
+    env.close()
 
 
 def test_a_rollout_driven_by_the_file_and_evaluate_py_on_it_match_evaluate_py(exported, tmp_path):
