@@ -10,6 +10,12 @@ Tasks:
                evaluation (50 episodes) with >= 90% success.
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
                (``distill=scripted``, alpha 1 constant, teacher std 0.1).
+``teachers``   the default job (``python train.py``: PPO on ``OpenClaw/Quadruped-v1``, full command ranges;
+               ``--env quadruped_rough`` for the rough terrain) with each online-distillation teacher:
+               arms ``none``, ``scripted`` (the trot, default parameters), ``llm_hint`` (the trot driven by
+               the bundled offline coach) and ``ema``. Per arm and seed: steps to the first evaluation
+               (20 episodes) with tracking error <= 0.15 m/s and <= 5% falls, the final evaluation return
+               (mean and 95% CI over seeds) and the distillation KL curve (``distill/kl`` per update).
 ``fps``        training throughput side by side in one process: SB3 PPO on our quadruped (SB3's
                ``DummyVecEnv``, and our batched vector env) vs on Gymnasium's ``Ant-v5`` with the same
                settings (alternating, median of repeats).
@@ -19,6 +25,8 @@ Usage::
     python benchmarks/learning.py quadruped --seeds 0 1 2
     python benchmarks/learning.py claw --seeds 0 1 2
     python benchmarks/learning.py claw_teacher --seeds 0 1 2 -- train.total_timesteps=50000 train.eval_freq=25000
+    python benchmarks/learning.py teachers --seeds 0 1 2
+    python benchmarks/learning.py teachers --env quadruped_rough --arms none scripted --seeds 0 1 2
     python benchmarks/learning.py fps --repeats 3
     python benchmarks/learning.py quadruped --seeds 0 -- train.total_timesteps=2000000   # extra overrides
 """
@@ -26,6 +34,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
 import time
@@ -80,6 +89,51 @@ def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
     }
 
 
+# The teachers benchmark: one train.py run per arm and seed, the default job plus these overrides.
+TEACHER_ARMS = {
+    "none": ["distill=none"],
+    "scripted": ["distill=scripted"],
+    "llm_hint": ["distill=llm_hint"],
+    "ema": ["distill=ema"],
+}
+TEACHER_EVAL = ["train.eval_episodes=20", "train.eval_envs=10"]
+
+
+def kl_curve(run_dir: Path) -> list[tuple[int, float]]:
+    """``(env steps, distill/kl)`` per logged update of a run (empty without a teacher)."""
+    with (run_dir / "progress.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("distill/kl")]
+    return [(int(float(r["time/total_timesteps"])), float(r["distill/kl"])) for r in rows]
+
+
+def bench_teachers(env: str, arms: list[str], seeds: list[int], out_root: Path, extra: list[str]) -> dict:
+    """Every arm of :data:`TEACHER_ARMS` over ``seeds`` (module docstring); one run at a time."""
+    passed = TASKS["quadruped"]["passed"]
+    table = {}
+    for arm in arms:
+        per_seed = []
+        for seed in seeds:
+            run_dir = out_root / f"teachers-{env}-{arm}-seed{seed}"
+            wall = runs.train([f"env={env}", "agent=ppo", *TEACHER_EVAL, *TEACHER_ARMS[arm], f"seed={seed}", *extra],
+                              run_dir)
+            first = runs.first_passing(run_dir, passed)
+            kl = kl_curve(run_dir)
+            per_seed.append({
+                "seed": seed,
+                "steps_to_threshold": int(first["step"]) if first else None,
+                "final_return": runs.summary(run_dir)["final_eval_return"],
+                "final_eval": runs.eval_rows(run_dir)[-1],
+                "kl_first": kl[0][1] if kl else None,
+                "kl_last": kl[-1][1] if kl else None,
+                "kl_curve": kl,
+                "wall_s": round(wall, 1),
+                "run_dir": str(run_dir),
+            })
+        mean, ci = runs.mean_ci95([s["final_return"] for s in per_seed])
+        table[arm] = {"seeds": per_seed, "final_return_mean": mean, "final_return_ci95": ci}
+    return {"env": env, "criterion": TASKS["quadruped"]["criterion"], "overrides": extra, "arms": table}
+
+
 def bench_fps(repeats: int, steps: int, num_envs: int) -> dict:
     """SB3 PPO steps/s on our quadruped vs Ant-v5, same hyper-parameters, alternating."""
     import torch
@@ -118,9 +172,11 @@ def bench_fps(repeats: int, steps: int, num_envs: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", choices=[*TASKS, "fps"])
+    parser.add_argument("task", choices=[*TASKS, "teachers", "fps"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "runs" / "benchmarks"))
+    parser.add_argument("--env", default="quadruped", help="teachers: env config (quadruped, quadruped_rough)")
+    parser.add_argument("--arms", nargs="+", choices=list(TEACHER_ARMS), default=list(TEACHER_ARMS), help="teachers")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=40960, help="fps: PPO steps per timing")
     parser.add_argument("--num-envs", type=int, default=16, help="fps: vector envs")
@@ -129,6 +185,10 @@ def main() -> None:
 
     if args.task == "fps":
         result = bench_fps(args.repeats, args.steps, args.num_envs)
+    elif args.task == "teachers":
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        result = bench_teachers(args.env, args.arms, args.seeds, out, extra)
     else:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
