@@ -45,7 +45,9 @@ _SPECS = {
         entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000, kwargs={"gait_clock": True}
     ),
     "OpenClaw/QuadrupedRough-v1": dict(
-        entry_point="envs.quadruped:QuadrupedEnv", max_episode_steps=1000, kwargs={"terrain": "rough", "gait_clock": True}
+        entry_point="envs.quadruped:QuadrupedEnv",
+        max_episode_steps=1000,
+        kwargs={"terrain": "rough", "gait_clock": True},
     ),
     "OpenClaw/Claw-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=100),
     "OpenClaw/ClawPlace-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=150, kwargs={"task": "place"}),

@@ -1,4 +1,4 @@
-"""Scripted omnidirectional trot for ``OpenClaw/Quadruped-v0``: phase clock -> foot trajectories -> leg IK -> actions.
+"""Scripted omnidirectional trot for ``OpenClaw/Quadruped-v1``: phase clock -> foot trajectories -> leg IK -> actions.
 
 The controller reads only the observation of ``OpenClaw/Quadruped-v1`` (or ``QuadrupedRough-v1``): the
 command, IMU feedback - projected gravity (levels the body by lengthening the lower legs), forward velocity
