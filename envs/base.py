@@ -125,6 +125,7 @@ class ScalarMath:
     atan2 = staticmethod(math.atan2)
     cos = staticmethod(math.cos)
     sin = staticmethod(math.sin)
+    exp = staticmethod(math.exp)
 
     @staticmethod
     def where(condition: bool, a: float, b: float) -> float:
@@ -147,6 +148,7 @@ class BatchMath:
     atan2 = staticmethod(_per_element(math.atan2))
     cos = staticmethod(_per_element(math.cos))
     sin = staticmethod(_per_element(math.sin))
+    exp = staticmethod(_per_element(math.exp))
     where = staticmethod(np.where)
 
     @staticmethod
@@ -280,25 +282,27 @@ class MujocoTaskEnv(gym.Env):
     def _apply_batch(cls, tasks: list[MujocoTaskEnv], actions: np.ndarray, qpos: np.ndarray) -> np.ndarray:
         """The ``ctrl`` rows ``(N, nu)`` that :meth:`_apply_action` writes for clipped ``actions``
         ``(N, action_dim)`` of ``N`` envs of this class (same arguments) at joint positions ``qpos``
-        ``(N, nq)`` (m or rad). Batch-native classes (whose :meth:`_before_physics` does nothing)
+        ``(N, nq)`` (m or rad); the batched vector env calls each env's :meth:`_before_physics`
+        (after the ``ctrl`` of :meth:`_apply_action`: it must not read it). Batch-native classes
         override it; the batched vector env otherwise prepares env by env."""
         raise NotImplementedError
 
     @classmethod
     def _finish_batch(
         cls, tasks: list[MujocoTaskEnv], actions: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
-        sensordata: np.ndarray,
+        derived: dict[str, np.ndarray],
     ) -> tuple[Any, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """:meth:`_finish_step` of ``N`` envs of this class, made with the same arguments, at once.
 
         ``actions`` ``(N, action_dim)`` are the clipped actions of the step; ``qpos`` ``(N, nq)``,
-        ``qvel`` ``(N, nv)`` and ``sensordata`` ``(N, nsensordata)`` hold the envs' state after the
-        physics (as in each env's ``data``; positions m or rad, velocities m/s or rad/s). Returns the
+        ``qvel`` ``(N, nv)`` and ``derived`` (``"sensordata"`` ``(N, nsensordata)``, ``"actuator_force"``
+        ``(N, nu)``, N) hold the envs' state after the physics (as in each env's ``data``; positions m
+        or rad, velocities m/s or rad/s). Returns the
         batched observation, rewards ``(N,)`` float64, terminations ``(N,)`` bool and the info as one
         ``(N,)`` array per key (the dtype of the Python type :meth:`_finish_step` puts there), equal
         to what each env's :meth:`_finish_step` returns, physics divergence aside (the caller checks
-        it per env). Envs' ``_last_obs`` are not updated. Batch-native classes override it; the
-        batched vector env otherwise finishes env by env.
+        it per env); the envs' own state that later steps read is updated. Envs' ``_last_obs`` are
+        not. Batch-native classes override it; the batched vector env otherwise finishes env by env.
         """
         raise NotImplementedError
 

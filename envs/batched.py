@@ -200,7 +200,9 @@ class BatchedSimulation:
         a = np.asarray(actions, dtype=np.float64)[ids]
         clipped = clip_actions(a, a)  # raises for NaN/inf before anything changes
         for j, task in enumerate(stepped):
-            if not self._native:
+            if self._native:
+                task._before_physics()  # per-env task logic (pushes, clocks); the controls come below
+            else:
                 task._prepare_step(clipped[j])
             mujoco.mj_getState(task.model, task.data, state[id_list[j]], _STATE)
         if self._native and id_list:
@@ -219,8 +221,8 @@ class BatchedSimulation:
             result = self._finish_one_by_one(ids, stepped, clipped)
         else:
             rows = state[ids]
-            batch = self._cls._finish_batch(stepped, clipped, rows[:, self._qpos], rows[:, self._qvel],
-                                            self._derived[0][ids])
+            derived = {name: source[ids] for name, source in zip(_DERIVED, self._derived)}
+            batch = self._cls._finish_batch(stepped, clipped, rows[:, self._qpos], rows[:, self._qvel], derived)
             result = BatchStep(ids, batch[0], batch[1], batch[2], np.zeros(len(id_list), dtype=np.bool_),
                                InfoBatch(arrays=batch[3]))
             position = {i: j for j, i in enumerate(id_list)}

@@ -448,9 +448,9 @@ class ClawEnv(MujocoTaskEnv):
         return evaluate(self._ag_list, self._goal_list, self._reach, self._grasped, self, ScalarMath)
 
     @classmethod
-    def _finish_batch(cls, tasks, actions, qpos, qvel, sensordata):
+    def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
         goals = np.stack([task._goal32 for task in tasks])
-        obs, grasped, reach = observe(qpos.T, qvel.T, sensordata.T, goals, BatchMath)
+        obs, grasped, reach = observe(qpos.T, qvel.T, derived["sensordata"].T, goals, BatchMath)
         ag, g = obs["achieved_goal"].T.astype(np.float64), goals.T.astype(np.float64)
         reward, fell, info = evaluate(ag, g, reach, grasped, tasks[0], BatchMath)
         return obs, reward, fell, info

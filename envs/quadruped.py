@@ -68,8 +68,9 @@ whose gait frequency an LLM hint changes calls it (``env_method("set_gait_freque
 are per second of simulated time, independent of the control rate). Override scales with
 ``reward_scales={"name": value}``; a scale of 0 disables a term. ``info["reward_<name>"]`` holds each
 term's contribution ``dt * scale * term`` and these sum to the reward exactly. Each term is computed by
-the function ``reward_<name>`` of this module (``QuadrupedEnv._reward_feet_air_time``, which keeps the
-feet's air clocks).
+the function ``reward_<name>`` of this module (``feet_air_time``, which also advances the feet's air
+clocks, for ``feet_air_time``), inside ``evaluate``, which the single env and the batched vector env
+(``envs.batched``, all copies at once) share.
 
 =================  ====================================================================  =============
 name               term (body frame unless noted)                                        default scale
@@ -158,7 +159,15 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from envs.base import Metric, MujocoTaskEnv, reject_unknown_kwargs, reject_unknown_options, reset_option
+from envs.base import (
+    BatchMath,
+    Metric,
+    MujocoTaskEnv,
+    ScalarMath,
+    reject_unknown_kwargs,
+    reject_unknown_options,
+    reset_option,
+)
 
 LEGS = ("FR", "FL", "RR", "RL")
 
@@ -166,17 +175,29 @@ LEGS = ("FR", "FL", "RR", "RL")
 # ---------------------------------------------------------------- reward terms
 # One function per term of QuadrupedEnv.DEFAULT_REWARD_SCALES (the module docstring's table), as in
 # MuJoCo Playground's joystick env. Each takes the term's scale times dt and returns its contribution
-# to the step's reward (``info["reward_<name>"]``); velocities are body frame.
+# to the step's reward (``info["reward_<name>"]``); velocities are body frame. Each works on one env's
+# floats (vectors: shape (12,)) and on N envs' (N,) arrays (vectors: (N, 12)), with the same rounding.
+
+
+def _exp(x: float | np.ndarray) -> float | np.ndarray:
+    return BatchMath.exp(x) if isinstance(x, np.ndarray) else math.exp(x)
+
+
+def _sum_of_squares(x: np.ndarray) -> float | np.ndarray:
+    """``x . x`` of a vector, or of each row of a matrix (the same dot product per row)."""
+    if x.ndim == 1:
+        return float(x.dot(x))
+    return np.fromiter((row.dot(row) for row in x), dtype=np.float64, count=len(x))
 
 
 def reward_tracking_lin_vel(scale: float, error2: float, sigma: float) -> float:
     """``scale * exp(-|cmd_xy - v_xy|^2 / sigma)``; ``error2`` = |cmd_xy - v_xy|^2 in (m/s)^2."""
-    return scale * math.exp(-error2 / sigma)
+    return scale * _exp(-error2 / sigma)
 
 
 def reward_tracking_ang_vel(scale: float, error: float, sigma: float) -> float:
     """``scale * exp(-(cmd_wz - w_z)^2 / sigma)``; ``error`` = cmd_wz - w_z in rad/s."""
-    return scale * math.exp(-error * error / sigma)
+    return scale * _exp(-error * error / sigma)
 
 
 def reward_lin_vel_z(scale: float, vz: float) -> float:
@@ -196,13 +217,13 @@ def reward_orientation(scale: float, gx: float, gy: float) -> float:
 
 def reward_torques(scale: float, torques: np.ndarray) -> float:
     """``scale * sum_j tau_j^2``: actuator torques (N·m)."""
-    return scale * float(torques.dot(torques))
+    return scale * _sum_of_squares(torques)
 
 
 def reward_action_rate(scale: float, action: np.ndarray, previous: np.ndarray, buffer: np.ndarray) -> float:
     """``scale * sum_j (a_t,j - a_t-1,j)^2`` (actions in [-1, 1]; ``buffer`` receives the difference)."""
     np.subtract(action, previous, out=buffer)
-    return scale * float(buffer.dot(buffer))
+    return scale * _sum_of_squares(buffer)
 
 
 def reward_base_height(scale: float, dz: float) -> float:
@@ -212,7 +233,76 @@ def reward_base_height(scale: float, dz: float) -> float:
 
 def reward_termination(scale: float, fell: bool) -> float:
     """``scale`` on the step the robot falls, else 0."""
-    return scale if fell else 0.0
+    return scale * fell
+
+
+def feet_air_time(touch, air, last, command_xy2, env: QuadrupedEnv, m: type[ScalarMath] | type[BatchMath]):
+    """Sum over the feet touching down this step of ``t_air - AIR_TIME_THRESHOLD`` (s), and the feet's
+    new air times (s) and contact flags, from foot touch readings ``touch`` (N, FR FL RR RL order) and the
+    previous ``air`` times and contacts ``last`` (four floats/bools each, or four (N,) arrays).
+
+    Playground style: contact is the touch sensor above ``CONTACT_FORCE_THRESHOLD`` N, or'ed with the
+    previous step's contact; the sum is 0 while the commanded planar speed is at most 0.1 m/s
+    (``command_xy2`` = |cmd_xy|^2 <= 0.01 (m/s)^2).
+    """
+    dt, thr, t_min = env.dt, env.CONTACT_FORCE_THRESHOLD, env.AIR_TIME_THRESHOLD
+    air_time, new_air, new_last = 0.0, [], []
+    for i in (0, 1, 2, 3):
+        c = touch[i] > thr
+        t = air[i]
+        first_contact = (t > 0.0) & (c | last[i])  # first contact after being airborne
+        air_time = air_time + first_contact * (t + dt - t_min)  # adds exactly t + dt - t_min, or a zero
+        new_air.append(m.where(c, 0.0, t + dt))
+        new_last.append(c)
+    return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
+
+
+def observation(parts: tuple[np.ndarray, ...], default_pose32: np.ndarray) -> np.ndarray:
+    """The observation from its parts (base sensors, command, joint sensors, last action, [clock]) of
+    one env (1-D parts) or N envs ((N, k) parts): float32, joint positions relative to the default pose."""
+    obs = np.concatenate(parts, axis=-1, dtype=np.float32)
+    obs[..., 12:24] -= default_pose32
+    return obs
+
+
+def evaluate(base, command, touch, z, torques, action, previous, air, last, x_velocity, env: QuadrupedEnv,
+             m: type[ScalarMath] | type[BatchMath]):
+    """Reward, fall flag, info, new feet air times and contacts of one env's step or of N at once.
+
+    ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
+    values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
+    (N); ``z``: trunk height (m); ``torques`` (N·m) and the clipped ``action`` and ``previous`` action:
+    (12,) vectors or (N, 12); ``air``/``last``: see :func:`feet_air_time`; ``x_velocity``: world-frame
+    trunk x velocity (m/s). Scalars are floats, or (N,) arrays with ``m=BatchMath``.
+    """
+    vx, vy, vz, wx, wy, wz, gx, gy, gz = base
+    cx, cy, cw = command
+    fell = (gz > env.FALL_GRAVITY_Z) | (z < env.FALL_HEIGHT) | (touch[4] > 0.0)
+    ex, ey, ew = cx - vx, cy - vy, cw - wz
+    err2 = ex * ex + ey * ey
+    sigma = env.tracking_sigma
+    k = env._scales_dt
+    air_term, air, last = feet_air_time(touch, air, last, cx * cx + cy * cy, env, m)
+    info = {
+        "reward_tracking_lin_vel": reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma),
+        "reward_tracking_ang_vel": reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma),
+        "reward_lin_vel_z": reward_lin_vel_z(k["lin_vel_z"], vz),
+        "reward_ang_vel_xy": reward_ang_vel_xy(k["ang_vel_xy"], wx, wy),
+        "reward_orientation": reward_orientation(k["orientation"], gx, gy),
+        "reward_torques": reward_torques(k["torques"], torques),
+        "reward_action_rate": reward_action_rate(k["action_rate"], action, previous,
+                                                 env._tmp12 if action.ndim == 1 else np.empty_like(action)),
+        "reward_feet_air_time": k["feet_air_time"] * air_term,
+        "reward_base_height": reward_base_height(k["base_height"], z - env.BASE_HEIGHT_TARGET),
+        "reward_termination": reward_termination(k["termination"], fell),
+        "tracking_error": m.sqrt(err2),
+        "x_velocity": x_velocity,
+        "fell": fell,
+    }
+    reward = 0.0
+    for key in env._reward_keys:
+        reward = reward + info[key]
+    return reward, fell, info, air, last
 
 
 class QuadrupedEnv(MujocoTaskEnv):
@@ -406,13 +496,12 @@ class QuadrupedEnv(MujocoTaskEnv):
         # Sensors are declared contiguously: linvel(3) gyro(3) gravity(3) | joint pos(12) joint vel(12).
         a0, a1 = adr("local_linvel"), adr("FR_hip_joint_pos")
         assert adr("gyro") == a0 + 3 and adr("gravity") == a0 + 6 and adr("FR_hip_joint_vel") == a1 + 12
-        self._s_base = d.sensordata[a0 : a0 + 9]
-        self._s_joints = d.sensordata[a1 : a1 + 24]
         t0 = adr("FR_touch")
         assert [adr(f"{leg}_touch") for leg in LEGS] + [adr("trunk_touch")] == list(range(t0, t0 + 5))
-        self._s_touch = d.sensordata[t0 : t0 + 5]
         z = adr("trunk_pos") + 2
-        self._s_trunk_z = d.sensordata[z : z + 1]
+        # where each group of readings lies in sensordata (also for the batch's sensordata rows)
+        self._sensor_slices = (slice(a0, a0 + 9), slice(a1, a1 + 24), slice(t0, t0 + 5), slice(z, z + 1))
+        self._s_base, self._s_joints, self._s_touch, self._s_trunk_z = (d.sensordata[k] for k in self._sensor_slices)
         self._qvel = d.qvel
         self._ctrl = d.ctrl
         self._act_force = d.actuator_force
@@ -554,63 +643,38 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._clock_obs[8] = self.gait_frequency_hz
 
     def _observe(self) -> np.ndarray:
-        obs = np.concatenate(self._obs_parts, dtype=np.float32)
-        obs[12:24] -= self._default_pose32
-        return obs
+        return observation(self._obs_parts, self._default_pose32)
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
-        vx, vy, vz, wx, wy, wz, gx, gy, gz = self._s_base.tolist()
-        cx, cy, cw = self._command.tolist()
-        touch = self._s_touch.tolist()
-        z = self._s_trunk_z.item()
-        fell = gz > self.FALL_GRAVITY_Z or z < self.FALL_HEIGHT or touch[4] > 0.0
-
-        ex, ey, ew = cx - vx, cy - vy, cw - wz
-        err2 = ex * ex + ey * ey
-        sigma = self.tracking_sigma
-        k = self._scales_dt
-        info = {
-            "reward_tracking_lin_vel": reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma),
-            "reward_tracking_ang_vel": reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma),
-            "reward_lin_vel_z": reward_lin_vel_z(k["lin_vel_z"], vz),
-            "reward_ang_vel_xy": reward_ang_vel_xy(k["ang_vel_xy"], wx, wy),
-            "reward_orientation": reward_orientation(k["orientation"], gx, gy),
-            "reward_torques": reward_torques(k["torques"], self._act_force),
-            # base's self._action still holds the previous action here
-            "reward_action_rate": reward_action_rate(k["action_rate"], action, self._action, self._tmp12),
-            "reward_feet_air_time": self._reward_feet_air_time(k["feet_air_time"], touch, cx * cx + cy * cy),
-            "reward_base_height": reward_base_height(k["base_height"], z - self.BASE_HEIGHT_TARGET),
-            "reward_termination": reward_termination(k["termination"], fell),
-            "tracking_error": math.sqrt(err2),
-            "x_velocity": float(self._qvel[0]),
-            "fell": fell,
-        }
-        reward = 0.0
-        for key in self._reward_keys:
-            reward += info[key]
+        # base's self._action still holds the previous action here
+        reward, fell, info, self._air_time, self._last_contact = evaluate(
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._s_trunk_z.item(),
+            self._act_force, action, self._action, self._air_time, self._last_contact, float(self._qvel[0]),
+            self, ScalarMath)
         return reward, fell, info
 
-    def _reward_feet_air_time(self, scale: float, touch: list[float], command_xy2: float) -> float:
-        """``scale * sum_feet (t_air - AIR_TIME_THRESHOLD)`` over the feet touching down this step (s).
+    @classmethod
+    def _apply_batch(cls, tasks, actions, qpos):
+        return actions * cls.ACTION_SCALE + cls.DEFAULT_POSE
 
-        Advances each foot's air clock (Playground style: contact is the touch sensor above
-        ``CONTACT_FORCE_THRESHOLD`` N, or'ed with the previous step's contact). The term is 0 while the
-        commanded planar speed is at most 0.1 m/s (``command_xy2`` = |cmd_xy|^2 <= 0.01 (m/s)^2).
-        """
-        dt = self.dt
-        air, last = self._air_time, self._last_contact
-        thr, t_min = self.CONTACT_FORCE_THRESHOLD, self.AIR_TIME_THRESHOLD
-        air_time = 0.0
-        for i in (0, 1, 2, 3):
-            c = touch[i] > thr
-            t = air[i]
-            if t > 0.0 and (c or last[i]):  # first contact after being airborne
-                air_time += t + dt - t_min
-            air[i] = 0.0 if c else t + dt
-            last[i] = c
-        if command_xy2 <= 0.01:
-            air_time = 0.0
-        return scale * air_time
+    @classmethod
+    def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
+        first = tasks[0]
+        base, joints, touch, trunk_z = (derived["sensordata"][:, k] for k in first._sensor_slices)
+        command = np.stack([task._command for task in tasks])
+        parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
+        obs = observation(parts, first._default_pose32)
+        previous = np.stack([task._action for task in tasks])
+        air = np.array([task._air_time for task in tasks]).T
+        last = np.array([task._last_contact for task in tasks]).T
+        reward, fell, info, air, last = evaluate(
+            base.T, command.T, touch.T, trunk_z[:, 0], derived["actuator_force"], actions, previous, air, last,
+            qvel[:, 0], first, BatchMath)
+        for task, action, air_row, last_row in zip(tasks, actions, np.array(air).T.tolist(), np.array(last).T.tolist()):
+            task._action[:] = action  # the previous action of the next step
+            task._last_action[:] = action
+            task._air_time, task._last_contact = air_row, last_row
+        return obs, reward, fell, info
 
     def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
         """Commanded vs measured body-frame velocity (m/s, yaw rate rad/s) of ``obs``, and ``FELL`` on a fall."""

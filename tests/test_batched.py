@@ -180,9 +180,10 @@ def test_close_stops_threads_and_steps():
         vec.sim.step(np.zeros((4, 12)))
 
 
-@pytest.mark.parametrize("env_id", ["OpenClaw/Claw-v0", "OpenClaw/ClawPlace-v0"])
-def test_claw_steps_batch_native(env_id):
-    """The claw's control, observations, rewards and infos are computed for all copies at once with
+@pytest.mark.parametrize("env_id", ["OpenClaw/Claw-v0", "OpenClaw/ClawPlace-v0", "OpenClaw/Quadruped-v1",
+                                    "OpenClaw/QuadrupedRough-v0"])
+def test_envs_step_batch_native(env_id):
+    """Both envs' control, observations, rewards and infos are computed for all copies at once with
     array maths (so the equality tests above check that maths against the single env's)."""
     vec = BatchedVecEnv(env_id, 2)
     assert vec.sim._native
@@ -202,6 +203,7 @@ def test_batch_math_equals_scalar_math_bit_for_bit():
         "atan2": (BatchMath.atan2(x, y), [ScalarMath.atan2(a, b) for a, b in pairs]),
         "cos": (BatchMath.cos(x), [ScalarMath.cos(a) for a, _ in pairs]),
         "sin": (BatchMath.sin(x), [ScalarMath.sin(a) for a, _ in pairs]),
+        "exp": (BatchMath.exp(x), [ScalarMath.exp(a) for a, _ in pairs]),
         "clip": (BatchMath.clip(x, -1.0, 2.0), [ScalarMath.clip(a, -1.0, 2.0) for a, _ in pairs]),
         "where": (BatchMath.where(x > y, x, y), [ScalarMath.where(a > b, a, b) for a, b in pairs]),
         "%": (x % (np.pi / 2), [a % (np.pi / 2) for a, _ in pairs]),
