@@ -408,6 +408,11 @@ def test_train_continues_when_every_hint_fails(tmp_path):
     assert json.loads((run_dir / "summary.json").read_text())["steps"] >= 4096
 
 
+def test_bad_verification_settings_stop_before_training_naming_the_key(tmp_path):
+    result = run_train("distill=llm_hint", "distill.verify_margin=-0.1", f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 2 and "distill.verify_margin=-0.1" in result.stderr
+
+
 def test_train_stops_before_training_when_the_channel_check_fails(tmp_path):
     result = run_train("env=claw", "agent=sac", "distill=llm_hint", "llm.hint_model=fault-500", "llm.max_retries=0",
                        f"hydra.run.dir={tmp_path}", f"distill.records_dir={tmp_path / 'rec'}")
