@@ -279,11 +279,18 @@ class MujocoTaskEnv(gym.Env):
         raise NotImplementedError
 
     @classmethod
+    def _before_physics_batch(cls, tasks: list[MujocoTaskEnv]) -> None:
+        """:meth:`_before_physics` of ``N`` envs of this class (same arguments), which the batched vector
+        env calls before it copies their states; default: env by env."""
+        for task in tasks:
+            task._before_physics()
+
+    @classmethod
     def _apply_batch(cls, tasks: list[MujocoTaskEnv], actions: np.ndarray, qpos: np.ndarray) -> np.ndarray:
         """The ``ctrl`` rows ``(N, nu)`` that :meth:`_apply_action` writes for clipped ``actions``
         ``(N, action_dim)`` of ``N`` envs of this class (same arguments) at joint positions ``qpos``
-        ``(N, nq)`` (m or rad); the batched vector env calls each env's :meth:`_before_physics`
-        (after the ``ctrl`` of :meth:`_apply_action`: it must not read it). Batch-native classes
+        ``(N, nq)`` (m or rad); the batched vector env calls :meth:`_before_physics_batch` first
+        (before the ``ctrl`` of :meth:`_apply_action`: it must not read it). Batch-native classes
         override it; the batched vector env otherwise prepares env by env."""
         raise NotImplementedError
 

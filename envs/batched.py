@@ -199,10 +199,10 @@ class BatchedSimulation:
         stepped = [tasks[i] for i in id_list]
         a = np.asarray(actions, dtype=np.float64)[ids]
         clipped = clip_actions(a, a)  # raises for NaN/inf before anything changes
+        if self._native and id_list:
+            self._cls._before_physics_batch(stepped)  # task logic such as pushes; the controls come below
         for j, task in enumerate(stepped):
-            if self._native:
-                task._before_physics()  # per-env task logic (pushes, clocks); the controls come below
-            else:
+            if not self._native:
                 task._prepare_step(clipped[j])
             mujoco.mj_getState(task.model, task.data, state[id_list[j]], _STATE)
         if self._native and id_list:

@@ -257,6 +257,19 @@ def feet_air_time(touch, air, last, command_xy2, env: QuadrupedEnv, m: type[Scal
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
 
 
+def leg_phases(phase: float | np.ndarray) -> np.ndarray:
+    """Each leg's gait phase (FR, FL, RR, RL; fraction of a cycle in [0, 1)) for the clock phase of one
+    env (a float: shape (4,)) or of N envs ((N,): shape (N, 4))."""
+    return (np.asarray(phase)[..., None] + QuadrupedEnv.GAIT_PHASE_OFFSETS) % 1.0
+
+
+def clock_observation(phase: float | np.ndarray, frequency_hz: float | np.ndarray) -> np.ndarray:
+    """The gait-clock part of the observation: sin (4), cos (4) of each leg's phase and the frequency
+    (Hz), shape (9,) for one env or (N, 9) for (N,) arrays of phases and frequencies."""
+    angle = 2.0 * np.pi * leg_phases(phase)
+    return np.concatenate([np.sin(angle), np.cos(angle), np.asarray(frequency_hz, dtype=np.float64)[..., None]], axis=-1)
+
+
 def observation(parts: tuple[np.ndarray, ...], default_pose32: np.ndarray) -> np.ndarray:
     """The observation from its parts (base sensors, command, joint sensors, last action, [clock]) of
     one env (1-D parts) or N envs ((N, k) parts): float32, joint positions relative to the default pose."""
@@ -610,10 +623,28 @@ class QuadrupedEnv(MujocoTaskEnv):
             self.gait_phase = (self.gait_phase + self.gait_frequency_hz * self.dt) % 1.0
             self._update_clock_obs()
         if self._push_every:
-            self._steps += 1
-            if self._steps % self._push_every == 0:
-                v = self.push_velocity
-                self._qvel[0:2] += self.np_random.uniform(-v, v, 2)
+            self._push()
+
+    @classmethod
+    def _before_physics_batch(cls, tasks):
+        first = tasks[0]
+        if first.gait_clock:
+            phases = np.array([task.gait_phase for task in tasks])
+            frequencies = np.array([task.gait_frequency_hz for task in tasks])
+            phases = (phases + frequencies * first.dt) % 1.0
+            for task, phase, clock in zip(tasks, phases.tolist(), clock_observation(phases, frequencies)):
+                task.gait_phase = phase
+                task._clock_obs[:] = clock
+        if first._push_every:
+            for task in tasks:
+                task._push()
+
+    def _push(self) -> None:
+        """Every ``push_interval_s``, add a random planar velocity (up to ``push_velocity`` m/s) to the trunk."""
+        self._steps += 1
+        if self._steps % self._push_every == 0:
+            v = self.push_velocity
+            self._qvel[0:2] += self.np_random.uniform(-v, v, 2)
 
     # ------------------------------------------------------------------ gait clock
     def set_gait_frequency(self, frequency_hz: float) -> None:
@@ -634,13 +665,10 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     def leg_phases(self) -> np.ndarray:
         """Each leg's gait phase (FR, FL, RR, RL) as a fraction of a cycle in [0, 1)."""
-        return (self.gait_phase + self.GAIT_PHASE_OFFSETS) % 1.0
+        return leg_phases(self.gait_phase)
 
     def _update_clock_obs(self) -> None:
-        angle = 2.0 * np.pi * self.leg_phases()
-        self._clock_obs[0:4] = np.sin(angle)
-        self._clock_obs[4:8] = np.cos(angle)
-        self._clock_obs[8] = self.gait_frequency_hz
+        self._clock_obs[:] = clock_observation(self.gait_phase, self.gait_frequency_hz)
 
     def _observe(self) -> np.ndarray:
         return observation(self._obs_parts, self._default_pose32)
