@@ -8,7 +8,7 @@ all ``N`` simulations by ``frame_skip`` ``mj_step``\\ s with one :class:`mujoco.
 which releases the GIL and runs on a persistent pool of native threads, and finally computes
 observations, rewards, terminations and infos: for all copies at once with array maths when the
 env class is batch-native (:meth:`~envs.base.MujocoTaskEnv._finish_batch`, the same functions its
-single ``step()`` runs; the claw), else with each env's own methods. A step's result is a
+single ``step()`` runs; both OpenClaw envs), else with each env's own methods. A step's result is a
 :class:`BatchStep` of arrays; :class:`InfoBatch` turns its infos into per-env dicts only when asked.
 
 The batch only borrows each env's model and state: before the call every env's
