@@ -160,7 +160,7 @@ def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
         (("distill.decay_rate=-1",), "distill.decay_rate=-1.0 is invalid"),
         (("train.device=tpu",), "train.device='tpu' is not a device"),
         (("train.video=true", "train.video_width=4000"), "offscreen buffer of 1280x1280"),
-        (("+env.kwargs.terrain=lava",), "env.kwargs: OpenClaw/Quadruped-v0 cannot be made: terrain='lava'"),
+        (("+env.kwargs.terrain=lava",), "env.kwargs: OpenClaw/Quadruped-v1 cannot be made: terrain='lava'"),
         (("+distil=ema",), "+distil=ema: the top level has no key 'distil'"),
         (("-m", "seed=0,1", "agent.learning_rate=1e-3,-1"), "sweep job seed=0 agent.learning_rate=-1"),
     ],
