@@ -28,7 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import envs  # noqa: F401, I001  (first: picks a headless GL backend before mujoco is imported)
-import numpy as np
 import torch
 from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import VecNormalize

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import time
 
 import torch
@@ -32,6 +31,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 import envs  # noqa: F401  (registers OpenClaw/*)
 from agents.students import PPOStudent
+
+import runs  # benchmarks/runs.py
 from agents.students.distilling import fused_adam
 
 LEARNERS = {"sb3": (PPO, False), "student": (PPOStudent, False), "fused": (PPOStudent, True)}
@@ -76,20 +77,15 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     learners = build(args)
-    rates: dict[str, list[float]] = {name: [] for name in learners}
-    for _ in range(args.repeats):
-        for name, learner in learners.items():
-            rates[name].append(updates_per_second(learner, args.calls))
+    medians = runs.interleaved_medians(
+        {name: (lambda learner=learner: updates_per_second(learner, args.calls)) for name, learner in learners.items()},
+        args.repeats)
 
     samples = args.n_steps * args.num_envs
     print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} torch threads; {args.env} x{args.num_envs}, {samples} samples per update, "
           f"minibatch {args.batch}, {args.epochs} epochs, net {args.net}, median of {args.repeats} x {args.calls} calls")
-    sb3 = statistics.median(rates["sb3"])
-    print("| learner | updates/s | / SB3 |\n|---|---:|---:|")
-    for name, values in rates.items():
-        median = statistics.median(values)
-        print(f"| {name} | {median:.2f} | {median / sb3:.2f}x |")
+    print(runs.ratio_table(medians, "updates/s", "sb3", digits=2))
 
 
 if __name__ == "__main__":

@@ -46,3 +46,19 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
         return mean, 0.0
     t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}.get(n, 1.96)
     return mean, t * statistics.stdev(values) / math.sqrt(n)
+
+
+def interleaved_medians(timers: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
+    """Median of ``repeats`` calls of each timer (a rate, e.g. steps/s), the timers taking turns."""
+    rates: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(repeats):
+        for name, timer in timers.items():
+            rates[name].append(timer())
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def ratio_table(medians: dict[str, float], unit: str, baseline: str, digits: int) -> str:
+    """A Markdown table of ``medians`` (``unit``) and each one's ratio to ``medians[baseline]``."""
+    lines = [f"| learner | {unit} | / {baseline} |", "|---|---:|---:|"]
+    lines += [f"| {name} | {value:.{digits}f} | {value / medians[baseline]:.2f}x |" for name, value in medians.items()]
+    return "\n".join(lines)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import time
 
 import numpy as np
@@ -34,6 +33,8 @@ from stable_baselines3.common.env_util import make_vec_env
 import envs  # noqa: F401  (registers OpenClaw/*)
 from agents.factory import policy_name
 from agents.students import SACStudent
+
+import runs  # benchmarks/runs.py
 
 LEARNERS = {
     "sb3": (SAC, {}),
@@ -94,19 +95,15 @@ def main() -> None:
     learners = build(args)
     for learner in learners.values():  # warm-up: allocations, optimiser state
         steps_per_second(learner, 2, args.gradient_steps, args.batch)
-    rates: dict[str, list[float]] = {name: [] for name in learners}
-    for _ in range(args.repeats):
-        for name, learner in learners.items():
-            rates[name].append(steps_per_second(learner, args.calls, args.gradient_steps, args.batch))
+    medians = runs.interleaved_medians(
+        {name: (lambda learner=learner: steps_per_second(learner, args.calls, args.gradient_steps, args.batch))
+         for name, learner in learners.items()},
+        args.repeats)
 
     print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} torch threads; {args.env} x{args.num_envs}, net {args.net}, batch {args.batch}, "
           f"{args.gradient_steps} gradient steps per call, median of {args.repeats} x {args.calls} calls")
-    sb3 = statistics.median(rates["sb3"])
-    print("| learner | gradient steps/s | / SB3 |\n|---|---:|---:|")
-    for name, values in rates.items():
-        median = statistics.median(values)
-        print(f"| {name} | {median:.1f} | {median / sb3:.2f}x |")
+    print(runs.ratio_table(medians, "gradient steps/s", "sb3", digits=1))
 
 
 if __name__ == "__main__":
