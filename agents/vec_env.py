@@ -123,10 +123,14 @@ class BatchedDummyVecEnv(DummyVecEnv):
         self.sim.close()
 
 
-def is_goal_env(venv: VecEnv) -> bool:
+def is_goal_space(space: gym.Space) -> bool:
     """True for Gymnasium-Robotics style ``Dict(observation, achieved_goal, desired_goal)`` spaces."""
-    space = venv.observation_space
     return isinstance(space, gym.spaces.Dict) and {"achieved_goal", "desired_goal"} <= set(space.spaces)
+
+
+def is_goal_env(venv: VecEnv) -> bool:
+    """True when ``venv``'s observations are goal-conditioned (:func:`is_goal_space`): SAC may use HER."""
+    return is_goal_space(venv.observation_space)
 
 
 def wrap_normalization(venv: VecEnv, normalize_obs: bool, normalize_reward: bool, gamma: float) -> VecEnv:

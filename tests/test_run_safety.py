@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import fcntl
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -162,6 +161,7 @@ def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
         (("train.video=true", "train.video_width=4000"), "offscreen buffer of 1280x1280"),
         (("+env.kwargs.terrain=lava",), "env.kwargs: OpenClaw/Quadruped-v1 cannot be made: terrain='lava'"),
         (("+distil=ema",), "+distil=ema: the top level has no key 'distil'"),
+        (("env=claw", "agent=sac", "agent.her=true", "distill=scripted"), "HER relabels them: add agent.her=false"),
         (("-m", "seed=0,1", "agent.learning_rate=1e-3,-1"), "sweep job seed=0 agent.learning_rate=-1"),
     ],
 )

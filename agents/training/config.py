@@ -226,7 +226,7 @@ def _validate_env(cfg: DictConfig) -> None:
     import gymnasium as gym
 
     from agents.evaluation.video import recordable
-    from agents.vec_env import env_kwargs
+    from agents.vec_env import env_kwargs, is_goal_space
 
     t = cfg.train
     eval_kwargs, eval_keys = env_kwargs(cfg, evaluation=True), "env.kwargs or env.eval_kwargs"
@@ -235,9 +235,15 @@ def _validate_env(cfg: DictConfig) -> None:
         eval_keys = "train.video_width/train.video_height, " + eval_keys
     for kwargs, where in ((env_kwargs(cfg), "env.kwargs"), (eval_kwargs, eval_keys)):
         try:
-            gym.make(cfg.env.id, **kwargs).close()
+            env = gym.make(cfg.env.id, **kwargs)
         except (TypeError, ValueError, gym.error.Error) as err:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {err}") from None
+        space = env.observation_space
+        env.close()
+    controller_teacher = cfg.distill.name in ("scripted", "llm_hint")
+    if controller_teacher and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
+        raise ConfigError(f"distill={cfg.distill.name} records a target with each transition; HER relabels them: "
+                          "add agent.her=false")
 
 
 def validate(cfg: DictConfig) -> None:
@@ -301,9 +307,6 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     except ValueError as err:
         raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
                           "choose another env or distill=none|ema|checkpoint") from None
-    if cfg.agent.name == "sac" and cfg.agent.her and cfg.env.name.startswith("claw"):
-        raise ConfigError(f"distill={d.name} records a target with each transition; HER relabels them: "
-                          "add agent.her=false")
     if d.verify_margin < 0:
         raise ConfigError(f"distill.verify_margin={d.verify_margin} is invalid: use >= 0 (0 adopts any improvement)")
     if d.verify_budget_s_per_min is not None and d.verify_budget_s_per_min <= 0:
