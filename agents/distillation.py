@@ -85,6 +85,8 @@ def build_distillation(
         teacher = SampleTargetsTeacher(d.teacher_std, squashed=isinstance(model, SAC))
     else:
         raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema, checkpoint, scripted or llm_hint")
-    schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate)
+    total = cfg.train.total_timesteps
+    end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / total)
+    schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
     return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
 

@@ -13,7 +13,8 @@ Tasks:
 ``teachers``   the default job (``python train.py``: PPO on ``OpenClaw/Quadruped-v1``, full command ranges;
                ``--env quadruped_rough`` for the rough terrain) with each online-distillation teacher:
                arms ``none``, ``scripted`` (the trot, default parameters), ``llm_hint`` (the trot driven by
-               the bundled offline coach) and ``ema``. Per arm and seed: steps to the first evaluation
+               the bundled offline coach), ``ema`` and ``ema_gated`` (decay 0.999, updated only while
+               evaluations do not get worse). Per arm and seed: steps to the first evaluation
                (20 episodes) with tracking error <= 0.15 m/s and <= 5% falls, the final evaluation return
                (mean and 95% CI over seeds) and the distillation KL curve (``distill/kl`` per update).
 ``fps``        training throughput side by side in one process: SB3 PPO on our quadruped (SB3's
@@ -95,6 +96,8 @@ TEACHER_ARMS = {
     "scripted": ["distill=scripted"],
     "llm_hint": ["distill=llm_hint"],
     "ema": ["distill=ema"],
+    # issue 13 item 5: a slower EMA that only follows the student while its evaluations do not get worse
+    "ema_gated": ["distill=ema", "distill.ema_decay=0.999", "distill.ema_condition=eval_not_worse"],
 }
 TEACHER_EVAL = ["train.eval_episodes=20", "train.eval_envs=10"]
 

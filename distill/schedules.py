@@ -13,8 +13,13 @@ AlphaSchedule = Callable[[float], float]
 SCHEDULES = ("constant", "linear", "cosine", "exponential")
 
 
-def make_schedule(kind: str, alpha: float, final_alpha: float = 0.0, decay_rate: float = 5.0) -> AlphaSchedule:
-    """alpha(progress) for ``kind`` in :data:`SCHEDULES`.
+def make_schedule(
+    kind: str, alpha: float, final_alpha: float = 0.0, decay_rate: float = 5.0, end: float = 1.0
+) -> AlphaSchedule:
+    """alpha(progress) for ``kind`` in :data:`SCHEDULES`, run over progress [0, ``end``] and constant after.
+
+    ``end`` in (0, 1] is the training progress at which the schedule ends (e.g. 0.04 = the first 200 k
+    steps of a 5 M-step run); 1 spreads it over the whole run.
 
     * ``constant``: alpha.
     * ``linear``: alpha -> final_alpha linearly.
@@ -23,9 +28,11 @@ def make_schedule(kind: str, alpha: float, final_alpha: float = 0.0, decay_rate:
     """
     if alpha < 0 or final_alpha < 0:
         raise ValueError(f"alpha={alpha} and final_alpha={final_alpha} must be >= 0")
+    if not 0.0 < end <= 1.0:
+        raise ValueError(f"end={end} must be in (0, 1]: the training progress at which the schedule ends")
 
     def clamp(p: float) -> float:
-        return min(max(p, 0.0), 1.0)
+        return min(max(p / end, 0.0), 1.0)
 
     if kind == "constant":
         return lambda p: alpha

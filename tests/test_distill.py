@@ -97,11 +97,19 @@ def test_alpha_schedules(kind, expected):
     assert [schedule(p) for p in (0.0, 0.5, 1.0)] == pytest.approx(list(expected))
 
 
+def test_schedule_that_ends_early_then_stays():
+    """``end``: the schedule runs over progress [0, end] (e.g. its first 200 k of 5 M steps), then holds."""
+    schedule = make_schedule("linear", alpha=0.5, final_alpha=0.0, end=0.04)
+    assert [schedule(p) for p in (0.0, 0.02, 0.04, 0.5, 1.0)] == pytest.approx([0.5, 0.25, 0.0, 0.0, 0.0])
+
+
 def test_bad_schedule_values():
     with pytest.raises(ValueError, match="choose one of"):
         make_schedule("step", 1.0)
     with pytest.raises(ValueError, match=">= 0"):
         make_schedule("constant", -0.1)
+    with pytest.raises(ValueError, match=r"end=0 must be in \(0, 1\]"):
+        make_schedule("linear", 1.0, end=0)
 
 
 # ---------------------------------------------------------------- teachers

@@ -129,6 +129,26 @@ def test_bad_overrides_fail_clearly(override, expected, tmp_path):
     assert expected in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.parametrize(
+    "overrides, teacher",
+    [((), "scripted"), (("env=quadruped_rough",), "scripted"), (("agent=sac",), "scripted"),
+     (("distill=none",), "none"), (("env=claw",), "none"), (("env=claw", "distill=scripted"), "scripted")],
+)
+def test_default_teacher_follows_the_env(overrides, teacher):
+    """The quadruped's config picks the trot teacher (handing over to RL after 200 k steps); other envs
+    default to no teacher, and distill=... on the command line wins."""
+    from hydra import compose, initialize_config_dir
+
+    from agents.training.config import register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=list(overrides))
+    assert cfg.distill.name == teacher
+    if teacher == "scripted":
+        assert (cfg.distill.alpha, cfg.distill.final_alpha, cfg.distill.schedule_steps) == (0.5, 0.0, 200_000)
+
+
 def test_help_lists_groups():
     result = run_train("--help", timeout=120)
     assert result.returncode == 0

@@ -83,6 +83,7 @@ class DistillConfig:
     schedule: str = "constant"  # constant | linear | cosine | exponential (alpha -> final_alpha)
     final_alpha: float = 0.0
     decay_rate: float = 5.0  # exponential schedule: alpha * exp(-decay_rate * progress)
+    schedule_steps: Optional[int] = None  # env steps over which alpha -> final_alpha (then constant); null: the whole run
     direction: str = "forward"  # forward = KL(teacher || student) | reverse = KL(student || teacher)
     ema_decay: float = 0.995  # EMA teacher: theta_T <- d theta_T + (1 - d) theta_S
     ema_update_every: int = 1  # EMA teacher: update after every k-th optimiser step
@@ -330,6 +331,9 @@ def _validate_distill(d: DictConfig) -> None:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: the distillation weight must be >= 0")
     if not 0.0 <= d.min_coverage <= 1.0:
         raise ConfigError(f"distill.min_coverage={d.min_coverage} is invalid: it is a fraction of samples in [0, 1]")
+    if d.schedule_steps is not None and d.schedule_steps < 1:
+        raise ConfigError(f"distill.schedule_steps={d.schedule_steps} is invalid: use a number of env steps >= 1, "
+                          "or null to run the schedule over the whole run")
     if d.decay_rate < 0:
         raise ConfigError(f"distill.decay_rate={d.decay_rate} is invalid: the exponential schedule decays, use >= 0")
     if not 0.0 <= d.ema_decay < 1.0:
