@@ -97,6 +97,7 @@ class ControllerTargets(VecEnvWrapper):
         self._pending: np.ndarray | None = None
         self._weights_sum, self._weights_n = 0.0, 0
         self._run_sum, self._run_n = 0.0, 0  # the same, summed over the whole run
+        self.retired_at_step: int | None = None  # see retire()
         self.on_close: list[Callable[[], None]] = []  # e.g. the LLM channel and the bundled server
         for i in range(n):
             self._sync_env(i)
@@ -113,9 +114,24 @@ class ControllerTargets(VecEnvWrapper):
         self._pending = self._targets(obs, np.ones(self.num_envs, dtype=bool))
         return obs
 
+    @property
+    def retired(self) -> bool:
+        return self.retired_at_step is not None
+
+    def retire(self, step: int) -> None:
+        """Stop teaching from env step ``step`` to the end of the run: no controller runs, no segment is
+        summarised or sent to the LLM; every sample gets a zero row of weight 0 (nothing reads it: alpha
+        is 0 by now) and the coverage counts only the samples before this call."""
+        self.retired_at_step = step
+        self._pending = np.zeros_like(self._pending)
+
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
         acted_on = self._pending
+        if self.retired:
+            for info in infos:
+                info[TARGET_KEY] = acted_on[0]
+            return obs, rewards, dones, infos
         for i, info in enumerate(infos):
             info[TARGET_KEY] = acted_on[i]
             self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
@@ -208,7 +224,8 @@ class HintStatsLogger(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        self.logger.record("hints/teacher_coverage", self.targets.coverage())
+        if not self.targets.retired:
+            self.logger.record("hints/teacher_coverage", self.targets.coverage())
         self._record_hints()
 
     def _record_hints(self) -> None:
@@ -229,6 +246,23 @@ class HintStatsLogger(BaseCallback):
         service.finish(service.cfg.timeout_s * (service.cfg.max_retries + 1))
         self._record_hints()  # the final counters (coverage has no new samples to report)
         self.logger.dump(self.num_timesteps)
+
+
+class RetireTeacher(BaseCallback):
+    """Retire the controller teacher (:meth:`ControllerTargets.retire`) once the distillation's alpha is
+    0 for the rest of training, e.g. after ``distill.schedule_steps``: the rest of the run costs what
+    plain RL costs (the trot's targets take about as long as the quadruped's vector step)."""
+
+    def __init__(self, targets: ControllerTargets, finished: Callable[[float], bool]) -> None:
+        super().__init__()
+        self.targets, self.finished = targets, finished
+
+    def _on_step(self) -> bool:
+        if not self.targets.retired and self.finished(self.num_timesteps / self.model._total_timesteps):
+            self.targets.retire(self.num_timesteps)
+            print(f"step {self.num_timesteps}: the teacher's alpha is 0 from here on; the controller teacher "
+                  "stops (RL alone)", file=sys.stderr)
+        return True
 
 
 def controller_targets(venv: VecEnv, distill: Any, llm: Any, run_name: str) -> ControllerTargets:

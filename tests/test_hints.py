@@ -394,6 +394,24 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
     assert summary["teacher_hints_verified"] == len(verified) and summary["teacher_verify_cpu_s_per_hint"] > 0
 
 
+def test_the_teacher_retires_once_its_alpha_stays_zero(tmp_path):
+    """distill.schedule_steps=2048 of 4096: from step 2048 the controller and the hint queries stop."""
+    run_dir = tmp_path / "run"
+    result = run_train("distill=llm_hint", "distill.schedule_steps=2048", f"hydra.run.dir={run_dir}",
+                       f"distill.records_dir={tmp_path / 'rec'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "step 2048: the teacher's alpha is 0 from here on" in result.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["teacher_retired_at_step"] == 2048 and summary["teacher_coverage"] > 0.5
+    assert "teacher_warning" not in summary  # coverage counts the samples it taught, not the retired ones
+    rows = [r for r in csv.DictReader((run_dir / "progress.csv").open()) if r.get("hints/queries")]
+    at_retirement = next(r for r in rows if float(r["time/total_timesteps"]) >= 2048)
+    alphas = [float(r["distill/alpha"]) for r in csv.DictReader((run_dir / "progress.csv").open()) if r.get("distill/alpha")]
+    assert alphas == pytest.approx([0.25])  # 0.5 -> 0 over 2048 steps: the update at 1024; none once it is 0
+    queries_after = float(rows[-1]["hints/queries"]) - float(at_retirement["hints/queries"])
+    assert float(at_retirement["hints/queries"]) > 0 and queries_after <= 4  # at most the 4 envs' in-flight ones
+
+
 def test_train_continues_when_every_hint_fails(tmp_path):
     # the judge passes the connectivity check (it answers) but never with valid JSON: every segment is masked
     run_dir = tmp_path / "run"

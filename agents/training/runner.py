@@ -29,7 +29,7 @@ from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.distillation import build_distillation
 from agents.factory import build_agent, check_observation_space, load_agent
-from agents.controller_teacher import ControllerTargets, HintStatsLogger, controller_targets
+from agents.controller_teacher import ControllerTargets, HintStatsLogger, RetireTeacher, controller_targets
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
 from distill.opd import NonFiniteLoss
@@ -122,6 +122,8 @@ def _teacher_report(cfg: DictConfig, targets: ControllerTargets | None) -> tuple
     if targets is None:  # no teacher, or one (EMA, checkpoint) that gives a target for every sample
         return {}, None
     did = {"teacher_coverage": round(targets.run_coverage(), 4)}
+    if targets.retired:
+        did["teacher_retired_at_step"] = targets.retired_at_step
     stats = targets.service.stats() if targets.service is not None else None
     if stats is not None:
         errors = int(stats["errors"] + stats["timeouts"])
@@ -215,6 +217,8 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
         model.attach_distillation(distillation)
         if resume is not None and resume.teacher is not None:
             distillation.teacher.load_state_dict(torch.load(resume.teacher, weights_only=True))
+        if targets is not None:
+            callbacks.append(RetireTeacher(targets, distillation.finished))
 
     t0 = time.time()
     interrupted = False
