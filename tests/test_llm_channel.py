@@ -343,6 +343,18 @@ def test_structured_output_falls_back_to_plain_once_per_model_when_rejected():
     assert stats["calls"] == 4 and stats["errors_by_kind"] == {"client": 1}
 
 
+def test_structured_output_off_reads_the_same_from_yaml_and_the_check_cli():
+    # YAML reads a bare `off` as false: an llm YAML file and `python -m distill.llm.check llm.structured_output=off`
+    # (OmegaConf) get False where train.py's Hydra override keeps the string; both mean off
+    assert load_config(None, ["llm.structured_output=off"]).structured_output == "off"
+    assert response_format(REQUEST, load_config(None, ["llm.structured_output=off"]).structured_output) is None
+    with pytest.raises(ValueError, match="structured_output"):
+        ChannelConfig(structured_output=True)
+    with start_server() as srv:
+        proc = run_check(f"llm.base_url={srv.url}", "llm.structured_output=off", **{VAR: "k"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # ------------------------------------------------------------------------------- circuit breaker
 def test_circuit_breaker_backs_off_a_server_that_fails_every_request_and_retries_later(server):
     with make(server.url, max_retries=0, breaker_failures=3, breaker_cooldown_s=0.5) as ch:
@@ -381,6 +393,12 @@ def test_check_fails_a_model_that_echoes_the_prompt():
     with start_server(quirks=ServerQuirks(echo=True)) as srv:
         [res] = check_channel(ChannelConfig(base_url=srv.url), {VAR: "k"})
     assert not res.ok and res.error_kind == "bad_response" and "echoed the prompt" in res.message
+    # llama-server with a base model: the echo fails, and the other two diagnoses still come (the server answered)
+    with start_server(quirks=ServerQuirks(echo=True, any_model=True, without_v1=True)) as srv:
+        proc = run_check(f"llm.base_url={srv.url[: -len('/v1')]}", **{VAR: "k"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "echoed the prompt" in out and "ignores model names" in out, out
+    assert "no /v1" in out, out
 
 
 def test_check_cli_takes_train_overrides_warns_on_ignored_model_names_and_names_the_url_form():

@@ -110,6 +110,8 @@ class ChannelConfig:
     breaker_cooldown_s: float = 30.0
 
     def __post_init__(self) -> None:
+        if self.structured_output is False:  # YAML 1.1 reads a bare `off` as false (OmegaConf; Hydra overrides do not)
+            object.__setattr__(self, "structured_output", "off")
         if self.structured_output not in STRUCTURED_OUTPUT:
             raise ValueError(f"llm.structured_output must be one of {', '.join(STRUCTURED_OUTPUT)}, "
                              f"got {self.structured_output!r}")

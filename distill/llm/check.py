@@ -5,7 +5,7 @@
 ``configs/llm/NAME.yaml``; ``llm.KEY=VALUE`` overrides one key, as on ``train.py``'s command line),
 applies the environment overrides, starts the bundled server when ``base_url`` is null, and sends
 each configured model (hint and judge) one minimal chat call. An answer that echoes the prompt fails.
-It then probes once with a made-up model id and warns when the server answers it anyway (it ignores
+When the server answered (an echo too), it then probes once with a made-up model id and warns when the server answers it anyway (it ignores
 model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
 no chat endpoint, it tries the other and says so). Prints model, answer and latency, or the diagnosis
 of what to fix; exits 0 when all succeed, 1 otherwise. :func:`check_channel` does the same for use
@@ -43,7 +43,7 @@ def check_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ,
         if all(r.ok for r in _check_once(dataclasses.replace(cfg, base_url=other), environ, None)):
             notes.append(f"{safe_url(url)} has no chat endpoint but {safe_url(other)} answers: set "
                          f"llm.base_url={safe_url(other)}")
-    elif any(r.ok for r in results):
+    elif any(r.latency_s is not None for r in results):  # an answer came (an echo too): this URL form works
         form = "the /v1 API root" if url.endswith("/v1") else "no /v1 (the server serves the API at its root)"
         notes.append(f"URL form that worked: {safe_url(url)} ({form})")
     return results
@@ -57,7 +57,7 @@ def _check_once(cfg: ChannelConfig, environ: Mapping[str, str], notes: list[str]
         return [CheckResult(m, False, None, "", err.kind, err.message) for m in models]
     try:
         results = check_models(channel, models)
-        if notes is not None and any(r.ok for r in results):
+        if notes is not None and any(r.latency_s is not None for r in results):  # the server answered
             warning = ignores_model_names(channel)
             if warning is not None:
                 notes.append(f"warning: {warning}")
