@@ -66,6 +66,18 @@ def test_vote_needs_a_strict_majority_of_all_answers_and_merges_by_median():
     assert not vote([yes[0], yes[1]], 4).accepted  # 2 of 4 is not a majority
 
 
+def test_integer_parameters_stay_whole_numbers_when_an_even_number_of_answers_is_merged(server):
+    # llama-server's Gemma 3 270M said +1 twice of three with release_steps 3 and 20: the median 11.5 is no valid
+    # parameter (GraspParams refuses it); whole-number parameters take the lower median, a value an answer gave
+    two = [ParsedHint(1, {"close_steps": v, "lift_speed": v / 40}, 0.9, "") for v in (3, 20)]
+    assert vote(two, 2, frozenset({"close_steps"})).params == {"close_steps": 3, "lift_speed": 0.2875}
+    outcome = run_one(service_for(server, hint_model="fault-random", num_answers=2))
+    assert outcome.accepted and outcome.params
+    for name in TASKS["claw"].schema.integers:
+        assert isinstance(outcome.params[name], int), (name, outcome.params[name])
+    GraspParams.from_dict({**GraspParams().to_dict(), **outcome.params})
+
+
 def test_sample_targets_teacher_masks_and_squashes():
     rows = torch.tensor([[0.5, -1.0, 1.0], [0.0, 0.2, 0.0]])
     plain = SampleTargetsTeacher(0.3).targets(None, sample_targets=rows)

@@ -180,8 +180,11 @@ class Vote:
     reason: str
 
 
-def vote(answers: list[ParsedHint | None], m: int) -> Vote:
-    """Accept when more than half of all ``m`` answers are valid and say +1; merge by per-key median."""
+def vote(answers: list[ParsedHint | None], m: int, integers: frozenset[str] = frozenset()) -> Vote:
+    """Accept when more than half of all ``m`` answers are valid and say +1; merge by per-key median.
+
+    Names in ``integers`` (whole-number parameters) take the lower median, a value one answer gave: the median
+    of an even count (3 and 20 -> 11.5) would be no valid parameter."""
     votes = [a.decision if a is not None else None for a in answers]
     yes = [a for a in answers if a is not None and a.decision == 1]
     if 2 * len(yes) <= m:
@@ -189,10 +192,11 @@ def vote(answers: list[ParsedHint | None], m: int) -> Vote:
     merged: dict[str, Any] = {}
     for name in sorted({k for a in yes for k in a.params}):
         values = [a.params[name] for a in yes if name in a.params]
+        median = statistics.median_low if name in integers else statistics.median
         if isinstance(values[0], list):
-            merged[name] = [statistics.median(v[i] for v in values) for i in range(len(values[0]))]
+            merged[name] = [median(v[i] for v in values) for i in range(len(values[0]))]
         else:
-            merged[name] = statistics.median(values)
+            merged[name] = median(values)
     return Vote(True, merged, votes, f"{len(yes)} of {m} answers accepted")
 
 

@@ -252,9 +252,9 @@ class HintService:
                 judge_messages = build_messages({**request, "proposal": proposal.params})
                 answers += [self._answer(self.cfg.judge, judge_messages, i, structured) for i in range(m)]
                 verdicts = [self._parse(text) for text, _ in answers[m:]]
-                result = vote([_with_params(v, proposal) for v in verdicts], m)
+                result = vote([_with_params(v, proposal) for v in verdicts], m, self.schema.integers)
         else:
-            result = vote(parsed, m)
+            result = vote(parsed, m, self.schema.integers)
         latency = time.monotonic() - t0
         advice = next((p.hint for p in parsed if p is not None and p.decision == 1), "")
         verification = self._verify(request["params"], result.params, advice, start_obs) if result.accepted else None
