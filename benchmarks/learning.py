@@ -6,6 +6,8 @@ Tasks:
                ``train.py``; reports, per seed, the first evaluation (20 episodes) whose mean absolute
                velocity tracking error is <= 0.15 m/s with <= 5% falls: steps and wall clock to get there,
                and the final figures.
+``default_job`` ``python train.py`` as it is (full command ranges, the scripted trot teaching the first
+               200 k steps); the same criterion as ``quadruped``.
 ``claw``       SAC on ``OpenClaw/Claw-v0`` through ``train.py`` (tuned: dense reward, no HER); first
                evaluation (50 episodes) with >= 90% success.
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
@@ -25,6 +27,7 @@ Usage::
 
     python benchmarks/learning.py quadruped --seeds 0 1 2
     python benchmarks/learning.py claw --seeds 0 1 2
+    python benchmarks/learning.py default_job --seeds 0 -- train.total_timesteps=200000 train.eval_freq=25000
     python benchmarks/learning.py claw_teacher --seeds 0 1 2 -- train.total_timesteps=50000 train.eval_freq=25000
     python benchmarks/learning.py teachers --seeds 0 1 2
     python benchmarks/learning.py teachers --env quadruped_rough --arms none scripted --seeds 0 1 2
@@ -56,6 +59,12 @@ TASKS = {
             "train.eval_episodes=20",
             "train.eval_envs=10",
         ],
+        passed=lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
+        criterion="tracking error <= 0.15 m/s and falls <= 5% over 20 episodes",
+    ),
+    # `python train.py` as it is (PPO, full command ranges, the trot teacher for the first 200 k steps)
+    "default_job": dict(
+        overrides=["env=quadruped", "agent=ppo", "train.eval_episodes=20", "train.eval_envs=10"],
         passed=lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
         criterion="tracking error <= 0.15 m/s and falls <= 5% over 20 episodes",
     ),
