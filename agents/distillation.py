@@ -88,5 +88,5 @@ def build_distillation(
     total = cfg.train.total_timesteps
     end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / total)
     schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
-    return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction, schedule_end=end)
+    return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
 

@@ -58,12 +58,10 @@ class OnlinePolicyDistillation:
         schedule: AlphaSchedule,
         direction: Direction = "forward",
         student: str = "student",
-        schedule_end: float = 1.0,
     ) -> None:
         self.registry = registry
         self.teacher = teacher
         self.schedule = schedule
-        self.schedule_end = schedule_end  # training progress at which the schedule ends (make_schedule's end)
         self.direction = direction
         self.student = student
         self.stats = DistillStats()
@@ -82,8 +80,9 @@ class OnlinePolicyDistillation:
 
     def finished(self, progress: float) -> bool:
         """Whether alpha is 0 from ``progress`` to the end of training (the schedule ended at 0), so that
-        the teacher has nothing left to teach and can stop computing targets."""
-        return progress >= self.schedule_end and self.schedule(progress) == 0.0
+        the teacher has nothing left to teach and can stop computing targets. Every schedule of
+        :mod:`distill.schedules` is monotone, so 0 now and at the end means 0 in between."""
+        return self.schedule(progress) == 0.0 and self.schedule(1.0) == 0.0
 
     def distill_loss(
         self,

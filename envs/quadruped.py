@@ -491,7 +491,6 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._steps = 0
         self._scales_dt = {k: scales[k] * self.dt for k in self.REWARD_TERMS}  # reward per step, not per s
         self._reward_keys = tuple(f"reward_{k}" for k in self.REWARD_TERMS)
-        self._scale_dt_list = tuple(self._scales_dt[k] for k in self.REWARD_TERMS)  # for _evaluate's unpacking
 
         # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
         self._act_ids = np.arange(m.nu)
@@ -706,7 +705,7 @@ class QuadrupedEnv(MujocoTaskEnv):
         if cx * cx + cy * cy <= 0.01:
             air_time = 0.0
         dz = z - self.BASE_HEIGHT_TARGET
-        k0, k1, k2, k3, k4, k5, k6, k7, k8, k9 = self._scale_dt_list
+        k0, k1, k2, k3, k4, k5, k6, k7, k8, k9 = self._scales_dt.values()  # REWARD_TERMS order
         r0 = k0 * math.exp(-err2 / sigma)
         r1 = k1 * math.exp(-ew * ew / sigma)
         r2 = k2 * vz * vz
