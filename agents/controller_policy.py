@@ -28,13 +28,37 @@ class ControllerPolicy:
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, None]:
-        """Actions ``(num_envs, action_dim)`` for a batch of raw observations (array or dict of arrays)."""
+        """Actions ``(num_envs, action_dim)`` for a batch of raw observations (array or dict of arrays).
+
+        A stateless controller class (``batched = True``, e.g. the trot) acts on all the envs that share
+        its parameters in one call; the others act env by env."""
+        if getattr(type(self.controllers[0]), "batched", False):
+            return self._predict_batched(observation), None
         actions = []
         for i, controller in enumerate(self.controllers):
             if episode_start is not None and episode_start[i]:
                 controller.reset()
             actions.append(controller.act(obs_row(observation, i)))
         return np.stack(actions), None
+
+    def _predict_batched(self, observation: np.ndarray) -> np.ndarray:
+        """One ``act`` call per distinct parameter set (all envs, unless LLM hints changed some of them)."""
+        groups: list[tuple[Any, list[int]]] = []
+        for i, controller in enumerate(self.controllers):
+            group = next((g for g in groups if g[0].params == controller.params), None)
+            if group is None:
+                groups.append((controller, [i]))
+            else:
+                group[1].append(i)
+        if len(groups) == 1:
+            return groups[0][0].act(observation)
+        actions = None
+        for controller, rows in groups:
+            group_actions = controller.act(observation[rows])
+            if actions is None:
+                actions = np.empty((len(self.controllers), group_actions.shape[1]), dtype=group_actions.dtype)
+            actions[rows] = group_actions
+        return actions
 
 
 def obs_row(observation: Any, i: int) -> Any:

@@ -134,12 +134,9 @@ class ControllerTargets(VecEnvWrapper):
             return obs, rewards, dones, infos
         for i, info in enumerate(infos):
             info[TARGET_KEY] = acted_on[i]
-            self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
-            if dones[i] or self.segments[i].steps >= self.segment_steps:
-                self._end_segment(i)
-            if dones[i]:
-                self.episode_start[i] = copy.deepcopy(obs_row(obs, i))
-        self._collect_hints()
+        if self.service is not None:
+            self._track_segments(obs, dones, infos)
+            self._collect_hints()
         self._pending = self._targets(obs, dones)
         return obs, rewards, dones, infos
 
@@ -178,17 +175,21 @@ class ControllerTargets(VecEnvWrapper):
         self._weights_n += len(weights)
         return np.hstack([actions, weights[:, None]]).astype(np.float32)
 
-    def _end_segment(self, i: int) -> None:
-        if self.service is not None:
-            summary, outcome = self.segments[i].summary()
-            request = build_request(self.task.schema, self.policy.controllers[i].params.to_dict(), summary, outcome)
-            self.service.submit(i, self.segment_index[i], request, self.episode_start[i])
-        self.segment_index[i] += 1
-        self.segments[i] = self.task.segment()
+    def _track_segments(self, obs, dones: np.ndarray, infos: list[dict]) -> None:
+        """Add the step to each env's segment; a finished segment goes to the hint service."""
+        for i, info in enumerate(infos):
+            self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
+            if dones[i] or self.segments[i].steps >= self.segment_steps:
+                summary, outcome = self.segments[i].summary()
+                params = self.policy.controllers[i].params.to_dict()
+                self.service.submit(i, self.segment_index[i], build_request(self.task.schema, params, summary, outcome),
+                                    self.episode_start[i])
+                self.segment_index[i] += 1
+                self.segments[i] = self.task.segment()
+            if dones[i]:
+                self.episode_start[i] = copy.deepcopy(obs_row(obs, i))
 
     def _collect_hints(self) -> None:
-        if self.service is None:
-            return
         for i in range(self.num_envs):
             outcome = self.service.poll(i)
             if outcome is None:

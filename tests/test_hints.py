@@ -29,6 +29,7 @@ from distill.llm.service import HintService, Verification
 from distill.llm.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
 from distill.teachers import SampleTargetsTeacher
 from envs.controllers.grasp import GraspParams
+from envs.controllers.trot import TrotParams
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = HintSchema("claw", {"lift_speed": (0.05, 0.75), "close_steps": (1, 20), "xy_offset": (-0.015, 0.015)},
@@ -336,6 +337,20 @@ def test_scripted_targets_are_the_controllers_actions_on_the_acted_on_observatio
         assert (got[:, 5] == 1.0).all()
         starts = dones
     venv.close()
+
+
+def test_trot_envs_with_different_hinted_parameters_each_get_their_own_action():
+    """ControllerPolicy batches the stateless trot per parameter set; mixed sets give every env its own."""
+    venv = gym.make_vec("OpenClaw/Quadruped-v1", num_envs=6, vectorization_mode="sync")
+    obs, _ = venv.reset(seed=1)
+    policy = ControllerPolicy("trot", 6, dt=0.02)
+    policy.controllers[1].params = TrotParams(swing_height=0.08)
+    policy.controllers[4].params = TrotParams(frequency_hz=2.5, duty_factor=0.6)
+    for _ in range(20):
+        actions, _ = policy.predict(obs)
+        np.testing.assert_array_equal(actions, np.stack([c.act(o) for c, o in zip(policy.controllers, obs)]))
+        assert not np.array_equal(actions[1], policy.controllers[0].act(obs[1]))
+        obs, *_ = venv.step(actions)
 
 
 def test_failing_llm_masks_samples_and_the_env_keeps_stepping(server):

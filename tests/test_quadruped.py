@@ -277,6 +277,19 @@ def test_trot_action_is_a_function_of_the_observation():
         used.act(v0)
 
 
+def test_trot_acts_on_a_batch_exactly_as_on_each_robot():
+    """One call for N robots (the teacher's N envs) gives each robot's own action, to the last bit."""
+    venv = gym.make_vec("OpenClaw/Quadruped-v1", num_envs=8, vectorization_mode="sync")
+    obs, _ = venv.reset(seed=0)
+    trot = TrotController()
+    for _ in range(60):
+        actions = trot.act(obs)
+        np.testing.assert_array_equal(actions, np.stack([trot.act(row) for row in obs]))
+        obs, *_ = venv.step(actions)
+    with pytest.raises(ValueError, match="gait clock"):
+        trot.act(obs[None])
+
+
 # ---------------------------------------------------------------------------------------------- behaviour
 def test_scripted_trot_walks_forward_on_flat_ground():
     env = gym.make("OpenClaw/Quadruped-v1")

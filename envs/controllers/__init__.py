@@ -11,6 +11,8 @@ interface:
 * ``Controller(params=None, dt=<control period, s>)``: ``params`` an instance of the family's
   ``params`` class (``None``: its defaults);
 * ``reset()`` at every episode start, ``act(obs) -> action`` (float32 in ``[-1, 1]^n``);
+* ``batched`` (class attribute, optional, default False): the controller keeps no state and ``act`` also
+  takes a batch of observations ``(N, obs_dim) -> (N, n)``, so N envs with the same ``params`` share a call;
 * ``params``: the parameter dataclass, assignable; the class has ``BOUNDS`` (name -> (low, high)),
   ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``;
 * ``env_settings() -> {env method name: args}``: what the env must be told so that it matches

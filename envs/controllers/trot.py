@@ -149,6 +149,8 @@ class TrotController:
     controller asks the env's clock for; :meth:`env_settings` names the env call that applies it.
     """
 
+    batched = True  # act() also takes a batch of observations (the controllers' interface, envs/controllers)
+
     def __init__(self, params: TrotParams | None = None, dt: float = 0.02) -> None:
         self.params = (params or TrotParams()).validate()
         if not dt > 0:
@@ -164,15 +166,17 @@ class TrotController:
         return {"set_gait_frequency": (self.params.frequency_hz,)}
 
     # ------------------------------------------------------------------ gait
-    def foot_targets(self, command: np.ndarray, leg_phase: np.ndarray, frequency_hz: float,
+    def foot_targets(self, command: np.ndarray, leg_phase: np.ndarray, frequency_hz: np.ndarray | float,
                      gravity: np.ndarray | None = None):
-        """Foot positions (4, 3) in each leg's hip frame and the stance mask (4,) at the leg phases ``leg_phase``.
+        """Foot positions (..., 4, 3) in each leg's hip frame and the stance mask (..., 4) at the leg phases.
 
-        ``leg_phase``: each leg's phase (FR, FL, RR, RL) in cycles, [0, 1); ``frequency_hz``: the clock's rate.
+        ``command`` (..., 3): vx, vy (m/s), yaw rate (rad/s); ``leg_phase`` (..., 4): each leg's phase (FR, FL,
+        RR, RL) in cycles, [0, 1); ``frequency_hz`` (...): the clock's rate; ``gravity`` (..., 3): projected
+        gravity (body frame). Leading dimensions are a batch of robots.
         """
         p = self.params
-        T_stance = p.duty_factor / frequency_hz
-        vx, vy, wz = float(command[0]), float(command[1]), float(command[2])
+        T_stance = (p.duty_factor / np.asarray(frequency_hz, dtype=np.float64))[..., None]
+        vx, vy, wz = command[..., 0:1], command[..., 1:2], command[..., 2:3]
         # Ground speed of each foot relative to the trunk during stance: v + w x r, r = neutral foot position.
         foot_vx = vx - wz * (_LEG_Y + _LEG_SIDE * (HIP_TO_THIGH + p.stance_width))
         foot_vy = vy + wz * (_LEG_X + p.foot_x_offset)
@@ -187,22 +191,22 @@ class TrotController:
         frac = np.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - np.cos(np.pi * u)))
         lift = np.where(stance, 0.0, p.swing_height * np.sin(np.pi * u))
 
-        depth = np.full(4, p.body_height - FOOT_RADIUS)
+        depth = np.full(leg_phase.shape, p.body_height - FOOT_RADIUS)
         if gravity is not None and p.attitude_gain > 0:
             # Nose down -> g_x > 0: lengthen the front legs. Right side down -> g_y < 0: lengthen the right legs.
-            gx, gy = float(gravity[0]), float(gravity[1])
+            gx, gy = gravity[..., 0:1], gravity[..., 1:2]
             depth = depth + p.attitude_gain * (np.sign(_LEG_X) * gx + _LEG_SIDE * gy)
-        feet = np.empty((4, 3))
-        feet[:, 0] = p.foot_x_offset + frac * stride_x
-        feet[:, 1] = _LEG_SIDE * (HIP_TO_THIGH + p.stance_width) + frac * stride_y
-        feet[:, 2] = -depth + lift
+        feet = np.empty((*leg_phase.shape, 3))
+        feet[..., 0] = p.foot_x_offset + frac * stride_x
+        feet[..., 1] = _LEG_SIDE * (HIP_TO_THIGH + p.stance_width) + frac * stride_y
+        feet[..., 2] = -depth + lift
         return feet, stance
 
     # ------------------------------------------------------------------ kinematics
     @staticmethod
     def inverse_kinematics(feet: np.ndarray) -> np.ndarray:
-        """Joint angles (4, 3) [abduction, thigh, knee] placing each foot centre at ``feet`` (hip frame)."""
-        x, y, z = feet[:, 0], feet[:, 1], feet[:, 2]
+        """Joint angles (..., 4, 3) [abduction, thigh, knee] placing each foot centre at ``feet`` (..., 4, 3, hip frame)."""
+        x, y, z = feet[..., 0], feet[..., 1], feet[..., 2]
         d = _LEG_SIDE * HIP_TO_THIGH
         r2 = y * y + z * z
         h = np.sqrt(np.maximum(r2 - HIP_TO_THIGH**2, 1e-6))  # leg length projected on the sagittal plane
@@ -213,60 +217,61 @@ class TrotController:
         knee = -np.arccos(c)
         beta = np.arctan2(-x, h)  # foot direction from the thigh joint, measured from straight down
         thigh = beta - np.arctan2(CALF * np.sin(knee), THIGH + CALF * np.cos(knee))
-        return np.stack([abd, thigh, knee], axis=1)
+        return np.stack([abd, thigh, knee], axis=-1)
 
     @staticmethod
     def forward_kinematics(q: np.ndarray) -> np.ndarray:
-        """Foot centres (4, 3) in each hip frame for joint angles ``q`` (4, 3); inverse of the IK."""
-        abd, q1, q2 = q[:, 0], q[:, 1], q[:, 2]
+        """Foot centres (..., 4, 3) in each hip frame for joint angles ``q`` (..., 4, 3); inverse of the IK."""
+        abd, q1, q2 = q[..., 0], q[..., 1], q[..., 2]
         px = -THIGH * np.sin(q1) - CALF * np.sin(q1 + q2)
         pz = -THIGH * np.cos(q1) - CALF * np.cos(q1 + q2)
         yl = _LEG_SIDE * HIP_TO_THIGH
         ca, sa = np.cos(abd), np.sin(abd)
-        return np.stack([px, yl * ca - pz * sa, yl * sa + pz * ca], axis=1)
+        return np.stack([px, yl * ca - pz * sa, yl * sa + pz * ca], axis=-1)
 
     def _load_offsets(self, q: np.ndarray, feet: np.ndarray, stance: np.ndarray) -> np.ndarray:
-        """Target offsets tau/Kp so that the stance servos hold their share of the weight at ``q``."""
-        n = max(int(stance.sum()), 1)
+        """Target offsets tau/Kp (..., 4, 3) so that the stance servos hold their share of the weight at ``q``."""
+        n = np.maximum(stance.sum(axis=-1, keepdims=True), 1)
         f = self.params.load_compensation * ROBOT_MASS * GRAVITY / n * stance  # upward ground force per foot
-        q1, q2 = q[:, 1], q[:, 2]
+        q1, q2 = q[..., 1], q[..., 2]
         px = -THIGH * np.sin(q1) - CALF * np.sin(q1 + q2)
-        off = np.empty((4, 3))
-        off[:, 0] = -feet[:, 1] * f  # abduction: tau = -(r x f)_x = -y f
-        off[:, 1] = px * f  # thigh: tau = -(d pz / d q1) f = px f
-        off[:, 2] = -CALF * np.sin(q1 + q2) * f  # knee: tau = -(d pz / d q2) f
+        off = np.empty(q.shape)
+        off[..., 0] = -feet[..., 1] * f  # abduction: tau = -(r x f)_x = -y f
+        off[..., 1] = px * f  # thigh: tau = -(d pz / d q1) f = px f
+        off[..., 2] = -CALF * np.sin(q1 + q2) * f  # knee: tau = -(d pz / d q2) f
         return off / SERVO_KP
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: np.ndarray) -> np.ndarray:
-        """Action in ``[-1, 1]^12`` for ``obs`` (a QuadrupedEnv observation with the gait clock)."""
+        """Action in ``[-1, 1]^12`` for ``obs`` (a QuadrupedEnv observation with the gait clock), or actions
+        (N, 12) for a batch of observations (N, obs_dim): the trot keeps no state, so one call serves N robots."""
         obs = np.asarray(obs)
-        if obs.shape != (QuadrupedEnv.CLOCK_OBS_DIM,):
+        if obs.shape[-1:] != (QuadrupedEnv.CLOCK_OBS_DIM,) or obs.ndim > 2:
             raise ValueError(
                 f"the trot needs the gait clock in the observation ({QuadrupedEnv.CLOCK_OBS_DIM} values, "
                 f"OpenClaw/Quadruped-v1 or QuadrupedRough-v1); got shape {obs.shape}"
             )
         sl = self._sl
-        leg_phase = (np.arctan2(obs[sl["phase_sin"]], obs[sl["phase_cos"]]) / (2.0 * np.pi)) % 1.0
-        frequency = float(obs[sl["gait_frequency"]][0])
-        command = obs[self._sl["command"]].astype(np.float64)
-        gravity = obs[self._sl["gravity"]]
+        leg_phase = (np.arctan2(obs[..., sl["phase_sin"]], obs[..., sl["phase_cos"]]) / (2.0 * np.pi)) % 1.0
+        frequency = obs[..., sl["gait_frequency"]][..., 0].astype(np.float64)
+        command = obs[..., sl["command"]].astype(np.float64)
+        gravity = obs[..., sl["gravity"]]
         p = self.params
         # Velocity feedback from the IMU: counter yaw drift and sideways drift of the open-loop gait.
-        command[0] += p.forward_gain * (command[0] - float(obs[self._sl["lin_vel"]][0]))
-        command[1] += p.lateral_gain * (command[1] - float(obs[self._sl["lin_vel"]][1]))
-        command[2] += p.yaw_rate_gain * (command[2] - float(obs[self._sl["ang_vel"]][2]))
+        command[..., 0] += p.forward_gain * (command[..., 0] - obs[..., sl["lin_vel"]][..., 0])
+        command[..., 1] += p.lateral_gain * (command[..., 1] - obs[..., sl["lin_vel"]][..., 1])
+        command[..., 2] += p.yaw_rate_gain * (command[..., 2] - obs[..., sl["ang_vel"]][..., 2])
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
         # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
         feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity)
-        feet1, stance = self.foot_targets(command, (leg_phase + frequency * self.dt) % 1.0, frequency, gravity)
+        feet1, stance = self.foot_targets(command, (leg_phase + frequency[..., None] * self.dt) % 1.0, frequency, gravity)
         q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
         q = 0.5 * (q0 + q1)
-        if self.params.damping_compensation > 0:
-            q = q + self.params.damping_compensation * (SERVO_DAMPING / SERVO_KP) * (q1 - q0) / self.dt
-        if self.params.load_compensation > 0:
+        if p.damping_compensation > 0:
+            q = q + p.damping_compensation * (SERVO_DAMPING / SERVO_KP) * (q1 - q0) / self.dt
+        if p.load_compensation > 0:
             q = q + self._load_offsets(q, 0.5 * (feet0 + feet1), stance)
-        action = (q.ravel() - QuadrupedEnv.DEFAULT_POSE) / QuadrupedEnv.ACTION_SCALE
+        action = (q.reshape(*q.shape[:-2], 12) - QuadrupedEnv.DEFAULT_POSE) / QuadrupedEnv.ACTION_SCALE
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
 
