@@ -68,9 +68,8 @@ for _ in $(seq 120); do
 done
 curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || { echo "llama-server not ready after 120 s"; exit 1; }
 echo "llama-server (pid $(cat "$PID_FILE"), log $CACHE/server-$PORT.log) serves $MODEL"
-# llama-server ignores model names (llm.hint_model is only a label) and, started without --api-key, any key
-OVERRIDES="llm.base_url=http://127.0.0.1:$PORT/v1 llm.hint_model=$NAME llm.timeout_s=120"
-echo "key:       export OPENCLAW_LLM_API_KEY=unused   (the channel wants one for an explicit base_url)"
+# llama-server ignores model names (llm.hint_model is only a label) and, started without --api-key, needs no key
+OVERRIDES="llm.base_url=http://127.0.0.1:$PORT/v1 llm.api_key_env=null llm.hint_model=$NAME llm.timeout_s=120"
 echo "overrides: $OVERRIDES"
 echo "check:     python -m distill.llm.check $OVERRIDES"
 echo "stop:      bash benchmarks/llama_server.sh stop"

@@ -1,8 +1,8 @@
 """A real model through a real third-party OpenAI-compatible server (issue 14 item 4; long, not run in CI).
 
 Start the server first (``bash benchmarks/llama_server.sh [gemma|smollm2]``: llama.cpp's llama-server on
-127.0.0.1:8080), export any key (``export OPENCLAW_LLM_API_KEY=unused``: the channel wants one for an explicit
-base_url; a llama-server started without ``--api-key`` ignores it), then (figures: ``benchmarks/RESULTS.md``)::
+127.0.0.1:8080, started without a key: ``--base-url`` runs pass ``llm.api_key_env=null``), then (figures:
+``benchmarks/RESULTS.md``)::
 
     python benchmarks/real_llm.py channel --base-url http://127.0.0.1:8080/v1 --timeout 120 --queries 8
     python benchmarks/real_llm.py train --base-url http://127.0.0.1:8080/v1 --model smollm2-135m-instruct --timeout 120
@@ -145,7 +145,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     model = args.model or ("gemma-3-270m" if args.base_url else "openclaw-coach")
     server = [f"llm.hint_model={model}", f"llm.timeout_s={args.timeout:g}"]
-    server += [f"llm.base_url={args.base_url}"] if args.base_url else []
+    server += [f"llm.base_url={args.base_url}", "llm.api_key_env=null"] if args.base_url else []
     if args.what == "channel":
         requests = claw_requests(args.queries)
         result = {mode: channel_arm([*server, f"llm.structured_output={mode}"], requests,

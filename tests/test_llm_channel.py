@@ -421,6 +421,20 @@ def test_check_cli_takes_train_overrides_warns_on_ignored_model_names_and_names_
     assert bad.returncode == 1 and "valid keys" in bad.stderr
 
 
+def test_a_server_that_needs_no_key_takes_api_key_env_null():
+    """llama-server / vLLM started without a key: ``llm.api_key_env=null`` instead of a made-up variable;
+    a server that does want a key then answers 401, and the error says which setting to use."""
+    keyless = ChannelConfig(base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    assert resolve_api_key(keyless, {}) == "no-key"
+    with start_server() as srv:
+        proc = run_check(f"llm.base_url={srv.url}", "llm.api_key_env=null")
+    assert proc.returncode == 0 and "key: none, llm.api_key_env=null" in proc.stdout, proc.stdout + proc.stderr
+    with start_server(api_key=SECRET) as srv:
+        [res] = check_channel(dataclasses.replace(keyless, base_url=srv.url), {})
+    assert res.error_kind == "auth" and "no key (llm.api_key_env=null) was rejected" in res.message
+    assert "needs llm.api_key_env" in res.message
+
+
 def test_latency_percentiles_interpolate_and_are_absent_without_calls():
     assert latency_percentiles([]) == {}
     assert latency_percentiles([0.4]) == {"latency_p50_s": 0.4, "latency_p95_s": 0.4}

@@ -93,7 +93,7 @@ class ChannelConfig:
     """The ``llm`` config group; see ``configs/llm/default.yaml`` for every field's meaning."""
 
     base_url: str | None = None
-    api_key_env: str = "OPENCLAW_LLM_API_KEY"
+    api_key_env: str | None = "OPENCLAW_LLM_API_KEY"
     hint_model: str = "openclaw-coach"
     judge_model: str | None = None
     timeout_s: float = 5.0
@@ -117,7 +117,7 @@ class ChannelConfig:
                              f"got {self.structured_output!r}")
         checked = {
             "base_url": _str("base_url", self.base_url, optional=True),
-            "api_key_env": _str("api_key_env", self.api_key_env),
+            "api_key_env": _str("api_key_env", self.api_key_env, optional=True),
             "hint_model": _str("hint_model", self.hint_model),
             "judge_model": _str("judge_model", self.judge_model, optional=True),
             "timeout_s": _num("timeout_s", self.timeout_s, integer=False, lo=0, strict=True),
@@ -245,12 +245,15 @@ def is_loopback(url: str | None) -> bool:
 
 def resolve_api_key(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ,
                     required: bool = True) -> str:
-    """The key from ``environ[cfg.api_key_env]`` (stripped).
+    """The key from ``environ[cfg.api_key_env]`` (stripped); :data:`NO_KEY` when ``api_key_env`` is
+    None (a server that needs no key, e.g. a local llama-server started without ``--api-key``).
 
     Raises ChannelError ``key_missing`` naming the variable when it is unset/empty/whitespace and
     ``required``; returns :data:`NO_KEY` instead when not required.
     """
     var = cfg.api_key_env
+    if var is None:
+        return NO_KEY
     raw = environ.get(var)
     if raw is not None and raw.strip():
         return raw.strip()
@@ -259,7 +262,8 @@ def resolve_api_key(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ,
     state = "not set" if raw is None else ("empty" if raw == "" else "whitespace only")
     raise ChannelError("key_missing", f"environment variable {var} is not set (or "
                        f"empty/whitespace; it is {state}); export it: export {var}=... "
-                       "(keys are read from the environment only, never from config files)")
+                       "(keys are read from the environment only, never from config files), or set "
+                       "llm.api_key_env=null for a server that needs no key")
 
 
 # --------------------------------------------------------------------------------------- channel
@@ -512,6 +516,7 @@ class LLMChannel:
         """Map an openai exception to a ChannelError with a what-to-fix message."""
         url = safe_url(self.base_url)
         var = self.cfg.api_key_env
+        key = "no key (llm.api_key_env=null)" if var is None else f"the key in ${var}"
         tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
         if isinstance(exc, openai.APITimeoutError):
             return ChannelError("timeout", f"no answer from {url} for model '{model}' within "
@@ -536,10 +541,10 @@ class LLMChannel:
             status = exc.status_code
             detail = self._server_detail(exc)
             if status == 401:
-                return ChannelError("auth", f"401 from {url}: the key in ${var} was rejected; "
-                                    "check it", status=status)
+                return ChannelError("auth", f"401 from {url}: {key} was rejected; "
+                                    "check it (a server started with a key needs llm.api_key_env)", status=status)
             if status == 403:
-                return ChannelError("auth", f"403 from {url}: the key in ${var} may not use "
+                return ChannelError("auth", f"403 from {url}: {key} may not use "
                                     f"model '{model}' ({detail}); check its permissions",
                                     status=status)
             if status == 404:

@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llm config error: {err}", file=sys.stderr)
         return 1
     where = "bundled local server" if cfg.base_url is None else safe_url(cfg.base_url)
-    key_note = "not needed" if cfg.base_url is None else f"${cfg.api_key_env}"
+    key_note = ("not needed" if cfg.base_url is None else
+                "none, llm.api_key_env=null" if cfg.api_key_env is None else f"${cfg.api_key_env}")
     print(f"LLM channel: {where} (key: {key_note}, timeout {cfg.timeout_s:g} s)")
     notes: list[str] = []
     results = check_channel(cfg, os.environ, notes)
