@@ -264,7 +264,10 @@ class TrotController:
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
         # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
         feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity)
-        feet1, stance = self.foot_targets(command, (leg_phase + frequency[..., None] * self.dt) % 1.0, frequency, gravity)
+        # the phase a control period later, in the phase's own precision (float32 from the env: at a
+        # stance/swing boundary the rounding decides which half of the cycle a leg aims for)
+        advance = (frequency[..., None] * self.dt).astype(leg_phase.dtype)
+        feet1, stance = self.foot_targets(command, (leg_phase + advance) % 1.0, frequency, gravity)
         q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
         q = 0.5 * (q0 + q1)
         if p.damping_compensation > 0:
