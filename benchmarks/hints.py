@@ -48,15 +48,13 @@ TASKS = {
     "quadruped": dict(
         overrides=["env=quadruped", "agent=ppo", "train.eval_episodes=20", "train.eval_envs=10", "train.video=false"],
         eval_freq=50_000,
-        passed=lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
-        threshold="eval tracking error <= 0.15 m/s and falls <= 5% (20 episodes)",
+        criterion=runs.TRACKING,
     ),
     "claw": dict(
         overrides=["env=claw", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "train.video=false",
                    "distill.alpha=1.0", "distill.schedule=constant", "distill.teacher_std=0.1"],
         eval_freq=25_000,
-        passed=lambda row: float(row["success_rate"]) >= 0.9,
-        threshold="eval success >= 90% (50 episodes)",
+        criterion=runs.SUCCESS,
     ),
 }
 
@@ -92,7 +90,7 @@ def main() -> None:
             run_dir = Path(args.out) / f"{args.task}-{arm}-seed{seed}"
             records = run_dir / "records"
             wall = runs.train([*common, *ARMS[arm], f"seed={seed}", f"distill.records_dir={records}"], run_dir)
-            first = runs.first_passing(run_dir, spec["passed"])
+            first = runs.first_passing(run_dir, spec["criterion"].passed)
             summary = runs.summary(run_dir)
             per_seed.append({
                 "seed": seed,
@@ -105,7 +103,7 @@ def main() -> None:
             })
         mean, ci = runs.mean_ci95([s["final_return"] for s in per_seed])
         table[arm] = {"seeds": per_seed, "final_return_mean": mean, "final_return_ci95": ci}
-    print(json.dumps({"task": args.task, "threshold": spec["threshold"], "steps": steps, "arms": table}, indent=2))
+    print(json.dumps({"task": args.task, "threshold": spec["criterion"].text, "steps": steps, "arms": table}, indent=2))
 
 
 if __name__ == "__main__":

@@ -59,26 +59,22 @@ TASKS = {
             "train.eval_episodes=20",
             "train.eval_envs=10",
         ],
-        passed=lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
-        criterion="tracking error <= 0.15 m/s and falls <= 5% over 20 episodes",
+        criterion=runs.TRACKING,
     ),
     # `python train.py` as it is (PPO, full command ranges, the trot teacher for the first 200 k steps)
     "default_job": dict(
         overrides=["env=quadruped", "agent=ppo", "train.eval_episodes=20", "train.eval_envs=10"],
-        passed=lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
-        criterion="tracking error <= 0.15 m/s and falls <= 5% over 20 episodes",
+        criterion=runs.TRACKING,
     ),
     "claw": dict(
         overrides=["env=claw", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10"],
-        passed=lambda row: float(row["success_rate"]) >= 0.9,
-        criterion="success >= 90% over 50 episodes",
+        criterion=runs.SUCCESS,
     ),
     # SAC kick-started by the scripted grasp controller (online distillation, alpha 1, teacher std 0.1)
     "claw_teacher": dict(
         overrides=["env=claw", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "distill=scripted",
                    "distill.alpha=1.0", "distill.schedule=constant", "distill.teacher_std=0.1"],
-        passed=lambda row: float(row["success_rate"]) >= 0.9,
-        criterion="success >= 90% over 50 episodes",
+        criterion=runs.SUCCESS,
     ),
 }
 
@@ -87,11 +83,11 @@ def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
     spec = TASKS[task]
     run_dir = out_root / f"{task}-seed{seed}"
     wall = runs.train([*spec["overrides"], f"seed={seed}", *extra], run_dir)
-    first = runs.first_passing(run_dir, spec["passed"])
+    first = runs.first_passing(run_dir, spec["criterion"].passed)
     return {
         "seed": seed,
         "run_dir": str(run_dir),
-        "criterion": spec["criterion"],
+        "criterion": spec["criterion"].text,
         "reached_at_step": int(first["step"]) if first else None,
         "reached_at_wall_s": float(first["wall_time_s"]) if first else None,
         "total_wall_s": round(wall, 1),
@@ -120,7 +116,6 @@ def kl_curve(run_dir: Path) -> list[tuple[int, float]]:
 
 def bench_teachers(env: str, arms: list[str], seeds: list[int], out_root: Path, extra: list[str]) -> dict:
     """Every arm of :data:`TEACHER_ARMS` over ``seeds`` (module docstring); one run at a time."""
-    passed = TASKS["quadruped"]["passed"]
     table = {}
     for arm in arms:
         per_seed = []
@@ -128,7 +123,7 @@ def bench_teachers(env: str, arms: list[str], seeds: list[int], out_root: Path, 
             run_dir = out_root / f"teachers-{env}-{arm}-seed{seed}"
             wall = runs.train([f"env={env}", "agent=ppo", *TEACHER_EVAL, *TEACHER_ARMS[arm], f"seed={seed}", *extra],
                               run_dir)
-            first = runs.first_passing(run_dir, passed)
+            first = runs.first_passing(run_dir, runs.TRACKING.passed)
             kl = kl_curve(run_dir)
             per_seed.append({
                 "seed": seed,
@@ -143,7 +138,7 @@ def bench_teachers(env: str, arms: list[str], seeds: list[int], out_root: Path, 
             })
         mean, ci = runs.mean_ci95([s["final_return"] for s in per_seed])
         table[arm] = {"seeds": per_seed, "final_return_mean": mean, "final_return_ci95": ci}
-    return {"env": env, "criterion": TASKS["quadruped"]["criterion"], "overrides": extra, "arms": table}
+    return {"env": env, "criterion": runs.TRACKING.text, "overrides": extra, "arms": table}
 
 
 def bench_fps(repeats: int, steps: int, num_envs: int) -> dict:

@@ -10,9 +10,24 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A learning benchmark's threshold on one ``eval.csv`` row, fixed before running."""
+
+    passed: Callable[[dict[str, str]], bool]
+    text: str
+
+
+# The quadruped tasks' (20 evaluation episodes) and the claw tasks' (50 episodes) thresholds.
+TRACKING = Criterion(lambda row: float(row["tracking_error"]) <= 0.15 and float(row["fall_rate"]) <= 0.05,
+                     "tracking error <= 0.15 m/s and falls <= 5% over 20 episodes")
+SUCCESS = Criterion(lambda row: float(row["success_rate"]) >= 0.9, "success >= 90% over 50 episodes")
 
 
 def train(overrides: Sequence[str], run_dir: Path) -> float:
