@@ -400,6 +400,10 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
     run_dir = tmp_path / "run"
     result = run_train("distill=llm_hint", f"hydra.run.dir={run_dir}", f"distill.records_dir={tmp_path / 'rec'}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "HTTP Request" not in (run_dir / "train.log").read_text() + result.stdout + result.stderr  # not a line per hint
+    table = result.stdout.split("\nsummary\n")[1].split("\n\n")[0].splitlines()
+    value_columns = {len(line) - len(line.strip().split(maxsplit=1)[1]) for line in table}
+    assert len(table) > 10 and len(value_columns) == 1, table  # the console summary's values line up
     rows = list(csv.DictReader((run_dir / "progress.csv").open()))
     accepted = [float(r["hints/accepted"]) for r in rows if r.get("hints/accepted")]
     assert accepted and accepted[-1] > 0

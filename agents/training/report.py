@@ -77,10 +77,9 @@ def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> Path:
 
 def format_summary(summary: dict[str, Any]) -> str:
     """A few aligned lines for the console."""
+    shown = {key: value for key, value in summary.items() if not isinstance(value, (dict, list))}
+    width = max(map(len, shown), default=0)
     lines = ["", "summary"]
-    for key, value in summary.items():
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        if not isinstance(value, (dict, list)):
-            lines.append(f"  {key:24s} {value}")
+    for key, value in shown.items():
+        lines.append(f"  {key:{width}s} {f'{value:.4g}' if isinstance(value, float) else value}")
     return "\n".join(lines)
