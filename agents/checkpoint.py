@@ -34,11 +34,13 @@ REPLAY = "replay_buffer.pkl"
 TEACHER = "teacher.pt"
 META = "meta.json"
 COMMIT_KEY = "git_commit"  # meta.json: the commit of the code that trained the checkpoint ("unknown" outside git)
+WALL_KEY = "wall_time_s"  # meta.json (training saves): s of training wall clock up to the save, over all resumes
 
 
 @functools.cache
 def code_commit() -> str:
-    """``git rev-parse HEAD`` of the repository this code runs from, or ``unknown``."""
+    """``git rev-parse HEAD`` of the repository this code runs from, or ``unknown``; read once per process
+    (training reads it when it starts, so a commit made while it runs is not credited with its checkpoints)."""
     try:
         done = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10

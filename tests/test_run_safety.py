@@ -79,6 +79,10 @@ def test_resume_appends_logs_and_applies_resumable_overrides(run_copy):
     rates = [r for r in column(run_copy / "progress.csv", "train/learning_rate") if r]
     assert float(rates[0]) == 3e-4 and float(rates[-1]) == 1e-5, rates
     assert [int(s) for s in column(run_copy / "eval.csv", "step")] == [2048, 4096, 6144, 8192]
+    clock = [float(s) for s in column(run_copy / "eval.csv", checkpoint.WALL_KEY)]
+    assert clock == sorted(clock) and clock[0] > 0, f"the run's wall clock restarted on the resume: {clock}"
+    last = checkpoint.latest(run_copy)
+    assert last.meta["num_timesteps"] == 8192 and last.meta[checkpoint.WALL_KEY] >= clock[-1]
 
 
 @pytest.mark.parametrize("override, named", [("seed=5", "seed=5"), ("env=claw", "env=claw"),

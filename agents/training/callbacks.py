@@ -110,13 +110,13 @@ class EvalAndCheckpoint(BaseCallback):
     """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
 
     Evaluation results are appended to ``<run_dir>/eval.csv`` (:attr:`FIELDS`, then the metrics the env
-    declares) and logged under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
+    declares; ``wall_time_s`` is the run's training time, continued across resumes) and logged under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
     ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
     each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and to the logger as
     ``eval/video`` (:class:`agents.training.tracking.EvalClips`: animated GIFs in TensorBoard).
     """
 
-    FIELDS = ("step", "wall_time_s", "mean_return", "std_return", "mean_length")
+    FIELDS = ("step", checkpoint.WALL_KEY, "mean_return", "std_return", "mean_length")
 
     def __init__(
         self,
@@ -139,7 +139,7 @@ class EvalAndCheckpoint(BaseCallback):
         self.keep = keep_checkpoints
         self.progress = progress
         self.video_episodes = video_episodes  # recorded per evaluation (eval envs must be ClipRecorders)
-        self.start_time = start_time if start_time is not None else time.time()
+        self.start_time = start_time if start_time is not None else time.time()  # of the run: earlier on a resume
         self.best_return = -np.inf
         self.last_result: EvalResult | None = None
         self.last_eval_step = -1
@@ -164,7 +164,7 @@ class EvalAndCheckpoint(BaseCallback):
             self.run_evaluation()
         if self.num_timesteps >= self._next_checkpoint:
             self._next_checkpoint = self._after(self.num_timesteps, self.checkpoint_freq)
-            checkpoint.save(self.run_dir, self.model, self.training_env, keep=self.keep)
+            checkpoint.save(self.run_dir, self.model, self.training_env, keep=self.keep, **self.clock())
         return True
 
     def run_evaluation(self) -> EvalResult | None:
@@ -184,8 +184,13 @@ class EvalAndCheckpoint(BaseCallback):
         self._log(result)
         if result.mean_return > self.best_return:
             self.best_return = result.mean_return
-            checkpoint.save_best(self.run_dir, self.model, self.training_env, mean_return=result.mean_return)
+            checkpoint.save_best(self.run_dir, self.model, self.training_env, mean_return=result.mean_return,
+                                 **self.clock())
         return result
+
+    def clock(self) -> dict[str, float]:
+        """The run's training wall clock so far (s, counting the time before a resume), as checkpoint meta."""
+        return {checkpoint.WALL_KEY: round(time.time() - self.start_time, 1)}
 
     def not_worse(self) -> bool:
         """True unless the latest evaluation returned less than the one before it."""
@@ -194,12 +199,12 @@ class EvalAndCheckpoint(BaseCallback):
     def _log(self, r: EvalResult) -> None:
         row = {
             "step": self.num_timesteps,
-            "wall_time_s": round(time.time() - self.start_time, 1),
+            **self.clock(),
             **{k: getattr(r, k) for k in self.FIELDS[2:]},
             **r.metrics,
         }
         for key, value in row.items():
-            if value is not None and key not in ("step", "wall_time_s"):
+            if value is not None and key not in ("step", checkpoint.WALL_KEY):
                 self.logger.record(f"eval/{key}", value)
         for key, value in r.reward_terms.items():
             self.logger.record(f"eval/{key}", value)

@@ -105,10 +105,11 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
                       + (f": {'; '.join(damaged)}" if damaged else ""))
 
 
-def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int) -> checkpoint.Checkpoint | None:
+def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
+                clock: dict[str, float]) -> checkpoint.Checkpoint | None:
     """Save where training stopped unless a parameter or statistic is not finite; then keep the last good one."""
     try:
-        return checkpoint.save(run_dir, model, venv, keep=keep)
+        return checkpoint.save(run_dir, model, venv, keep=keep, **clock)
     except checkpoint.NonFinite as err:
         kept = checkpoint.latest(run_dir)
         print(f"warning: no checkpoint saved: {err}; the last good one is kept: {kept.path if kept else 'none'}",
@@ -181,6 +182,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
 def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
     torch.set_num_threads(cfg.train.torch_threads)
+    checkpoint.code_commit()  # the commit this process runs, before anything can be committed while it trains
     venv, targets = _train_envs(cfg)
     resume = None
     if cfg.resume:
@@ -198,6 +200,7 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
     add_trackers(model.logger, cfg)
 
     start_step = model.num_timesteps
+    trained_before_s = float(resume.meta.get(checkpoint.WALL_KEY, 0.0)) if resume is not None else 0.0
     remaining = max(cfg.train.total_timesteps - start_step, 0)
     progress = ProgressBar(cfg.train.total_timesteps) if cfg.train.progress_bar else None
     evaluator = EvalAndCheckpoint(
@@ -209,6 +212,7 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
         keep_checkpoints=cfg.train.keep_checkpoints,
         progress=progress,
         video_episodes=cfg.train.video_episodes if cfg.train.video else 0,
+        start_time=time.time() - trained_before_s,
     )
     hint_logger = HintStatsLogger(targets) if targets is not None else None
     callbacks = [cb for cb in (progress, InfoTermLogger(), hint_logger, evaluator) if cb is not None]
@@ -238,7 +242,7 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
             f"and continue from the last good checkpoint: python train.py resume={run_dir} agent.learning_rate=..."
         ) from None
     finally:
-        saved = _final_save(run_dir, model, venv, cfg.train.keep_checkpoints)
+        saved = _final_save(run_dir, model, venv, cfg.train.keep_checkpoints, evaluator.clock())
     wall = time.time() - t0
     if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
         raise TrainingInterrupted(run_dir, int(model.num_timesteps))
