@@ -98,11 +98,11 @@ def server():
     srv.close()
 
 
-def service_for(server, tmp_path=None, **cfg) -> HintService:
+def service_for(server, tmp_path=None, task="claw", **cfg) -> HintService:
     settings = {"base_url": server.url, "timeout_s": 0.5, "max_retries": 1, "backoff_s": 0.01, **cfg}
     config = ChannelConfig(**settings)
     records = tmp_path / "records.jsonl" if tmp_path is not None else None
-    return HintService(LLMChannel(config, "unused"), config, TASKS["claw"].schema, records_path=records)
+    return HintService(LLMChannel(config, "unused"), config, TASKS[task].schema, records_path=records)
 
 
 def run_one(service: HintService, request=CLAW_FAIL, env=0, timeout=20.0):
@@ -124,10 +124,14 @@ def test_happy_path_accepts_a_coach_hint_and_records_it(server, tmp_path):
     assert line["request"]["task"] == "claw" and "prompt_hash" in line
 
 
-def test_a_student_that_succeeds_gets_no_teacher(server):
-    ok = build_request(TASKS["claw"].schema, {}, {"min_reach_distance": 0.0}, {"success": True})
+def test_a_claw_student_that_succeeds_keeps_its_teacher_and_a_quadruped_that_tracks_loses_it(server):
+    params = json.loads(json.dumps(GraspParams(move_speed=0.5).to_dict()))  # as sent: tuples become lists
+    ok = build_request(TASKS["claw"].schema, params, {"min_reach_distance": 0.0}, {"success": True})
     outcome = run_one(service_for(server), ok)
-    assert not outcome.accepted and service_for(server).poll(0) is None
+    assert outcome.accepted and outcome.params == params  # the same parameters keep teaching
+    tracks = build_request(TASKS["quadruped"].schema, TrotParams().to_dict(), {"tracking_error": 0.05}, {"fell": False})
+    outcome = run_one(service_for(server, task="quadruped"), tracks)
+    assert not outcome.accepted and outcome.reason.startswith("0 of 3 answers accepted"), outcome.reason
 
 
 @pytest.mark.parametrize(
