@@ -6,8 +6,8 @@
     python evaluate.py checkpoint=<run>/export/policy.onnx          # evaluate the exported file
 
 The file maps a raw observation (the claw's dict flattened in ``gymnasium.spaces.flatten`` order) to
-an action in ``[-1, 1]``; its metadata, input and output are described in :mod:`agents.export`, and
-:class:`agents.onnx_policy.OnnxPolicy` runs it. Options: ``configs/export.yaml``.
+an action in ``[-1, 1]``; its metadata, input and output are described in :mod:`agents.export.run`, and
+:class:`agents.export.onnx_policy.OnnxPolicy` runs it. Options: ``configs/export.yaml``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 import envs  # noqa: F401  (registers the env ids; picks a headless GL backend before mujoco is imported)
 from agents.errors import ConfigError
-from agents.export import register_config, run, validate
+from agents.export.run import register_config, run, validate
 from agents.overrides import exit_if_invalid
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")

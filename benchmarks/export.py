@@ -1,12 +1,12 @@
 """Size and per-call latency (batch 1) of exported policies: ONNX (onnxruntime) and TorchScript vs eager torch.
 
-For each run directory given, exports its best checkpoint with :mod:`agents.export` into a temporary
+For each run directory given, exports its best checkpoint with :mod:`agents.export.run` into a temporary
 directory, then times one call on one raw observation (median over ``--calls`` calls after a warm-up,
 single-threaded, in this process):
 
-* ``onnxruntime``: :class:`agents.onnx_policy.OnnxPolicy` (one intra-op thread);
+* ``onnxruntime``: :class:`agents.export.onnx_policy.OnnxPolicy` (one intra-op thread);
 * ``torchscript``: the traced ``policy.pt`` under ``torch.no_grad()``;
-* ``torch eager``: the same :class:`agents.export.DeployedActor` module before export;
+* ``torch eager``: the same :class:`agents.export.run.DeployedActor` module before export;
 * ``sb3 predict``: ``model.predict`` on a normalised observation (what ``evaluate.py`` calls per step).
 
 Usage::
@@ -32,8 +32,8 @@ import torch
 from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.export import ExportConfig, deployed_actor, load_learned, run
-from agents.onnx_policy import OnnxPolicy, flatten_observation
+from agents.export.run import ExportConfig, deployed_actor, load_learned, run
+from agents.export.onnx_policy import OnnxPolicy, flatten_observation
 
 
 def latency_us(call: Callable[[], object], calls: int) -> float:

@@ -14,7 +14,7 @@ ignores model names (default ``gemma-3-270m``).
 parameters) go through our channel and :class:`distill.llm.service.HintService` (m answers, vote), once per
 ``llm.structured_output`` mode (``json_schema``: a response_format with the answer's schema; ``off``: the plain
 prompt). Every accepted proposal that changes the parameters is checked by the
-:class:`agents.hint_verifier.ShadowVerifier` (the training defaults), so the same answers give both arms: without
+:class:`agents.teachers.verifier.ShadowVerifier` (the training defaults), so the same answers give both arms: without
 verification every accepted change would teach; with it only those that beat the current parameters do. Prints
 parse rate, acceptance, adoption with and without verification and the verifier's score change of what would be
 adopted, latency p50/p95 per answer and per query, and a few answers.
@@ -43,8 +43,8 @@ from hints import last_hint_stats
 
 sys.path.insert(0, str(runs.ROOT))
 import envs  # noqa: E402,F401  (registers the OpenClaw ids)
-from agents.controller_teacher import TASKS  # noqa: E402
-from agents.hint_verifier import ShadowVerifier  # noqa: E402
+from agents.teachers.controller import TASKS  # noqa: E402
+from agents.teachers.verifier import ShadowVerifier  # noqa: E402
 from distill.llm.channel import open_channel  # noqa: E402
 from distill.llm.check import load_config  # noqa: E402
 from distill.llm.hints import build_request  # noqa: E402

@@ -17,7 +17,7 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.distillation import policy_entry
+from agents.teachers.distillation import policy_entry
 from agents.students import PPOStudent, SACStudent
 from distill.kl import diag_gaussian_kl, distillation_kl, weighted_mean
 from distill.opd import OnlinePolicyDistillation

@@ -17,7 +17,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from agents.controller_teacher import TASKS, task_for
+from agents.teachers.controller import TASKS, task_for
 from agents.evaluation.protocol import evaluate
 from agents.vec_env import make_vec_env
 from envs.base import Metric

@@ -17,7 +17,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from agents import checkpoint
 from agents.evaluation.run import run_config
 from agents.factory import load_agent
-from agents.onnx_policy import OnnxPolicy, flatten_observation
+from agents.export.onnx_policy import OnnxPolicy, flatten_observation
 from agents.vec_env import env_kwargs, make_vec_env
 from envs.claw import ClawEnv
 from envs.quadruped import QuadrupedEnv

@@ -17,11 +17,11 @@ import pytest
 import torch
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
-from agents.controller_teacher import TASKS, ControllerTargets
+from agents.teachers.controller import TASKS, ControllerTargets
 from agents.controller_policy import ControllerPolicy
-from agents.hint_verifier import ShadowVerifier
-from agents.students.raw_obs import TARGET_KEY
-from agents.students.replay_targets import with_targets
+from agents.teachers.verifier import ShadowVerifier
+from agents.students.rollout_buffer import TARGET_KEY
+from agents.students.replay_buffer import with_targets
 from agents.vec_env import make_vec_env
 from distill.llm.channel import ChannelConfig, LLMChannel
 from distill.llm.server import start_server

@@ -10,9 +10,9 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import envs  # noqa: F401  (registers OpenClaw/*)
-from agents.students.raw_obs import TARGET_KEY
+from agents.students.rollout_buffer import TARGET_KEY
 from agents.students.replay_sampling import replay_batches
-from agents.students.replay_targets import with_targets
+from agents.students.replay_buffer import with_targets
 
 
 def filled(buffer_class, env_id: str, n_envs: int, targets: bool, transitions: int = 40):

@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from agents.factory import learner_kwargs
-from agents.rl_zoo import OUT_DIR, sb3_parameters, training_config, tuned_pairs, zoo_files
+from agents.export.rl_zoo import OUT_DIR, sb3_parameters, training_config, tuned_pairs, zoo_files
 from agents.vec_env import env_kwargs, make_vec_env
 
 
@@ -26,7 +26,7 @@ def test_shipped_files_are_generated_from_the_tuned_configs():
     assert sorted(generated) == sorted({agent for _, agent in tuned_pairs()})
     for agent, (entries, notes) in generated.items():
         path = OUT_DIR / f"{agent}.yml"
-        assert yaml.safe_load(path.read_text()) == entries, f"{path} is stale: run python -m agents.rl_zoo"
+        assert yaml.safe_load(path.read_text()) == entries, f"{path} is stale: run python -m agents.export.rl_zoo"
         for note in notes:
             assert f"# {note}\n" in path.read_text()
 

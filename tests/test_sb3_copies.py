@@ -19,7 +19,7 @@ from stable_baselines3.common.buffers import BaseBuffer, DictReplayBuffer, Repla
 
 from agents.students import PPOStudent, SACStudent
 from agents.students.replay_sampling import SB3_SAMPLE_SHA256
-from agents.students.replay_targets import SB3_GET_SAMPLES_SHA256
+from agents.students.replay_buffer import SB3_GET_SAMPLES_SHA256
 
 ROOT = Path(__file__).resolve().parents[1]
 

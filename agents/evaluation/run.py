@@ -35,7 +35,7 @@ from agents.errors import ConfigError
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import check_device, check_observation_space, load_agent
 from agents.controller_policy import ControllerPolicy
-from agents.onnx_policy import OnnxPolicy
+from agents.export.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
 from envs.controllers import CONTROLLER_NAMES, controller_named

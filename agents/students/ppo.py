@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import explained_variance
 
 from agents.students.distilling import DistillingStudent
-from agents.students.raw_obs import (
+from agents.students.rollout_buffer import (
     IndexedDictRolloutBuffer,
     IndexedRolloutBuffer,
     RawObsRecorder,

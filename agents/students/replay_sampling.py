@@ -19,7 +19,7 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.students.replay_targets import TargetsDictReplayBuffer, TargetsReplayBuffer
+from agents.students.replay_buffer import TargetsDictReplayBuffer, TargetsReplayBuffer
 
 #: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``BaseBuffer.sample`` whose draw
 #: (stable_baselines3/common/buffers.py) :func:`replay_batches` repeats; its ``_get_samples`` maths are

@@ -23,7 +23,7 @@ from stable_baselines3 import SAC
 
 from agents.students.distilling import DistillingStudent, fused_adam
 from agents.students.replay_sampling import replay_batches
-from agents.students.replay_targets import with_targets
+from agents.students.replay_buffer import with_targets
 from agents.vec_env import torch_unnormalize_obs
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian

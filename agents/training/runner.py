@@ -27,9 +27,9 @@ from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
-from agents.distillation import build_distillation
+from agents.teachers.distillation import build_distillation
 from agents.factory import build_agent, check_observation_space, load_agent
-from agents.controller_teacher import ControllerTargets, HintStatsLogger, RetireTeacher, controller_targets
+from agents.teachers.controller import ControllerTargets, HintStatsLogger, RetireTeacher, controller_targets
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
 from distill.opd import NonFiniteLoss

@@ -40,7 +40,7 @@ class ShadowVerifier:
 
     Args:
         env_id, env_kwargs: the training env's Gymnasium id and kwargs (the shadow copies use them).
-        task: the :class:`agents.controller_teacher.ControllerTask` (controller name, schema, params).
+        task: the :class:`agents.teachers.controller.ControllerTask` (controller name, schema, params).
         dt: control period (s) for the controller's clock.
         rollouts: episodes per parameter set (k).
         steps: steps per rollout at most (the env's own time limit may end it earlier).

@@ -2,7 +2,7 @@
 
 ``export.py`` composes :class:`ExportConfig` with Hydra and calls :func:`run`; from Python::
 
-    from agents.export import ExportConfig, run
+    from agents.export.run import ExportConfig, run
     paths = run(OmegaConf.structured(ExportConfig(run="runs/quadruped-ppo/<date>", torchscript=True)))
 
 The exported graph is the deterministic actor with the observation normalisation folded in: input

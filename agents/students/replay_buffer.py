@@ -1,6 +1,6 @@
 """Replay buffers that store, with every transition, the teacher target recorded when it was collected.
 
-A vector env wrapper (see :mod:`agents.controller_teacher`) puts in each step's ``info["teacher_target"]``
+A vector env wrapper (see :mod:`agents.teachers.controller`) puts in each step's ``info["teacher_target"]``
 the target action and weight for the observation that step's action was taken on. These buffers keep
 that row beside the transition and expose the rows of the last sampled batch as ``last_targets``.
 Sampling draws exactly the same random numbers as SB3's buffers, so attaching a teacher does not
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
-from agents.students.raw_obs import TARGET_KEY
+from agents.students.rollout_buffer import TARGET_KEY
 
 
 #: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``_get_samples`` whose first random draw

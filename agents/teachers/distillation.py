@@ -81,7 +81,7 @@ def build_distillation(
         teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     elif d.name == "checkpoint":
         teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
-    elif d.name in ("scripted", "llm_hint"):  # targets recorded by agents.controller_teacher.ControllerTargets
+    elif d.name in ("scripted", "llm_hint"):  # targets recorded by agents.teachers.controller.ControllerTargets
         teacher = SampleTargetsTeacher(d.teacher_std, squashed=isinstance(model, SAC))
     else:
         raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema, checkpoint, scripted or llm_hint")

@@ -16,7 +16,7 @@ Two sources of controller parameters:
   (asynchronous). An accepted hint sets that env's controller parameters for the following segments
   (weight 1); a rejected, failed, missing or stale hint (older than ``max_age`` segments) masks the
   env's samples (weight 0). Training never waits for a hint. With ``distill.verify_hints`` (the
-  default) an accepted hint is first checked in simulation (:mod:`agents.hint_verifier`) on the hint
+  default) an accepted hint is first checked in simulation (:mod:`agents.teachers.verifier`) on the hint
   thread; one that does not beat the current parameters keeps them (and still teaches with them).
 """
 
@@ -37,8 +37,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from agents.errors import ConfigError
 from agents.controller_policy import ControllerPolicy, obs_row
-from agents.hint_verifier import ShadowVerifier
-from agents.students.raw_obs import TARGET_KEY
+from agents.teachers.verifier import ShadowVerifier
+from agents.students.rollout_buffer import TARGET_KEY
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.service import HintService
 from distill.llm.hints import HintSchema, build_request

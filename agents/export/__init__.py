@@ -1,0 +1,1 @@
+"""Export: a trained policy as one file (ONNX, TorchScript), runnable without torch, and RL Zoo hyper-parameter files."""
