@@ -251,7 +251,7 @@ def build(cfg: DictConfig):
     from agents.factory import build_agent
     from agents.training.runner import _train_envs
 
-    venv, _ = _train_envs(cfg, None)
+    venv, _ = _train_envs(cfg)
     model = build_agent(cfg, venv, tensorboard_dir=None)
     formats = ["csv", "tensorboard"] if cfg.train.tensorboard else ["csv"]
     model.set_logger(configure(cfg.run_dir, formats))

@@ -43,7 +43,8 @@ from hints import last_hint_stats
 
 sys.path.insert(0, str(runs.ROOT))
 import envs  # noqa: E402,F401  (registers the OpenClaw ids)
-from agents.teachers.controller import TASKS  # noqa: E402
+from agents.teachers.hinted import hint_schema  # noqa: E402
+from envs.controllers import FAMILIES  # noqa: E402
 from agents.teachers.verifier import ShadowVerifier  # noqa: E402
 from distill.llm.channel import open_channel  # noqa: E402
 from distill.llm.check import load_config  # noqa: E402
@@ -57,19 +58,19 @@ DISTILL = OmegaConf.load(runs.ROOT / "configs" / "distill" / "llm_hint.yaml")
 
 def claw_requests(n: int) -> list[tuple[dict, dict]]:
     """``n`` (hint request, first observation) pairs from random-action claw episodes (seeds 0..n-1)."""
-    task, env = TASKS["claw"], gym.make(ENV_ID, **ENV_KWARGS)
+    family, env = FAMILIES["claw"], gym.make(ENV_ID, **ENV_KWARGS)
     env.action_space.seed(0)
     out = []
     for seed in range(n):
         obs, _ = env.reset(seed=seed)
-        start, segment = obs, task.segment()
+        start, segment = obs, family.segment()
         for _ in range(DISTILL.segment_steps):
             obs, _, terminated, truncated, info = env.step(env.action_space.sample())
             segment.add(obs, info)
             if terminated or truncated:
                 break
         summary, outcome = segment.summary()
-        out.append((build_request(task.schema, GraspParams().to_dict(), summary, outcome), start))
+        out.append((build_request(hint_schema(family), GraspParams().to_dict(), summary, outcome), start))
     env.close()
     return out
 
@@ -78,14 +79,14 @@ def channel_arm(overrides: list[str], requests: list[tuple[dict, dict]], records
     """Run ``requests`` through a HintService with the verifier; figures from its stats and records."""
     cfg = load_config(None, overrides).with_env_overrides()
     channel, server = open_channel(cfg)
-    task = TASKS["claw"]
+    family = FAMILIES["claw"]
     probe = gym.make(ENV_ID, **ENV_KWARGS)
     dt = probe.unwrapped.dt
     probe.close()
-    verifier = ShadowVerifier(ENV_ID, ENV_KWARGS, task, dt, DISTILL.verify_rollouts, DISTILL.verify_steps,
+    verifier = ShadowVerifier(ENV_ID, ENV_KWARGS, family, dt, DISTILL.verify_rollouts, DISTILL.verify_steps,
                               DISTILL.verify_margin)
     records.unlink(missing_ok=True)
-    service = HintService(channel, cfg, task.schema, records_path=records, verifier=verifier)
+    service = HintService(channel, cfg, hint_schema(family), records_path=records, verifier=verifier)
     t0 = time.monotonic()
     for i, (request, start) in enumerate(requests):
         service.submit(i, 0, request, start)

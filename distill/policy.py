@@ -8,7 +8,7 @@ reach students only through this registry, so swapping the learner touches no di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -64,9 +64,3 @@ class PolicyRegistry:
     def action_distribution(self, name: str, obs: Observation) -> DiagGaussian:
         """The action distribution of policy ``name`` for a batch of observations."""
         return self.get(name).distribution(obs)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)

@@ -7,9 +7,9 @@ evaluated under ``torch.no_grad()``: they only provide targets.
 * :class:`EMATeacher` — an exponential moving average of the student's weights.
 * :class:`CheckpointTeacher` — a saved policy with its own observation preprocessing; it may read
   observations the student does not see (privileged teacher -> student).
-* :class:`SampleTargetsTeacher` — targets recorded with each sample when it was collected (a scripted
-  controller's action, driven by default or LLM-hinted parameters, and a weight that masks samples
-  without an accepted hint).
+* :class:`RecordedActionTeacher` — a teacher's actions recorded with each sample when it was collected
+  (:class:`RecordedActions`: a scripted controller's action, driven by default or LLM-hinted parameters,
+  and a weight that masks samples without an accepted hint).
 """
 
 from __future__ import annotations
@@ -37,18 +37,27 @@ class TeacherTargets:
         return float((self.weight > 0).float().mean()) if self.weight.numel() else 0.0
 
 
+@dataclass(frozen=True)
+class RecordedActions:
+    """A teacher's actions recorded with a minibatch's samples when they were collected: ``actions``
+    (batch, action_dim) in the env's action units, taken on the observation the sample's action was taken
+    on, and ``weights`` (batch,), 0 where the teacher had no action (the sample is masked)."""
+
+    actions: torch.Tensor
+    weights: torch.Tensor
+
+
 class Teacher:
     """Interface. ``obs`` is what the student sees; ``raw_obs`` is the un-normalised observation;
-    ``sample_targets`` (batch, action_dim + 1) holds, per sample, a target action and its weight as
-    recorded when the sample was collected."""
+    ``recorded`` holds the teacher actions recorded with the samples."""
 
     #: True when the teacher wants ``raw_obs`` (its own normalisation, or privileged inputs).
     needs_raw_obs: bool = False
-    #: True when the teacher's targets were recorded with the samples (``sample_targets``).
-    needs_sample_targets: bool = False
+    #: True when the teacher acted when the samples were collected and reads its actions back (``recorded``).
+    needs_recorded_actions: bool = False
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
     ) -> TeacherTargets:
         raise NotImplementedError
 
@@ -92,7 +101,7 @@ class EMATeacher(Teacher):
         self.updates = 0
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
     ) -> TeacherTargets:
         with torch.no_grad():
             dist = self.entry.distribution(obs).detach()
@@ -142,7 +151,7 @@ class CheckpointTeacher(Teacher):
         self.needs_raw_obs = raw_input
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
     ) -> TeacherTargets:
         source = obs
         if self.needs_raw_obs:
@@ -156,8 +165,8 @@ class CheckpointTeacher(Teacher):
         return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))
 
 
-class SampleTargetsTeacher(Teacher):
-    """A Gaussian of fixed width around an action recorded with each sample, with a per-sample weight.
+class RecordedActionTeacher(Teacher):
+    """A Gaussian of fixed width around the teacher action recorded with each sample, with its weight.
 
     Args:
         std: the teacher's standard deviation (action units, or pre-tanh units when ``squashed``).
@@ -165,7 +174,7 @@ class SampleTargetsTeacher(Teacher):
             (-1, 1) becomes the pre-tanh mean ``atanh(a)`` (clipped to |a| <= 0.995 first).
     """
 
-    needs_sample_targets = True
+    needs_recorded_actions = True
 
     def __init__(self, std: float, squashed: bool = False) -> None:
         if not std > 0:
@@ -174,11 +183,11 @@ class SampleTargetsTeacher(Teacher):
         self.squashed = squashed
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, sample_targets: torch.Tensor | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
     ) -> TeacherTargets:
-        if sample_targets is None:
-            raise ValueError("this teacher's targets are recorded with the samples; none were given")
-        mean, weight = sample_targets[:, :-1], sample_targets[:, -1]
+        if recorded is None:
+            raise ValueError("this teacher's actions are recorded with the samples; none were given")
+        mean = recorded.actions
         if self.squashed:
             mean = torch.atanh(mean.clamp(-0.995, 0.995))
-        return TeacherTargets(DiagGaussian(mean, torch.full_like(mean, self.log_std)), weight)
+        return TeacherTargets(DiagGaussian(mean, torch.full_like(mean, self.log_std)), recorded.weights)

@@ -17,8 +17,7 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.teachers.distillation import policy_entry
-from agents.students import PPOStudent, SACStudent
+from agents.students import PPOStudent, SACStudent, policy_entry
 from distill.kl import diag_gaussian_kl, distillation_kl, weighted_mean
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian, PolicyRegistry
@@ -268,6 +267,38 @@ def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
     # and raw projected gravity is a unit vector.
     torch.testing.assert_close(raw[:, 6:9].norm(dim=1), torch.ones(len(raw)), atol=1e-3, rtol=0)
     assert float(raw[:, 9].abs().max()) <= 1.0
+
+
+def test_ppo_rollout_buffer_hands_each_sample_its_teacher_action_and_raw_observation():
+    """Filled as SB3's collect_rollouts fills it; every minibatch row carries its own step's fields."""
+    from agents.students.rollout_buffer import DistillRolloutBuffer
+    from agents.students.teacher_actions import TeacherActions
+
+    class Teacher:  # acts on the raw observation the student acts on (as ControllerTeacher.step_async)
+        acted_on: TeacherActions
+
+    venv, teacher = VecNormalize(make_vec_env("OpenClaw/Quadruped-v1", n_envs=2, seed=0)), Teacher()
+    n_steps = 8
+    buffer = DistillRolloutBuffer(n_steps, venv.observation_space, venv.action_space, n_envs=2, teacher=teacher,
+                                  normalizer=venv)
+    obs, starts = venv.reset(), np.ones(2, dtype=bool)
+    buffer.reset()
+    rng = np.random.default_rng(0)
+    for t in range(n_steps):
+        teacher.acted_on = TeacherActions(venv.get_original_obs()[:, :12].copy(), np.array([t % 2, 1], np.float32))
+        actions = rng.uniform(-1, 1, size=(2, 12)).astype(np.float32)
+        new_obs, rewards, dones, _ = venv.step(actions)
+        buffer.add(obs, actions, rewards, starts, torch.zeros(2), torch.zeros(2))
+        obs, starts = new_obs, dones
+    buffer.compute_returns_and_advantage(torch.zeros(2), dones)
+    weights, rows = [], 0
+    for batch in buffer.get(4):
+        assert batch.teacher_actions.shape == (4, 12) and batch.teacher_weights.shape == (4,)
+        assert torch.equal(batch.teacher_actions, batch.raw_observations[:, :12])  # the same step's fields
+        assert not torch.equal(batch.observations, batch.raw_observations)  # the stored ones are normalised
+        weights.append(batch.teacher_weights)
+        rows += 4
+    assert rows == 2 * n_steps and float(torch.cat(weights).sum()) == n_steps + n_steps / 2
 
 
 # ---------------------------------------------------------------- through train.py

@@ -17,7 +17,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from agents.teachers.controller import TASKS, task_for
+from agents.teachers.hinted import hint_schema
 from agents.evaluation.protocol import evaluate
 from agents.vec_env import make_vec_env
 from envs.base import Metric
@@ -137,16 +137,15 @@ def test_every_controller_family_shares_one_interface(family):
     assert list(family.episode_start(replayed)) == list(start)
     np.testing.assert_allclose(np.hstack([np.ravel(v) for v in family.episode_start(replayed).values()]),
                                np.hstack([np.ravel(v) for v in start.values()]), atol=1e-6)
-    task = TASKS[family.family]
-    assert task.controller == family.name and task.schema.task == family.family
-    assert task.schema.bounds == family.params.BOUNDS
+    schema = hint_schema(family)
+    assert schema.task == family.family and schema.bounds == family.params.BOUNDS
     with pytest.raises(ValueError, match="must be > 0"):
         family.controller(dt=0.0)
 
 
 def test_whole_number_hint_parameters_come_from_the_params_class():
-    assert TASKS["claw"].schema.integers == {"close_steps", "release_steps"}
-    assert TASKS["quadruped"].schema.integers == frozenset()
+    assert hint_schema(FAMILIES["claw"]).integers == {"close_steps", "release_steps"}
+    assert hint_schema(FAMILIES["quadruped"]).integers == frozenset()
 
 
 def test_an_env_without_a_controller_is_named_with_the_families_that_have_one():
@@ -154,7 +153,7 @@ def test_an_env_without_a_controller_is_named_with_the_families_that_have_one():
     from agents.training.config import register_configs, validate
 
     with pytest.raises(ValueError, match=r"no scripted controller for Beacon.*quadruped \(QuadrupedEnv: trot\)"):
-        task_for(gym.make(BEACON))
+        family_of(gym.make(BEACON))
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
         cfg = compose("train", overrides=["distill=scripted"])

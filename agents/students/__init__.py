@@ -1,6 +1,17 @@
 """PPO and SAC students: Stable-Baselines3 learners that accept an online-distillation term."""
 
+from stable_baselines3 import SAC
+from stable_baselines3.common.base_class import BaseAlgorithm
+
 from agents.students.ppo import PPOStudent, ppo_action_distribution
 from agents.students.sac import SACStudent, sac_action_distribution
+from distill.policy import PolicyEntry
 
-__all__ = ["PPOStudent", "SACStudent", "ppo_action_distribution", "sac_action_distribution"]
+__all__ = ["PPOStudent", "SACStudent", "policy_entry", "ppo_action_distribution", "sac_action_distribution"]
+
+
+def policy_entry(model: BaseAlgorithm) -> PolicyEntry:
+    """The module that owns a learner's action distribution (SAC: its actor; PPO: its policy), and how to read it."""
+    if isinstance(model, SAC):
+        return PolicyEntry(model.actor, sac_action_distribution)
+    return PolicyEntry(model.policy, ppo_action_distribution)

@@ -17,16 +17,11 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import explained_variance
 
 from agents.students.distilling import DistillingStudent
-from agents.students.rollout_buffer import (
-    IndexedDictRolloutBuffer,
-    IndexedRolloutBuffer,
-    RawObsRecorder,
-    SampleTargetsRecorder,
-)
+from agents.students.rollout_buffer import DistillDictRolloutBuffer, DistillRolloutBuffer, DistillRolloutSamples
+from agents.students.teacher_actions import TeacherActionSource, recorded_actions
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
 
@@ -40,16 +35,24 @@ def ppo_action_distribution(policy: torch.nn.Module, obs) -> DiagGaussian:
 class PPOStudent(DistillingStudent, PPO):
     """``stable_baselines3.PPO`` plus :meth:`attach_distillation`."""
 
-    def attach_distillation(self, distillation: OnlinePolicyDistillation) -> None:
-        """Add ``alpha * distill_loss`` to every minibatch loss from now on."""
+    def attach_distillation(self, distillation: OnlinePolicyDistillation,
+                            teacher_actions: TeacherActionSource | None = None) -> None:
+        """Add ``alpha * distill_loss`` to every minibatch loss from now on. A teacher that acts while samples
+        are collected (``distillation.needs_recorded_actions``) is ``teacher_actions``: the rollout buffer
+        stores its actions with every sample (:class:`DistillRolloutBuffer`), as it stores raw observations
+        for a teacher that reads them."""
         if not isinstance(self.action_space, spaces.Box):
             raise TypeError("online distillation needs a continuous (Box) action space")
+        if distillation.needs_recorded_actions and teacher_actions is None:
+            raise ValueError("this teacher's actions are recorded while collecting: pass teacher_actions")
+        normalizer = None
+        if distillation.needs_raw_obs:
+            normalizer = self._vec_normalize_env
+            if normalizer is None:
+                raise TypeError("raw observations are only needed (and available) with VecNormalize")
         self.distillation = distillation
-        self._raw_obs = RawObsRecorder() if distillation.needs_raw_obs else None
-        self._targets = SampleTargetsRecorder() if distillation.needs_sample_targets else None
-        self._recorders = [r for r in (self._raw_obs, self._targets) if r is not None]
-        if self._recorders:
-            buffer_cls = IndexedDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else IndexedRolloutBuffer
+        if teacher_actions is not None or normalizer is not None:
+            buffer_cls = DistillDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else DistillRolloutBuffer
             self.rollout_buffer = buffer_cls(
                 self.n_steps,
                 self.observation_space,
@@ -58,32 +61,17 @@ class PPOStudent(DistillingStudent, PPO):
                 gamma=self.gamma,
                 gae_lambda=self.gae_lambda,
                 n_envs=self.n_envs,
+                teacher=teacher_actions if distillation.needs_recorded_actions else None,
+                normalizer=normalizer,
             )
-            for recorder in self._recorders:
-                recorder.init_callback(self)
 
-    def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_raw_obs", "_targets", "_recorders",
-                "_recorders_parent", "_recorders_callbacks"]
-
-    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
-        if self.distillation is not None and self._recorders:
-            if getattr(self, "_recorders_parent", None) is not callback:  # once per learn() call
-                self._recorders_parent = callback
-                self._recorders_callbacks = CallbackList([*self._recorders, callback])
-                self._recorders_callbacks.init_callback(self)
-            callback = self._recorders_callbacks
-        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
-
-    def _distill_term(self, observations, progress: float) -> torch.Tensor | None:
+    def _distill_term(self, batch: DistillRolloutSamples, progress: float) -> torch.Tensor | None:
         """alpha * distillation loss for one minibatch, or None when it cannot change anything."""
         opd = self.distillation
         if opd is None or opd.alpha(progress) == 0.0:
             return None
-        indices = getattr(self.rollout_buffer, "last_indices", None)
-        raw = self._raw_obs.batch(indices, self.device) if self._raw_obs is not None else None
-        targets = self._targets.batch(indices, self.device) if self._targets is not None else None
-        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
+        loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=getattr(batch, "raw_observations", None),
+                                       recorded=recorded_actions(batch))
         return alpha * loss
 
     # ==================================================================================================
@@ -147,7 +135,7 @@ class PPOStudent(DistillingStudent, PPO):
                     continue_training = False
                     break
 
-                distill = self._distill_term(batch.observations, progress)
+                distill = self._distill_term(batch, progress)
                 if distill is not None:
                     loss = loss + distill
 

@@ -1,71 +1,131 @@
-"""Replay buffers that store, with every transition, the teacher target recorded when it was collected.
+"""SAC's replay buffers with the teacher's action stored beside every transition, sampled with it.
 
-A vector env wrapper (see :mod:`agents.teachers.controller`) puts in each step's ``info["teacher_target"]``
-the target action and weight for the observation that step's action was taken on. These buffers keep
-that row beside the transition and expose the rows of the last sampled batch as ``last_targets``.
-Sampling draws exactly the same random numbers as SB3's buffers, so attaching a teacher does not
-change which transitions are sampled.
+:class:`TeacherReplayBuffer` (:class:`TeacherDictReplayBuffer` for Dict observations) is SB3's replay buffer
+plus two named fields, filled once per collected step (when SB3 calls ``add``) from a teacher that acts while
+the samples are collected (:class:`~agents.students.teacher_actions.TeacherActionSource`):
+``teacher_actions`` (buffer_size, n_envs, action_dim), the teacher's action on the observation the
+transition's action was taken on, and ``teacher_weights`` (buffer_size, n_envs), 0 where it had none
+(masked). Minibatches (:meth:`samples_at`, ``sample``) are :class:`TeacherReplaySamples`, drawn with exactly
+SB3's random numbers, so storing teacher actions does not change which transitions are sampled.
 """
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
+import torch
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
+from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.students.rollout_buffer import TARGET_KEY
+from agents.students.teacher_actions import TeacherActionSource
 
-
-#: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``_get_samples`` whose first random draw
-#: (``np.random.randint(0, n_envs, size=len(batch_inds))``, stable_baselines3/common/buffers.py) the mixin
-#: repeats; tests/test_sb3_copies.py fails when the installed SB3 differs: re-check that draw, then the hash.
+#: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``_get_samples`` that :func:`gather` computes
+#: for given rows (the draw of env indices ``np.random.randint(0, n_envs, size=len(batch_inds))`` and the maths
+#: of every field, stable_baselines3/common/buffers.py); tests/test_sb3_copies.py fails when the installed SB3
+#: differs: re-check both, then the hash.
 SB3_GET_SAMPLES_SHA256 = {
     "ReplayBuffer": "ffe73ca3cb22fc4c9c85e5109b6f6732b0513e58be0132a118ab6183d2c4ad3f",
     "DictReplayBuffer": "0eba32ff12043e280942881f5a9d8ae5671e1c7a4363cceba3cc581847d034f9",
 }
 
 
-class _StoresTargets:
-    """Mixin for ``ReplayBuffer`` / ``DictReplayBuffer``."""
+class TeacherReplaySamples(NamedTuple):
+    """SB3's ``ReplayBufferSamples`` fields, then the teacher's."""
 
-    sample_targets: np.ndarray  # (buffer_size, n_envs, action_dim + 1): target action, then weight
-    last_targets: np.ndarray | None = None
+    observations: Any
+    actions: torch.Tensor
+    next_observations: Any
+    dones: torch.Tensor
+    rewards: torch.Tensor
+    discounts: torch.Tensor | None
+    teacher_actions: torch.Tensor
+    teacher_weights: torch.Tensor
 
-    def allocate_targets(self) -> None:
-        """Zero targets (weight 0 = no target) for every slot, including transitions already stored."""
-        self.sample_targets = np.zeros((self.buffer_size, self.n_envs, self.action_dim + 1), dtype=np.float32)
+
+class _TeacherFields:
+    """Mixin for ``ReplayBuffer`` / ``DictReplayBuffer``; :func:`with_teacher_actions` makes one."""
+
+    teacher: TeacherActionSource | None = None
+    teacher_actions: np.ndarray
+    teacher_weights: np.ndarray
 
     def add(self, obs, next_obs, action, reward, done, infos) -> None:
-        self.sample_targets[self.pos] = np.stack([info[TARGET_KEY] for info in infos])
+        acted_on = self.teacher.acted_on
+        self.teacher_actions[self.pos] = acted_on.actions
+        self.teacher_weights[self.pos] = acted_on.weights
         super().add(obs, next_obs, action, reward, done, infos)
 
-    def _get_samples(self, batch_inds, env=None):
-        # SB3 draws the env index inside _get_samples; draw the same numbers first, then rewind.
-        state = np.random.get_state()
-        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        np.random.set_state(state)
-        self.last_targets = self.sample_targets[batch_inds, env_indices]
-        return super()._get_samples(batch_inds, env)
+    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> TeacherReplaySamples:
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))  # SB3's draw
+        return self.samples_at(batch_inds, env_indices, env)
+
+    def samples_at(self, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> TeacherReplaySamples:
+        """The transitions at slots ``rows`` of envs ``cols``, with their teacher actions."""
+        tensor = _tensor_of(self)
+        return TeacherReplaySamples(*gather(self, rows, cols, env), None, tensor(self.teacher_actions[rows, cols]),
+                                    tensor(self.teacher_weights[rows, cols]))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # saved with checkpoints: the stored fields, not the live teacher (with_teacher_actions attaches it)
+        return {**self.__dict__, "teacher": None}
 
 
-class TargetsReplayBuffer(_StoresTargets, ReplayBuffer):
-    """``ReplayBuffer`` with recorded teacher targets."""
+class TeacherReplayBuffer(_TeacherFields, ReplayBuffer):
+    """``ReplayBuffer`` with the teacher's actions (module docstring)."""
 
 
-class TargetsDictReplayBuffer(_StoresTargets, DictReplayBuffer):
-    """``DictReplayBuffer`` with recorded teacher targets."""
+class TeacherDictReplayBuffer(_TeacherFields, DictReplayBuffer):
+    """``DictReplayBuffer`` with the teacher's actions (module docstring)."""
 
 
-def with_targets(buffer: ReplayBuffer) -> ReplayBuffer:
-    """``buffer`` as a targets buffer holding the same transitions (their targets: weight 0)."""
-    if isinstance(buffer, _StoresTargets):
-        return buffer
-    if type(buffer) not in (ReplayBuffer, DictReplayBuffer):
-        raise TypeError(
-            f"recorded teacher targets need a plain replay buffer, not {type(buffer).__name__}; "
-            "for goal envs set agent.her=false"
-        )
-    cls = TargetsDictReplayBuffer if isinstance(buffer, DictReplayBuffer) else TargetsReplayBuffer
-    converted = cls.__new__(cls)
-    converted.__dict__.update(buffer.__dict__)
-    converted.allocate_targets()
-    return converted
+def with_teacher_actions(buffer: ReplayBuffer, teacher: TeacherActionSource) -> ReplayBuffer:
+    """``buffer`` as a teacher-actions buffer filled from ``teacher``, holding the same transitions (those
+    stored before have weight 0); a buffer that already is one (loaded with a checkpoint) keeps its fields."""
+    if not isinstance(buffer, _TeacherFields):
+        if type(buffer) not in (ReplayBuffer, DictReplayBuffer) or buffer.optimize_memory_usage:
+            raise TypeError(
+                f"teacher actions need a plain replay buffer, not {type(buffer).__name__}"
+                f"{' with optimize_memory_usage' if buffer.optimize_memory_usage else ''}; for goal envs set agent.her=false"
+            )
+        cls = TeacherDictReplayBuffer if isinstance(buffer, DictReplayBuffer) else TeacherReplayBuffer
+        converted = cls.__new__(cls)
+        converted.__dict__.update(buffer.__dict__)
+        slots = (buffer.buffer_size, buffer.n_envs)
+        converted.teacher_actions = np.zeros((*slots, buffer.action_dim), np.float32)
+        converted.teacher_weights = np.zeros(slots, np.float32)
+        buffer = converted
+    buffer.teacher = teacher
+    return buffer
+
+
+def gather(buffer: ReplayBuffer, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> tuple:
+    """(observations, actions, next observations, dones, rewards) at slots ``rows`` of envs ``cols`` as torch
+    tensors, computed as SB3's ``_get_samples`` computes them."""
+    tensor = _tensor_of(buffer)
+
+    def observations(stored: Any) -> Any:
+        if isinstance(stored, dict):
+            normalized = buffer._normalize_obs({key: obs[rows, cols, :] for key, obs in stored.items()}, env)
+            return {key: tensor(obs) for key, obs in normalized.items()}
+        return tensor(buffer._normalize_obs(stored[rows, cols, :], env))
+
+    dones = (buffer.dones[rows, cols] * (1 - buffer.timeouts[rows, cols])).reshape(-1, 1)
+    rewards = buffer._normalize_reward(buffer.rewards[rows, cols].reshape(-1, 1), env)
+    return (observations(buffer.observations), tensor(buffer.actions[rows, cols]),
+            observations(buffer.next_observations), tensor(dones), tensor(rewards))
+
+
+def samples_type(buffer: ReplayBuffer) -> type:
+    """The minibatch type of ``buffer``."""
+    if isinstance(buffer, _TeacherFields):
+        return TeacherReplaySamples
+    return DictReplayBufferSamples if isinstance(buffer, DictReplayBuffer) else ReplayBufferSamples
+
+
+def _tensor_of(buffer: ReplayBuffer):
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(array)).to(buffer.device)
+
+    return tensor

@@ -14,61 +14,49 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import torch
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.students.replay_buffer import TargetsDictReplayBuffer, TargetsReplayBuffer
+from agents.students.replay_buffer import (
+    TeacherDictReplayBuffer,
+    TeacherReplayBuffer,
+    TeacherReplaySamples,
+    gather,
+    samples_type,
+)
 
 #: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``BaseBuffer.sample`` whose draw
 #: (stable_baselines3/common/buffers.py) :func:`replay_batches` repeats; its ``_get_samples`` maths are
-#: covered by ``replay_targets.SB3_GET_SAMPLES_SHA256``. tests/test_sb3_copies.py fails when SB3 differs.
+#: covered by ``replay_buffer.SB3_GET_SAMPLES_SHA256``. tests/test_sb3_copies.py fails when SB3 differs.
 SB3_SAMPLE_SHA256 = "32e77dec7d96488dfa619dc0fd82b08a315943bdd28b635ea93166c932c5f1ee"
 
-#: buffer classes whose ``_get_samples`` is SB3's plain one (plus recorded teacher targets)
-_GATHERABLE = (ReplayBuffer, DictReplayBuffer, TargetsReplayBuffer, TargetsDictReplayBuffer)
+#: buffer classes whose ``_get_samples`` is SB3's plain one (plus the teacher's fields)
+_GATHERABLE = (ReplayBuffer, DictReplayBuffer, TeacherReplayBuffer, TeacherDictReplayBuffer)
 
 
 def replay_batches(
     buffer: ReplayBuffer, steps: int, batch_size: int, env: VecNormalize | None
-) -> Iterator[tuple[ReplayBufferSamples | DictReplayBufferSamples, np.ndarray | None]]:
-    """``steps`` minibatches of ``batch_size`` transitions, each with its recorded teacher-target rows
-    (``(batch_size, action_dim + 1)``, or None when the buffer records none)."""
+) -> Iterator[ReplayBufferSamples | DictReplayBufferSamples | TeacherReplaySamples]:
+    """``steps`` minibatches of ``batch_size`` transitions (with the teacher's fields when the buffer has them)."""
     if type(buffer) not in _GATHERABLE or buffer.optimize_memory_usage:
         for _ in range(steps):
-            yield buffer.sample(batch_size, env=env), getattr(buffer, "last_targets", None)
+            yield buffer.sample(batch_size, env=env)
         return
     upper = buffer.buffer_size if buffer.full else buffer.pos
     draws = [(np.random.randint(0, upper, size=batch_size), np.random.randint(0, high=buffer.n_envs, size=batch_size))
              for _ in range(steps)]
     rows = np.concatenate([slots for slots, _ in draws])
     cols = np.concatenate([envs for _, envs in draws])
-    fields = _gather(buffer, rows, cols, env)
-    targets = buffer.sample_targets[rows, cols] if isinstance(buffer, (TargetsReplayBuffer, TargetsDictReplayBuffer)) else None
-    samples_type = DictReplayBufferSamples if isinstance(buffer, DictReplayBuffer) else ReplayBufferSamples
+    teacher = isinstance(buffer, (TeacherReplayBuffer, TeacherDictReplayBuffer))
+    fields = buffer.samples_at(rows, cols, env) if teacher else gather(buffer, rows, cols, env)
+    kind = samples_type(buffer)
     for step in range(steps):
         part = slice(step * batch_size, (step + 1) * batch_size)
-        yield samples_type(*(_part(field, part) for field in fields)), None if targets is None else targets[part]
-
-
-def _gather(buffer: ReplayBuffer, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> tuple:
-    """(observations, actions, next observations, dones, rewards) of the given rows as torch tensors,
-    computed as SB3's ``_get_samples`` computes them."""
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(array)).to(buffer.device)
-
-    def observations(stored: Any) -> Any:
-        if isinstance(stored, dict):
-            normalized = buffer._normalize_obs({key: obs[rows, cols, :] for key, obs in stored.items()}, env)
-            return {key: tensor(obs) for key, obs in normalized.items()}
-        return tensor(buffer._normalize_obs(stored[rows, cols, :], env))
-
-    dones = (buffer.dones[rows, cols] * (1 - buffer.timeouts[rows, cols])).reshape(-1, 1)
-    rewards = buffer._normalize_reward(buffer.rewards[rows, cols].reshape(-1, 1), env)
-    return (observations(buffer.observations), tensor(buffer.actions[rows, cols]),
-            observations(buffer.next_observations), tensor(dones), tensor(rewards))
+        yield kind(*(_part(field, part) for field in fields))
 
 
 def _part(field: Any, part: slice) -> Any:
+    if field is None:
+        return None
     return {key: value[part] for key, value in field.items()} if isinstance(field, dict) else field[part]

@@ -23,7 +23,8 @@ from stable_baselines3 import SAC
 
 from agents.students.distilling import DistillingStudent, fused_adam
 from agents.students.replay_sampling import replay_batches
-from agents.students.replay_buffer import with_targets
+from agents.students.replay_buffer import with_teacher_actions
+from agents.students.teacher_actions import TeacherActionSource, recorded_actions
 from agents.vec_env import torch_unnormalize_obs
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
@@ -76,29 +77,30 @@ class SACStudent(DistillingStudent, SAC):
         if self.fast_update and self.ent_coef_optimizer is not None:
             self.ent_coef_optimizer = torch.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1), fused=True)
 
-    def attach_distillation(self, distillation: OnlinePolicyDistillation) -> None:
-        """Add ``alpha * scale * distill_loss`` to the actor loss from now on."""
+    def attach_distillation(self, distillation: OnlinePolicyDistillation,
+                            teacher_actions: TeacherActionSource | None = None) -> None:
+        """Add ``alpha * scale * distill_loss`` to the actor loss from now on. A teacher that acts while samples
+        are collected (``distillation.needs_recorded_actions``) is ``teacher_actions``: the replay buffer stores
+        its actions with every transition (:mod:`agents.students.replay_buffer`)."""
         if self.use_sde:
             raise ValueError("distillation with gSDE is not supported; set use_sde=False")
+        if distillation.needs_recorded_actions:
+            if teacher_actions is None:
+                raise ValueError("this teacher's actions are recorded while collecting: pass teacher_actions")
+            self.replay_buffer = with_teacher_actions(self.replay_buffer, teacher_actions)
         self.distillation = distillation
-        if distillation.needs_sample_targets:
-            self.replay_buffer = with_targets(self.replay_buffer)
 
     def _progress(self) -> float:
         return 1.0 - self._current_progress_remaining
 
-    def _distill_term(self, observations, min_q_pi: torch.Tensor, sample_targets) -> torch.Tensor | None:
-        """alpha * scale * distillation loss for one batch (``sample_targets``: the batch's recorded teacher
-        targets, or None), or None when it cannot change anything."""
+    def _distill_term(self, batch, min_q_pi: torch.Tensor) -> torch.Tensor | None:
+        """alpha * scale * distillation loss for one minibatch, or None when it cannot change anything."""
         opd = self.distillation
         progress = self._progress()
         if opd is None or opd.alpha(progress) == 0.0:
             return None
-        raw = torch_unnormalize_obs(self._vec_normalize_env, observations) if opd.needs_raw_obs else None
-        targets = None
-        if opd.needs_sample_targets:
-            targets = torch.as_tensor(sample_targets, device=self.device)
-        loss, alpha = opd.distill_loss(observations, progress, raw_obs=raw, sample_targets=targets)
+        raw = torch_unnormalize_obs(self._vec_normalize_env, batch.observations) if opd.needs_raw_obs else None
+        loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=raw, recorded=recorded_actions(batch))
         scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
         return alpha * scale * loss
 
@@ -127,7 +129,7 @@ class SACStudent(DistillingStudent, SAC):
         target_pairs = (list(self.critic.parameters()), list(self.critic_target.parameters()))
         batches = replay_batches(self.replay_buffer, gradient_steps, batch_size, self._vec_normalize_env)
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
-        for gradient_step, (data, sample_targets) in enumerate(batches):
+        for gradient_step, data in enumerate(batches):
             discounts = data.discounts if data.discounts is not None else self.gamma
             if self.use_sde:  # log_std may have changed since the last gradient step
                 self.actor.reset_noise()
@@ -170,7 +172,7 @@ class SACStudent(DistillingStudent, SAC):
             actor_loss = (ent_coef * log_prob - min_q_pi).mean()
             actor_losses.append(actor_loss.item())
             check_finite(actor_loss=actor_losses[-1])
-            distill = self._distill_term(data.observations, min_q_pi, sample_targets)
+            distill = self._distill_term(data, min_q_pi)
             if distill is not None:
                 actor_loss = actor_loss + distill
 

@@ -1,7 +1,9 @@
 """Wire online policy distillation (``distill/``) to the PPO/SAC students from ``cfg.distill``.
 
 This is the only place that knows both sides: it registers the student's SB3 module in a
-:class:`~distill.policy.PolicyRegistry` and builds the configured teacher.
+:class:`~distill.policy.PolicyRegistry` and builds the configured teacher: a model teacher (EMA of the
+student, or another run's checkpoint) or, for a controller teacher (:mod:`agents.teachers.controller`),
+the Gaussian around the actions it recorded with the samples.
 """
 
 from __future__ import annotations
@@ -19,19 +21,13 @@ from stable_baselines3.common.vec_env import VecNormalize
 from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import ALGORITHMS
-from agents.students import ppo_action_distribution, sac_action_distribution
+from agents.students import policy_entry
+from agents.teachers import TEACHERS
 from agents.vec_env import torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import Observation, PolicyEntry, PolicyRegistry
+from distill.policy import Observation, PolicyRegistry
 from distill.schedules import make_schedule
-from distill.teachers import CheckpointTeacher, EMATeacher, SampleTargetsTeacher, Teacher
-
-
-def policy_entry(model: BaseAlgorithm) -> PolicyEntry:
-    """The module that owns a learner's action distribution, and how to read it."""
-    if isinstance(model, SAC):
-        return PolicyEntry(model.actor, sac_action_distribution)
-    return PolicyEntry(model.policy, ppo_action_distribution)
+from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
 
 
 def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | None:
@@ -79,12 +75,12 @@ def build_distillation(
     if d.name == "ema":
         condition = ema_condition if d.ema_condition == "eval_not_worse" else None
         teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
-    elif d.name == "checkpoint":
+    elif TEACHERS[d.name].reads_run:
         teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
-    elif d.name in ("scripted", "llm_hint"):  # targets recorded by agents.teachers.controller.ControllerTargets
-        teacher = SampleTargetsTeacher(d.teacher_std, squashed=isinstance(model, SAC))
+    elif TEACHERS[d.name].controller:  # its actions travel in the student's buffer (agents.teachers.controller)
+        teacher = RecordedActionTeacher(d.teacher_std, squashed=isinstance(model, SAC))
     else:
-        raise ConfigError(f"distill.name={d.name!r} is unknown; choose none, ema, checkpoint, scripted or llm_hint")
+        raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
     total = cfg.train.total_timesteps
     end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / total)
     schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)

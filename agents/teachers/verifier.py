@@ -30,9 +30,8 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401  (registers the OpenClaw ids)
-from agents.controller_policy import ControllerPolicy
 from distill.llm.service import Verification
-from envs.controllers import controller_named
+from envs.controllers import ControllerFamily
 
 
 class ShadowVerifier:
@@ -40,23 +39,21 @@ class ShadowVerifier:
 
     Args:
         env_id, env_kwargs: the training env's Gymnasium id and kwargs (the shadow copies use them).
-        task: the :class:`agents.teachers.controller.ControllerTask` (controller name, schema, params).
+        family: the env family (:data:`envs.controllers.FAMILIES`): controller, parameters, episode start, score.
         dt: control period (s) for the controller's clock.
         rollouts: episodes per parameter set (k).
         steps: steps per rollout at most (the env's own time limit may end it earlier).
         margin: how much higher the proposal's mean score must be to be adopted.
     """
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any], task: Any, dt: float, rollouts: int,
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], family: ControllerFamily, dt: float, rollouts: int,
                  steps: int, margin: float) -> None:
-        self.env_id, self.env_kwargs, self.task, self.dt = env_id, dict(env_kwargs), task, dt
+        self.env_id, self.env_kwargs, self.family, self.dt = env_id, dict(env_kwargs), family, dt
         self.rollouts, self.steps, self.margin = rollouts, steps, margin
-        family = controller_named(task.controller)  # its episode start and rollout score
-        self.start_options, self.score = family.episode_start, family.score
         self._local = threading.local()  # one shadow env per hint thread
 
     def __call__(self, current: dict[str, Any], proposed: dict[str, Any], start_obs: Any) -> Verification:
-        options = self.start_options(start_obs) if start_obs is not None else {}
+        options = self.family.episode_start(start_obs) if start_obs is not None else {}
         before = self._evaluate(current, options)
         after = self._evaluate({**current, **proposed}, options)
         gain = after["score"] - before["score"]
@@ -70,15 +67,15 @@ class ShadowVerifier:
     def _evaluate(self, params: dict[str, Any], options: dict[str, Any]) -> dict[str, float]:
         """Mean metrics of ``rollouts`` episodes (seeds 0..k-1) of the controller with ``params``."""
         env = self._env()
-        controller = ControllerPolicy(self.task.controller, 1, self.dt).controllers[0]
-        controller.params = self.task.params_from_dict(params)
+        controller = self.family.controller(dt=self.dt)
+        controller.params = self.family.params.from_dict(params)
         for name, args in controller.env_settings().items():  # e.g. the gait clock's frequency
             env.get_wrapper_attr(name)(*args)
         runs = []
         for seed in range(self.rollouts):
             obs, _ = env.reset(seed=seed, options=options)
             controller.reset()
-            score = self.score()
+            score = self.family.score()
             for _ in range(self.steps):
                 obs, _, terminated, truncated, info = env.step(controller.act(obs))
                 score.add(obs, info)

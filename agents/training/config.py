@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, get_args
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from agents import saved_config
 from agents.errors import ConfigError
+from agents.teachers import TEACHERS
 
 
 @dataclass
@@ -196,16 +197,25 @@ def _sac_ent_coef(value: str) -> bool:
     except ValueError:
         return False
 
-_CHOICES = {
-    "train.vec_mode": ("dummy", "subproc", "batched"),
-    "agent.activation": ("tanh", "relu", "elu"),
-    "distill.name": ("none", "ema", "checkpoint", "scripted", "llm_hint"),
-    "distill.schedule": ("constant", "linear", "cosine", "exponential"),
-    "distill.direction": ("forward", "reverse"),
-    "distill.ema_condition": ("always", "eval_not_worse"),
-    "distill.teacher_checkpoint": ("best", "latest"),
-    "agent.her_goal_selection_strategy": ("future", "final", "episode"),
-}
+def _choices() -> dict[str, tuple[str, ...]]:
+    """key: the values it may take, read from the code that owns them (imported when a config is checked)."""
+    from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY
+
+    from agents.factory import ACTIVATIONS
+    from agents.vec_env import VEC_MODES
+    from distill.kl import Direction
+    from distill.schedules import SCHEDULES
+
+    return {
+        "train.vec_mode": VEC_MODES,
+        "agent.activation": tuple(ACTIVATIONS),
+        "distill.name": tuple(TEACHERS),
+        "distill.schedule": SCHEDULES,
+        "distill.direction": get_args(Direction),
+        "distill.ema_condition": ("always", "eval_not_worse"),
+        "distill.teacher_checkpoint": ("best", "latest"),
+        "agent.her_goal_selection_strategy": tuple(KEY_TO_GOAL_STRATEGY),
+    }
 
 
 def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
@@ -241,8 +251,7 @@ def _validate_env(cfg: DictConfig) -> None:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {err}") from None
         space = env.observation_space
         env.close()
-    controller_teacher = cfg.distill.name in ("scripted", "llm_hint")
-    if controller_teacher and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
+    if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records a target with each transition; HER relabels them: "
                           "add agent.her=false")
 
@@ -261,7 +270,7 @@ def validate(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value} is invalid: {meaning} must be a positive integer")
-    for key, choices in _CHOICES.items():
+    for key, choices in _choices().items():
         value = OmegaConf.select(cfg, key)
         if value is not None and value not in choices:
             raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(choices)}")
@@ -286,7 +295,7 @@ def validate(cfg: DictConfig) -> None:
             f"= {agent.n_steps * cfg.train.num_envs}"
         )
     _validate_distill(cfg.distill)
-    if cfg.distill.name in ("scripted", "llm_hint"):
+    if TEACHERS[cfg.distill.name].controller:
         _validate_controller_teacher(cfg)
     _validate_env(cfg)
 
@@ -315,7 +324,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
                           "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
     if d.hint_replay and not Path(d.hint_replay).is_file():
         raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
-    if d.name != "llm_hint":
+    if not TEACHERS[d.name].llm:
         return
     if cfg.llm is None:
         raise ConfigError("distill=llm_hint needs an LLM channel: add llm=default (configs/llm/)")
@@ -340,7 +349,7 @@ def _validate_distill(d: DictConfig) -> None:
         raise ConfigError(f"distill.ema_decay={d.ema_decay} is invalid: it must be in [0, 1)")
     if d.ema_update_every < 1:
         raise ConfigError(f"distill.ema_update_every={d.ema_update_every} is invalid: it must be >= 1")
-    if d.name == "checkpoint":
+    if TEACHERS[d.name].reads_run:
         if not d.teacher:
             raise ConfigError("distill=checkpoint needs a teacher: add distill.teacher=<run directory of a trained policy>")
         saved_config.path(d.teacher, "distill.teacher")

@@ -13,12 +13,14 @@ import signal
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
@@ -27,9 +29,10 @@ from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
+from agents.teachers import TEACHERS
+from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback, controller_teacher
 from agents.teachers.distillation import build_distillation
 from agents.factory import build_agent, check_observation_space, load_agent
-from agents.teachers.controller import ControllerTargets, HintStatsLogger, RetireTeacher, controller_targets
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
 from distill.opd import NonFiniteLoss
@@ -64,18 +67,18 @@ def _sigterm_as_keyboard_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTargets | None]:
-    """The training envs (not normalised yet), and the controller-teacher wrapper inside them (``distill=scripted|llm_hint``)."""
+def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | None]:
+    """The training envs (not normalised yet) and, for a controller teacher (``distill=scripted|llm_hint``),
+    that teacher: it wraps the raw envs, so it is the env returned too."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
-    targets = None
-    if cfg.distill.name in ("scripted", "llm_hint"):
-        run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
-        try:
-            venv = targets = controller_targets(venv, cfg.distill, cfg.llm, run_name)
-        except ConfigError:
-            venv.close()
-            raise
-    return venv, targets
+    if not TEACHERS[cfg.distill.name].controller:
+        return venv, None
+    try:
+        teacher = controller_teacher(venv, cfg)
+    except ConfigError:
+        venv.close()
+        raise
+    return teacher, teacher
 
 
 def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEnv, BaseAlgorithm]:
@@ -117,43 +120,18 @@ def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
         return kept
 
 
-def _teacher_report(cfg: DictConfig, targets: ControllerTargets | None) -> tuple[dict[str, Any], str | None]:
-    """What the controller teacher did over the run (summary keys ``teacher_*``) and, when it gave
-    targets for fewer than ``distill.min_coverage`` of the samples, why (else None)."""
-    if targets is None:  # no teacher, or one (EMA, checkpoint) that gives a target for every sample
+def _teacher_report(cfg: DictConfig, teacher: ControllerTeacher | None) -> tuple[dict[str, Any], str | None]:
+    """What the controller teacher did over the run (summary keys ``teacher_*``) and, when it gave actions
+    for fewer than ``distill.min_coverage`` of the samples, why (else None)."""
+    if teacher is None:  # no teacher, or one (EMA, checkpoint) that gives a target for every sample
         return {}, None
-    did = {"teacher_coverage": round(targets.run_coverage(), 4)}
-    if targets.retired:
-        did["teacher_retired_at_step"] = targets.retired_at_step
-    stats = targets.service.stats() if targets.service is not None else None
-    if stats is not None:
-        errors = int(stats["errors"] + stats["timeouts"])
-        did.update(teacher_hint_queries=int(stats["queries"]), teacher_hints_accepted=int(stats["accepted"]),
-                   teacher_hints_rejected=int(stats["rejected"]), teacher_malformed_answers=int(stats["parse_errors"]),
-                   teacher_errors=errors)
-        if "verified" in stats:  # distill.verify_hints: what the checks cost and let through
-            did.update(teacher_hints_verified=int(stats["verified"]), teacher_hints_adopted=int(stats["adopted"]),
-                       teacher_verify_cpu_s_per_hint=round(stats["verify_cpu_s_per_hint"], 4),
-                       teacher_verify_cpu_share=round(stats["verify_cpu_share"], 4))
-        timeouts = targets.service.timeout_warning()
-        if timeouts is not None:
-            did["teacher_hint_warning"] = timeouts
+    did = teacher.report()
     minimum = cfg.distill.min_coverage
     if did["teacher_coverage"] >= minimum:
         return did, None
     why = f"the teacher gave targets for {did['teacher_coverage']:.0%} of the samples (distill.min_coverage={minimum})"
-    if stats is None:
-        return did, why
-    if not stats["queries"]:
-        cause = f"no hint was asked for: no segment ended (lower distill.segment_steps={cfg.distill.segment_steps} or train longer)"
-    elif not stats["accepted"]:
-        cause = (f"none of {int(stats['queries'])} hint queries was accepted ({int(stats['rejected'])} rejected, "
-                 f"{int(stats['parse_errors'])} malformed or refused answers, {errors} failed calls); "
-                 "python -m distill.llm.check diagnoses the channel")
-    else:
-        cause = (f"{int(stats['accepted'])} of {int(stats['queries'])} hint queries were accepted and each teaches "
-                 f"for distill.hint_max_age={cfg.distill.hint_max_age} segments")
-    return did, f"{why}: {cause}"
+    cause = teacher.coverage_cause()
+    return did, why if cause is None else f"{why}: {cause}"
 
 
 def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
@@ -180,10 +158,33 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         return _train(cfg, Path(cfg.run_dir), same_dir)
 
 
+@dataclass
+class _Run:
+    """What :func:`_build` makes and :func:`_learn` / :func:`_summarise` use."""
+
+    cfg: DictConfig
+    dir: Path
+    venv: VecEnv
+    eval_venv: VecEnv | None
+    model: BaseAlgorithm
+    teacher: ControllerTeacher | None
+    evaluator: EvalAndCheckpoint
+    callbacks: list[BaseCallback]
+    start_step: int
+    saved: checkpoint.Checkpoint | None = None  # where training stopped (set by _learn)
+
+
 def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
+    run = _build(cfg, run_dir, same_dir)
+    wall = _learn(run)
+    return _summarise(run, wall)
+
+
+def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
+    """Envs, learner (new or resumed), logger, callbacks and distillation, in this order (it fixes the seeds' use)."""
     torch.set_num_threads(cfg.train.torch_threads)
     checkpoint.code_commit()  # the commit this process runs, before anything can be committed while it trains
-    venv, targets = _train_envs(cfg)
+    venv, teacher = _train_envs(cfg)
     resume = None
     if cfg.resume:
         resume, venv, model = _resume(cfg, venv)
@@ -198,61 +199,63 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
         model = build_agent(cfg, venv, tensorboard_dir=None)
     model.set_logger(run_dirs.logger(run_dir, cfg.train.tensorboard))
     add_trackers(model.logger, cfg)
-
-    start_step = model.num_timesteps
     trained_before_s = float(resume.meta.get(checkpoint.WALL_KEY, 0.0)) if resume is not None else 0.0
-    remaining = max(cfg.train.total_timesteps - start_step, 0)
-    progress = ProgressBar(cfg.train.total_timesteps) if cfg.train.progress_bar else None
+    t = cfg.train
+    progress = ProgressBar(t.total_timesteps) if t.progress_bar else None
     evaluator = EvalAndCheckpoint(
-        run_dir,
-        eval_venv,
-        eval_freq=cfg.train.eval_freq,
-        eval_episodes=cfg.train.eval_episodes,
-        checkpoint_freq=cfg.train.checkpoint_freq,
-        keep_checkpoints=cfg.train.keep_checkpoints,
-        progress=progress,
-        video_episodes=cfg.train.video_episodes if cfg.train.video else 0,
+        run_dir, eval_venv, eval_freq=t.eval_freq, eval_episodes=t.eval_episodes, checkpoint_freq=t.checkpoint_freq,
+        keep_checkpoints=t.keep_checkpoints, progress=progress, video_episodes=t.video_episodes if t.video else 0,
         start_time=time.time() - trained_before_s,
     )
-    hint_logger = HintStatsLogger(targets) if targets is not None else None
-    callbacks = [cb for cb in (progress, InfoTermLogger(), hint_logger, evaluator) if cb is not None]
+    callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger()) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
     if distillation is not None:
-        model.attach_distillation(distillation)
+        model.attach_distillation(distillation, teacher_actions=teacher)
         if resume is not None and resume.teacher is not None:
             distillation.teacher.load_state_dict(torch.load(resume.teacher, weights_only=True))
-        if targets is not None:
-            callbacks.append(RetireTeacher(targets, distillation.finished))
+        if teacher is not None:
+            callbacks.append(ControllerTeacherCallback(teacher, distillation.finished))
+    callbacks.append(evaluator)
+    return _Run(cfg, run_dir, venv, eval_venv, model, teacher, evaluator, callbacks, model.num_timesteps)
 
+
+def _learn(run: _Run) -> float:
+    """Train to ``train.total_timesteps`` and save where training stopped; the wall time (s). Raises
+    :class:`TrainingInterrupted` on Ctrl-C / SIGTERM and :class:`TrainingFailed` on a non-finite loss."""
+    cfg, model = run.cfg, run.model
     t0 = time.time()
     interrupted = False
     try:
         with _sigterm_as_keyboard_interrupt():
             model.learn(
-                total_timesteps=remaining,
-                callback=callbacks,
+                total_timesteps=max(cfg.train.total_timesteps - run.start_step, 0),
+                callback=run.callbacks,
                 log_interval=cfg.train.log_interval,
-                reset_num_timesteps=resume is None,
+                reset_num_timesteps=not cfg.resume,
             )
     except KeyboardInterrupt:
         interrupted = True
     except (NonFiniteLoss, checkpoint.NonFinite) as err:
         raise TrainingFailed(
             f"training stopped at step {model.num_timesteps}: {err}. Lower agent.learning_rate or distill.alpha "
-            f"and continue from the last good checkpoint: python train.py resume={run_dir} agent.learning_rate=..."
+            f"and continue from the last good checkpoint: python train.py resume={run.dir} agent.learning_rate=..."
         ) from None
     finally:
-        saved = _final_save(run_dir, model, venv, cfg.train.keep_checkpoints, evaluator.clock())
-    wall = time.time() - t0
+        run.saved = _final_save(run.dir, model, run.venv, cfg.train.keep_checkpoints, run.evaluator.clock())
     if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
-        raise TrainingInterrupted(run_dir, int(model.num_timesteps))
+        raise TrainingInterrupted(run.dir, int(model.num_timesteps))
+    return time.time() - t0
 
+
+def _summarise(run: _Run, wall: float) -> dict[str, Any]:
+    """The final evaluation, ``summary.json``, the learning curve; closes the envs and the logger."""
+    cfg, model, evaluator = run.cfg, run.model, run.evaluator
     fresh = evaluator.last_eval_step != model.num_timesteps
     final = evaluator.run_evaluation()
     if fresh and final is not None:  # logged after SB3's last dump: write it (and its clip) out now
         model.logger.record("time/total_timesteps", model.num_timesteps)
         model.logger.dump(model.num_timesteps)
-    trained = model.num_timesteps - start_step
+    trained = model.num_timesteps - run.start_step
     summary: dict[str, Any] = {
         "env": cfg.env.id,
         "agent": cfg.agent.name,
@@ -261,9 +264,9 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
         "steps": int(model.num_timesteps),
         "wall_time_s": round(wall, 1),
         "fps": round(trained / wall, 1) if wall > 0 else None,
-        "checkpoint": str(saved.path) if saved is not None else None,
+        "checkpoint": str(run.saved.path) if run.saved is not None else None,
     }
-    teacher, coverage_problem = _teacher_report(cfg, targets)
+    teacher, coverage_problem = _teacher_report(cfg, run.teacher)
     summary.update(teacher)
     if coverage_problem is not None:
         summary["teacher_warning"] = coverage_problem
@@ -275,12 +278,12 @@ def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
             best_eval_return=float(evaluator.best_return),
         )
         summary.update({f"final_{name}": value for name, value in final.metrics.items() if value is not None})
-    report.write_summary(run_dir, summary)
-    report.plot_learning_curve(run_dir, final.declared if final is not None else (), f"{cfg.agent.name.upper()} on {cfg.env.id}")
+    report.write_summary(run.dir, summary)
+    report.plot_learning_curve(run.dir, final.declared if final is not None else (), f"{cfg.agent.name.upper()} on {cfg.env.id}")
     model.logger.close()  # event files, and a W&B run is finished
-    venv.close()
-    if eval_venv is not None:
-        eval_venv.close()
+    run.venv.close()
+    if run.eval_venv is not None:
+        run.eval_venv.close()
     if coverage_problem is not None and cfg.distill.require_coverage:
         raise TrainingFailed(f"{coverage_problem} (distill.require_coverage=true; summary.json is written)")
     return summary
