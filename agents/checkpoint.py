@@ -83,9 +83,9 @@ def _write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _write_dir(target: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict[str, Any], replay: bool) -> None:
-    """Write a checkpoint into ``target`` via a temporary sibling directory and a rename."""
-    tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}")
+def _write_dir(destination: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict[str, Any], replay: bool) -> None:
+    """Write a checkpoint into ``destination`` via a temporary sibling directory and a rename."""
+    tmp = destination.with_name(f".tmp-{destination.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     model.save(tmp / MODEL)
@@ -97,13 +97,13 @@ def _write_dir(target: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict[str,
     if hasattr(teacher, "state_dict"):  # a teacher that learns (EMA) must survive a resume
         torch.save(teacher.state_dict(), tmp / TEACHER)
     (tmp / META).write_text(json.dumps(meta, indent=2))
-    if target.exists():  # only "best" is overwritten: move the old one aside, then swap
-        old = target.with_name(f".old-{target.name}-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(tmp, target)
+    if destination.exists():  # only "best" is overwritten: move the old one aside, then swap
+        old = destination.with_name(f".old-{destination.name}-{os.getpid()}")
+        os.replace(destination, old)
+        os.replace(tmp, destination)
         shutil.rmtree(old, ignore_errors=True)
     else:
-        os.replace(tmp, target)
+        os.replace(tmp, destination)
 
 
 class NonFinite(ValueError):
@@ -144,12 +144,12 @@ def save(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, keep: int = 2,
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
-    target = root / f"step_{model.num_timesteps:012d}"
-    _write_dir(target, model, venv, meta, replay=True)
-    _write_text_atomic(root / "latest", target.name)
+    destination = root / f"step_{model.num_timesteps:012d}"
+    _write_dir(destination, model, venv, meta, replay=True)
+    _write_text_atomic(root / "latest", destination.name)
     for old in sorted(root.glob("step_*"))[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
-    return Checkpoint(target, meta)
+    return Checkpoint(destination, meta)
 
 
 def save_best(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, **meta: Any) -> Checkpoint:
@@ -158,9 +158,9 @@ def save_best(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, **meta: A
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
-    target = root / "best"
-    _write_dir(target, model, venv, meta, replay=False)
-    return Checkpoint(target, meta)
+    destination = root / "best"
+    _write_dir(destination, model, venv, meta, replay=False)
+    return Checkpoint(destination, meta)
 
 
 def _read(path: Path) -> Checkpoint | None:

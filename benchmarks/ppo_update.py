@@ -7,7 +7,11 @@ seeded env, so the buffers are equal) run ``train()`` (``n_epochs`` passes over 
 * ``sb3``      ``stable_baselines3.PPO``;
 * ``student``  ``PPOStudent`` as ``train.py`` builds it (SB3's Adam, bit-identical to SB3);
 * ``fused``    ``PPOStudent`` with fused Adam (not an option of ``train.py``: it did not speed the
-  update up measurably, see ``benchmarks/RESULTS.md``).
+  update up measurably, see ``benchmarks/RESULTS.md``);
+* ``kl``       ``PPOStudent`` distilling from the scripted trot (``distill=scripted``: its actions in the
+  rollout buffer, alpha 0.5); the KL reads the student's Gaussian from the minibatch's own forward pass;
+* ``kl_reforward`` the same with the KL's student Gaussian from a second actor forward pass (what the
+  student did before it passed ``student_dist``), for the speed-up of that change.
 
 Each repeat times ``--calls`` calls of every learner, interleaved; the table gives the median
 updates/s over the repeats and each learner's median over SB3's. The defaults are the quadruped
@@ -30,22 +34,49 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 import envs  # noqa: F401  (registers OpenClaw/*)
-from agents.students import PPOStudent
+from agents.students import PPOStudent, policy_entry
+from agents.teachers.controller import ControllerTeacher
+from distill.opd import OnlinePolicyDistillation
+from distill.policy import PolicyRegistry
+from distill.schedules import make_schedule
+from distill.teachers import RecordedActionTeacher
+from envs.controllers import family_of
 
 import runs  # benchmarks/runs.py
 from agents.students.distilling import fused_adam
+from agents.students.teacher_actions import recorded_actions
 
-LEARNERS = {"sb3": (PPO, False), "student": (PPOStudent, False), "fused": (PPOStudent, True)}
+
+class ReforwardPPOStudent(PPOStudent):
+    """The KL's student Gaussian from a second actor forward pass (the student before it passed ``student_dist``)."""
+
+    def _distill_term(self, batch, progress):
+        opd = self.distillation
+        loss, alpha = opd.distill_loss(batch.observations, progress, recorded=recorded_actions(batch))
+        return alpha * loss
+
+
+#: name: (class, fused Adam, distilling from the trot)
+LEARNERS = {"sb3": (PPO, False, False), "student": (PPOStudent, False, False), "fused": (PPOStudent, True, False),
+            "kl": (PPOStudent, False, True), "kl_reforward": (ReforwardPPOStudent, False, True)}
 
 
 def build(args: argparse.Namespace) -> dict[str, PPO]:
-    """The three learners, each after collecting (and learning from) one rollout of the same env seed."""
+    """The learners, each after collecting (and learning from) one rollout of the same env seed."""
     learners = {}
-    for name, (cls, fused) in LEARNERS.items():
+    for name, (cls, fused, distilling) in LEARNERS.items():
         venv = make_vec_env(args.env, n_envs=args.num_envs, seed=0)
+        if distilling:
+            env = venv.get_attr("unwrapped", indices=[0])[0]
+            venv = teacher = ControllerTeacher(venv, family_of(env), env.dt)
         kwargs = dict(n_steps=args.n_steps, batch_size=args.batch, n_epochs=args.epochs, seed=0, device="cpu",
                       policy_kwargs=dict(net_arch=dict(pi=args.net, vf=args.net), activation_fn=torch.nn.ELU))
         learner = cls("MlpPolicy", venv, **(fused_adam(kwargs) if fused else kwargs))
+        if distilling:
+            registry, entry = PolicyRegistry(), policy_entry(learner)
+            registry.register("student", entry.module, entry.distribution_fn)
+            learner.attach_distillation(OnlinePolicyDistillation(registry, RecordedActionTeacher(0.3),
+                                                                 make_schedule("constant", 0.5)), teacher_actions=teacher)
         learners[name] = learner.learn(args.n_steps * args.num_envs)
     return learners
 

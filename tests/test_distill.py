@@ -17,7 +17,7 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.students import PPOStudent, SACStudent, policy_entry
+from agents.students import PPOStudent, SACStudent, policy_entry, ppo_action_distribution
 from distill.kl import diag_gaussian_kl, distillation_kl, weighted_mean
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian, PolicyRegistry
@@ -269,6 +269,21 @@ def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
     assert float(raw[:, 9].abs().max()) <= 1.0
 
 
+def test_ppo_kl_reads_the_distribution_of_the_minibatchs_own_forward_pass():
+    """PPO's KL takes the student's Gaussian from the update's evaluate_actions (no second forward pass):
+    it must be the policy's distribution for those observations, with gradients to the actor."""
+    from agents.students.ppo import evaluated_distribution
+
+    model = PPOStudent("MlpPolicy", make_vec_env("OpenClaw/Quadruped-v1", n_envs=1, seed=0), seed=0, device="cpu",
+                       policy_kwargs=dict(net_arch=[16]))
+    obs, actions = torch.randn(8, *model.observation_space.shape), torch.rand(8, 12) * 2 - 1
+    model.policy.evaluate_actions(obs, actions)
+    cached, fresh = evaluated_distribution(model.policy), ppo_action_distribution(model.policy, obs)
+    assert torch.equal(cached.mean, fresh.mean) and torch.equal(cached.log_std, fresh.log_std)
+    cached.mean.sum().backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.policy.action_net.parameters())
+
+
 def test_ppo_rollout_buffer_hands_each_sample_its_teacher_action_and_raw_observation():
     """Filled as SB3's collect_rollouts fills it; every minibatch row carries its own step's fields."""
     from agents.students.rollout_buffer import DistillRolloutBuffer
@@ -419,3 +434,17 @@ def test_imports_flow_one_way():
     assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "openai"} or n.startswith("distill.llm")}
     assert "agents.training" not in imported_modules("agents/evaluation", depth=2)
     assert not {"agents", "envs"} & imported_modules("distill/llm")
+    llm_at_load = {path.relative_to(ROOT / "agents").as_posix() for path in (ROOT / "agents").rglob("*.py")
+                   if {n for n in top_level_imports(path) if n == "openai" or n.startswith("distill.llm")}}
+    assert llm_at_load == {"teachers/hinted.py", "teachers/verifier.py"}  # loaded only for distill=llm_hint
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Modules a file imports when it is loaded (its module-level imports, not those inside functions)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names

@@ -202,7 +202,7 @@ def test_a_teacher_that_never_teaches_is_reported(tmp_path):
     assert summary["teacher_coverage"] == 0 and summary["teacher_malformed_answers"] > 0
     assert "teacher_hint_queries" in warned.stdout
     last = warned.stderr.strip().splitlines()[-1]
-    assert last.startswith("warning: the teacher gave targets for 0% of the samples") and "none of" in last
+    assert last.startswith("warning: the teacher gave actions for 0% of the samples") and "none of" in last
     failed = run_train(*common, "distill.require_coverage=true", f"hydra.run.dir={tmp_path / 'fail'}")
     assert failed.returncode == 1 and "distill.require_coverage=true" in failed.stderr
     assert (tmp_path / "fail" / "summary.json").is_file()

@@ -169,3 +169,18 @@ def test_same_seed_reproduces_training_and_evaluation(tmp_path):
     assert json.loads((dirs[0] / "summary.json").read_text())["final_eval_return"] == json.loads(
         (dirs[1] / "summary.json").read_text()
     )["final_eval_return"]
+
+
+def test_the_default_job_loads_no_llm_code(tmp_path):
+    """The default job (the scripted trot teaching) trains without importing distill.llm or openai."""
+    argv = ["train.py", "train=smoke", "train.progress_bar=false", "train.video=false", f"hydra.run.dir={tmp_path}"]
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = {argv!r}\n"
+        "runpy.run_path('train.py', run_name='__main__')\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('distill.llm', 'openai'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "summary.json").read_text())["distill"] == "scripted"
+    assert "LOADED []" in out.stdout, out.stdout

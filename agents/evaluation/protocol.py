@@ -102,7 +102,7 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
     is_step_term = step_term_filter(declared)
     last_keys = [m.info_key for m in declared if m.per_episode == "last"]
     n = venv.num_envs
-    targets = np.array(split_episodes(episodes, n))
+    episodes_per_env = np.array(split_episodes(episodes, n))
     done_counts = np.zeros(n, dtype=int)
     step_sums: list[dict[str, float]] = [defaultdict(float) for _ in range(n)]
     steps = np.zeros(n, dtype=int)
@@ -112,7 +112,7 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
     obs = venv.reset()
     starts = np.ones(n, dtype=bool)
     state = None
-    while (done_counts < targets).any():
+    while (done_counts < episodes_per_env).any():
         actions, state = policy.predict(obs, state=state, episode_start=starts, deterministic=deterministic)
         obs, rewards, dones, infos = venv.step(actions)
         returns += rewards
@@ -124,7 +124,7 @@ def evaluate(policy: Predictor, venv: VecEnv, episodes: int, deterministic: bool
                     sums[key] += float(value)
             if not dones[i]:
                 continue
-            if done_counts[i] < targets[i]:
+            if done_counts[i] < episodes_per_env[i]:
                 per_episode["return"].append(float(returns[i]))
                 per_episode["length"].append(float(steps[i]))
                 for key in last_keys:

@@ -28,7 +28,18 @@ from distill.policy import DiagGaussian
 
 def ppo_action_distribution(policy: torch.nn.Module, obs) -> DiagGaussian:
     """Diagonal Gaussian of an SB3 ``ActorCriticPolicy`` (state-independent log-std)."""
-    dist = policy.get_distribution(obs).distribution
+    return _diag_gaussian(policy.get_distribution(obs))
+
+
+def evaluated_distribution(policy: torch.nn.Module) -> DiagGaussian:
+    """The Gaussian of the observations of ``policy``'s last ``evaluate_actions`` call, in its autograd graph:
+    SB3's ``ActorCriticPolicy._get_action_dist_from_latent`` sets it on the policy's one ``action_dist``
+    (``proba_distribution`` returns that object), so the KL needs no second actor forward pass."""
+    return _diag_gaussian(policy.action_dist)
+
+
+def _diag_gaussian(distribution) -> DiagGaussian:
+    dist = distribution.distribution
     return DiagGaussian(dist.mean, torch.log(dist.stddev))
 
 
@@ -66,12 +77,13 @@ class PPOStudent(DistillingStudent, PPO):
             )
 
     def _distill_term(self, batch: DistillRolloutSamples, progress: float) -> torch.Tensor | None:
-        """alpha * distillation loss for one minibatch, or None when it cannot change anything."""
+        """alpha * distillation loss for one minibatch, or None when it cannot change anything; call it after
+        the minibatch's ``evaluate_actions`` (the student's distribution is that call's)."""
         opd = self.distillation
         if opd is None or opd.alpha(progress) == 0.0:
             return None
         loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=getattr(batch, "raw_observations", None),
-                                       recorded=recorded_actions(batch))
+                                       student_dist=evaluated_distribution(self.policy), recorded=recorded_actions(batch))
         return alpha * loss
 
     # ==================================================================================================

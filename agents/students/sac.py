@@ -48,13 +48,13 @@ def frozen(parameters: list[torch.nn.Parameter]) -> Iterator[None]:
             p.requires_grad_(True)
 
 
-def soft_update(params: list[torch.Tensor], targets: list[torch.Tensor], tau: float) -> None:
+def soft_update(params: list[torch.Tensor], target_params: list[torch.Tensor], tau: float) -> None:
     """SB3's ``polyak_update`` (``target = target * (1 - tau) + tau * param``, the same two operations per
     tensor, so the same bits) for all tensors at once."""
-    if targets:
+    if target_params:
         with torch.no_grad():
-            torch._foreach_mul_(targets, 1 - tau)
-            torch._foreach_add_(targets, params, alpha=tau)
+            torch._foreach_mul_(target_params, 1 - tau)
+            torch._foreach_add_(target_params, params, alpha=tau)
 
 
 class SACStudent(DistillingStudent, SAC):

@@ -9,7 +9,8 @@ With ``distill.verify_hints`` (the default) an accepted hint is first checked in
 (:mod:`agents.teachers.verifier`) on the hint thread; one that does not beat the current parameters keeps
 them (and still teaches with them).
 
-This is the one module of the teachers that imports :mod:`distill.llm` (and with it ``openai``).
+This module and its verifier are the only modules of ``agents/`` that import :mod:`distill.llm` (and with it
+``openai``) when loaded; :mod:`agents.teachers.controller` loads this one only for ``distill=llm_hint``.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class DistillConfig:
     hint_max_age: int = 3  # llm_hint: segments an accepted hint stays valid for (then samples are masked)
     records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
     hint_replay: Optional[str] = None  # llm_hint: answer from this records file only (no LLM calls)
-    min_coverage: float = 0.5  # a run whose teacher gave targets for fewer samples than this ends with a warning
+    min_coverage: float = 0.5  # a run whose teacher gave actions for fewer samples than this ends with a warning
     require_coverage: bool = False  # ... or with an error (exit status 1) instead of the warning
     verify_hints: bool = True  # llm_hint: check an accepted hint in simulation before it teaches
     verify_rollouts: int = 2  # llm_hint: episodes per parameter set (current, proposed) in each check
@@ -252,7 +252,7 @@ def _validate_env(cfg: DictConfig) -> None:
         space = env.observation_space
         env.close()
     if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
-        raise ConfigError(f"distill={cfg.distill.name} records a target with each transition; HER relabels them: "
+        raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")
 
 
@@ -303,7 +303,6 @@ def validate(cfg: DictConfig) -> None:
 def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
-    from distill.llm.channel import ChannelConfig
     from envs.controllers import family_of_id
 
     d = cfg.distill
@@ -328,6 +327,8 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         return
     if cfg.llm is None:
         raise ConfigError("distill=llm_hint needs an LLM channel: add llm=default (configs/llm/)")
+    from distill.llm.channel import ChannelConfig
+
     try:
         ChannelConfig.from_mapping(OmegaConf.to_container(cfg.llm, resolve=True))
     except ValueError as err:

@@ -129,7 +129,7 @@ def _teacher_report(cfg: DictConfig, teacher: ControllerTeacher | None) -> tuple
     minimum = cfg.distill.min_coverage
     if did["teacher_coverage"] >= minimum:
         return did, None
-    why = f"the teacher gave targets for {did['teacher_coverage']:.0%} of the samples (distill.min_coverage={minimum})"
+    why = f"the teacher gave actions for {did['teacher_coverage']:.0%} of the samples (distill.min_coverage={minimum})"
     cause = teacher.coverage_cause()
     return did, why if cause is None else f"{why}: {cause}"
 
