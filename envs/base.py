@@ -132,6 +132,11 @@ class ScalarMath:
         return a if condition else b
 
     @staticmethod
+    def sum_of_squares(x: np.ndarray) -> float:
+        """``x . x`` of one env's vector (a float64 array of shape ``(k,)``)."""
+        return float(x.dot(x))
+
+    @staticmethod
     def clip(x: float, low: float, high: float) -> float:
         return low if x < low else high if x > high else x
 
@@ -150,6 +155,12 @@ class BatchMath:
     sin = staticmethod(_per_element(math.sin))
     exp = staticmethod(_per_element(math.exp))
     where = staticmethod(np.where)
+
+    @staticmethod
+    def sum_of_squares(x: np.ndarray) -> np.ndarray:
+        """``x . x`` of each row of ``(N, k)`` float64 ``x``: the same dot product per row (a row-wise
+        ``(x * x).sum(axis=1)`` could round differently)."""
+        return np.fromiter((row.dot(row) for row in x), dtype=np.float64, count=len(x))
 
     @staticmethod
     def clip(x: np.ndarray, low: float, high: float) -> np.ndarray:

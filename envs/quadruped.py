@@ -173,31 +173,21 @@ LEGS = ("FR", "FL", "RR", "RL")
 
 
 # ---------------------------------------------------------------- reward terms
-# One function per term of QuadrupedEnv.DEFAULT_REWARD_SCALES (the module docstring's table), as in
-# MuJoCo Playground's joystick env. Each takes the term's scale times dt and returns its contribution
-# to the step's reward (``info["reward_<name>"]``); velocities are body frame. Each works on one env's
-# floats (vectors: shape (12,)) and on N envs' (N,) arrays (vectors: (N, 12)), with the same rounding.
+# One function per term of QuadrupedEnv.DEFAULT_REWARD_SCALES (the reward table of QuadrupedEnv's
+# docstring), as in MuJoCo Playground's joystick env. Each takes the term's scale times dt and returns
+# its contribution to the step's reward (``info["reward_<name>"]``); velocities are body frame. Each
+# works on one env's floats (vectors: shape (12,)) with ``m=ScalarMath`` and on N envs' (N,) arrays
+# (vectors: (N, 12)) with ``m=BatchMath``, with the same rounding.
 
 
-def _exp(x: float | np.ndarray) -> float | np.ndarray:
-    return BatchMath.exp(x) if isinstance(x, np.ndarray) else math.exp(x)
-
-
-def _sum_of_squares(x: np.ndarray) -> float | np.ndarray:
-    """``x . x`` of a vector, or of each row of a matrix (the same dot product per row)."""
-    if x.ndim == 1:
-        return float(x.dot(x))
-    return np.fromiter((row.dot(row) for row in x), dtype=np.float64, count=len(x))
-
-
-def reward_tracking_lin_vel(scale: float, error2: float, sigma: float) -> float:
+def reward_tracking_lin_vel(scale: float, error2: float, sigma: float, m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * exp(-|cmd_xy - v_xy|^2 / sigma)``; ``error2`` = |cmd_xy - v_xy|^2 in (m/s)^2."""
-    return scale * _exp(-error2 / sigma)
+    return scale * m.exp(-error2 / sigma)
 
 
-def reward_tracking_ang_vel(scale: float, error: float, sigma: float) -> float:
+def reward_tracking_ang_vel(scale: float, error: float, sigma: float, m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * exp(-(cmd_wz - w_z)^2 / sigma)``; ``error`` = cmd_wz - w_z in rad/s."""
-    return scale * _exp(-error * error / sigma)
+    return scale * m.exp(-error * error / sigma)
 
 
 def reward_lin_vel_z(scale: float, vz: float) -> float:
@@ -215,15 +205,15 @@ def reward_orientation(scale: float, gx: float, gy: float) -> float:
     return scale * (gx * gx + gy * gy)
 
 
-def reward_torques(scale: float, torques: np.ndarray) -> float:
+def reward_torques(scale: float, torques: np.ndarray, m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * sum_j tau_j^2``: actuator torques (N·m)."""
-    return scale * _sum_of_squares(torques)
+    return scale * m.sum_of_squares(torques)
 
 
-def reward_action_rate(scale: float, action: np.ndarray, previous: np.ndarray, buffer: np.ndarray) -> float:
-    """``scale * sum_j (a_t,j - a_t-1,j)^2`` (actions in [-1, 1]; ``buffer`` receives the difference)."""
-    np.subtract(action, previous, out=buffer)
-    return scale * _sum_of_squares(buffer)
+def reward_action_rate(scale: float, action: np.ndarray, previous: np.ndarray,
+                       m: type[ScalarMath] | type[BatchMath]) -> float:
+    """``scale * sum_j (a_t,j - a_t-1,j)^2`` (clipped actions in [-1, 1])."""
+    return scale * m.sum_of_squares(action - previous)
 
 
 def reward_base_height(scale: float, dz: float) -> float:
@@ -238,8 +228,9 @@ def reward_termination(scale: float, fell: bool) -> float:
 
 def feet_air_time(touch, air, last, command_xy2, env: QuadrupedEnv, m: type[ScalarMath] | type[BatchMath]):
     """Sum over the feet touching down this step of ``t_air - AIR_TIME_THRESHOLD`` (s), and the feet's
-    new air times (s) and contact flags, from foot touch readings ``touch`` (N, FR FL RR RL order) and the
-    previous ``air`` times and contacts ``last`` (four floats/bools each, or four (N,) arrays).
+    new air times (s) and contact flags, from foot touch readings ``touch`` (N, FR FL RR RL order; a
+    fifth entry, the trunk's, is ignored) and the previous ``air`` times and contacts ``last`` (four
+    floats/bools each, or four (N,) arrays).
 
     Playground style: contact is the touch sensor above ``CONTACT_FORCE_THRESHOLD`` N, or'ed with the
     previous step's contact; the sum is 0 while the commanded planar speed is at most 0.1 m/s
@@ -247,10 +238,9 @@ def feet_air_time(touch, air, last, command_xy2, env: QuadrupedEnv, m: type[Scal
     """
     dt, thr, t_min = env.dt, env.CONTACT_FORCE_THRESHOLD, env.AIR_TIME_THRESHOLD
     air_time, new_air, new_last = 0.0, [], []
-    for i in (0, 1, 2, 3):
-        c = touch[i] > thr
-        t = air[i]
-        first_contact = (t > 0.0) & (c | last[i])  # first contact after being airborne
+    for force, t, was in zip(touch, air, last):  # the four feet
+        c = force > thr
+        first_contact = (t > 0.0) & (c | was)  # first contact after being airborne
         air_time = air_time + first_contact * (t + dt - t_min)  # adds exactly t + dt - t_min, or a zero
         new_air.append(m.where(c, 0.0, t + dt))
         new_last.append(c)
@@ -280,13 +270,15 @@ def observation(parts: tuple[np.ndarray, ...], default_pose32: np.ndarray) -> np
 
 def evaluate(base, command, touch, z, torques, action, previous, air, last, x_velocity, env: QuadrupedEnv,
              m: type[ScalarMath] | type[BatchMath]):
-    """Reward, fall flag, info, new feet air times and contacts of one env's step or of N at once.
+    """Reward, fall flag, info, new feet air times and contacts of one env's step or of N at once: the
+    single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on (N,)
+    arrays (``m=BatchMath``), so both give the same bits.
 
     ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
     values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
-    (N); ``z``: trunk height (m); ``torques`` (N·m) and the clipped ``action`` and ``previous`` action:
-    (12,) vectors or (N, 12); ``air``/``last``: see :func:`feet_air_time`; ``x_velocity``: world-frame
-    trunk x velocity (m/s). Scalars are floats, or (N,) arrays with ``m=BatchMath``.
+    (N); ``z``: trunk height (m, world); ``torques`` (N·m) and the clipped ``action`` and ``previous``
+    action: (12,) vectors or (N, 12); ``air``/``last``: see :func:`feet_air_time`; ``x_velocity``:
+    world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with ``m=BatchMath``.
     """
     vx, vy, vz, wx, wy, wz, gx, gy, gz = base
     cx, cy, cw = command
@@ -296,25 +288,32 @@ def evaluate(base, command, touch, z, torques, action, previous, air, last, x_ve
     sigma = env.tracking_sigma
     k = env._scales_dt
     air_term, air, last = feet_air_time(touch, air, last, cx * cx + cy * cy, env, m)
-    info = {
-        "reward_tracking_lin_vel": reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma),
-        "reward_tracking_ang_vel": reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma),
-        "reward_lin_vel_z": reward_lin_vel_z(k["lin_vel_z"], vz),
-        "reward_ang_vel_xy": reward_ang_vel_xy(k["ang_vel_xy"], wx, wy),
-        "reward_orientation": reward_orientation(k["orientation"], gx, gy),
-        "reward_torques": reward_torques(k["torques"], torques),
-        "reward_action_rate": reward_action_rate(k["action_rate"], action, previous,
-                                                 env._tmp12 if action.ndim == 1 else np.empty_like(action)),
-        "reward_feet_air_time": k["feet_air_time"] * air_term,
-        "reward_base_height": reward_base_height(k["base_height"], z - env.BASE_HEIGHT_TARGET),
-        "reward_termination": reward_termination(k["termination"], fell),
+    r0 = reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma, m)
+    r1 = reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma, m)
+    r2 = reward_lin_vel_z(k["lin_vel_z"], vz)
+    r3 = reward_ang_vel_xy(k["ang_vel_xy"], wx, wy)
+    r4 = reward_orientation(k["orientation"], gx, gy)
+    r5 = reward_torques(k["torques"], torques, m)
+    r6 = reward_action_rate(k["action_rate"], action, previous, m)
+    r7 = k["feet_air_time"] * air_term
+    r8 = reward_base_height(k["base_height"], z - env.BASE_HEIGHT_TARGET)
+    r9 = reward_termination(k["termination"], fell)
+    info = {  # the reward terms in REWARD_TERMS order, as summed below
+        "reward_tracking_lin_vel": r0,
+        "reward_tracking_ang_vel": r1,
+        "reward_lin_vel_z": r2,
+        "reward_ang_vel_xy": r3,
+        "reward_orientation": r4,
+        "reward_torques": r5,
+        "reward_action_rate": r6,
+        "reward_feet_air_time": r7,
+        "reward_base_height": r8,
+        "reward_termination": r9,
         "tracking_error": m.sqrt(err2),
         "x_velocity": x_velocity,
         "fell": fell,
     }
-    reward = 0.0
-    for key in env._reward_keys:
-        reward = reward + info[key]
+    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9
     return reward, fell, info, air, last
 
 
@@ -483,14 +482,12 @@ class QuadrupedEnv(MujocoTaskEnv):
         self.gait_phase = 0.0
         self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
         self.set_gait_frequency(gait_frequency_hz)
-        self._tmp12 = np.zeros(12)
         self._default_pose32 = self.DEFAULT_POSE.astype(np.float32)
         self._bind_views()
         self._air_time = [0.0, 0.0, 0.0, 0.0]
         self._last_contact = [False, False, False, False]
         self._steps = 0
         self._scales_dt = {k: scales[k] * self.dt for k in self.REWARD_TERMS}  # reward per step, not per s
-        self._reward_keys = tuple(f"reward_{k}" for k in self.REWARD_TERMS)
 
         # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
         self._act_ids = np.arange(m.nu)
@@ -674,64 +671,13 @@ class QuadrupedEnv(MujocoTaskEnv):
         return observation(self._obs_parts, self._default_pose32)
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
-        """One env's reward, fall flag and info: :func:`evaluate` on floats, hand-inlined.
-
-        The hot path of ``step()``: the same float operations in the same order as ``evaluate`` with
-        ``ScalarMath`` (the named ``reward_*`` functions and :func:`feet_air_time`), without their call
-        and dispatch overhead (~6 us of a ~90 us step). ``tests/test_quadruped.py`` checks it against
-        ``evaluate`` bit for bit, and ``tests/test_batched.py`` against the batch (which runs ``evaluate``).
-        """
-        vx, vy, vz, wx, wy, wz, gx, gy, gz = self._s_base.tolist()
-        cx, cy, cw = self._command.tolist()
-        touch = self._s_touch.tolist()
-        z = self._s_trunk_z.item()
-        fell = (gz > self.FALL_GRAVITY_Z) | (z < self.FALL_HEIGHT) | (touch[4] > 0.0)
-        ex, ey, ew = cx - vx, cy - vy, cw - wz
-        err2 = ex * ex + ey * ey
-        sigma = self.tracking_sigma
-        tau, da = self._act_force, self._tmp12
-        np.subtract(action, self._action, out=da)  # base's self._action still holds the previous action here
-        # feet_air_time, in place on this env's air clocks and contact flags
-        dt, thr, t_min = self.dt, self.CONTACT_FORCE_THRESHOLD, self.AIR_TIME_THRESHOLD
-        air, last = self._air_time, self._last_contact
-        air_time = 0.0
-        for i in (0, 1, 2, 3):
-            c = touch[i] > thr
-            t = air[i]
-            if t > 0.0 and (c or last[i]):
-                air_time += t + dt - t_min
-            air[i] = 0.0 if c else t + dt
-            last[i] = c
-        if cx * cx + cy * cy <= 0.01:
-            air_time = 0.0
-        dz = z - self.BASE_HEIGHT_TARGET
-        k0, k1, k2, k3, k4, k5, k6, k7, k8, k9 = self._scales_dt.values()  # REWARD_TERMS order
-        r0 = k0 * math.exp(-err2 / sigma)
-        r1 = k1 * math.exp(-ew * ew / sigma)
-        r2 = k2 * vz * vz
-        r3 = k3 * (wx * wx + wy * wy)
-        r4 = k4 * (gx * gx + gy * gy)
-        r5 = k5 * float(tau.dot(tau))
-        r6 = k6 * float(da.dot(da))
-        r7 = k7 * air_time
-        r8 = k8 * dz * dz
-        r9 = k9 * fell
-        info = {
-            "reward_tracking_lin_vel": r0,
-            "reward_tracking_ang_vel": r1,
-            "reward_lin_vel_z": r2,
-            "reward_ang_vel_xy": r3,
-            "reward_orientation": r4,
-            "reward_torques": r5,
-            "reward_action_rate": r6,
-            "reward_feet_air_time": r7,
-            "reward_base_height": r8,
-            "reward_termination": r9,
-            "tracking_error": math.sqrt(err2),
-            "x_velocity": float(self._qvel[0]),
-            "fell": fell,
-        }
-        return 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9, fell, info  # evaluate's summation order
+        """This env's reward, fall flag and info: :func:`evaluate` on its floats (the batch runs it on arrays)."""
+        # the base's self._action still holds the previous action here
+        reward, fell, info, self._air_time, self._last_contact = evaluate(
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._s_trunk_z.item(),
+            self._act_force, action, self._action, self._air_time, self._last_contact, self._qvel.item(0), self,
+            ScalarMath)
+        return reward, fell, info
 
     @classmethod
     def _apply_batch(cls, tasks, actions, qpos):

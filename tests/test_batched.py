@@ -17,7 +17,8 @@ import pytest
 
 import envs  # noqa: F401  (registers OpenClaw/*)
 from agents.vec_env import BatchedDummyVecEnv, make_vec_env
-from envs.batched import BatchedVecEnv
+from envs.batched import BatchedSimulation, BatchedVecEnv
+from envs.controllers.trot import TrotController
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,6 +117,43 @@ def test_sb3_matches_dummy_vec_env(case):
     ours.close()
 
 
+@pytest.mark.parametrize("scales", [None, {"termination": 3.0, "feet_air_time": -2.0, "tracking_lin_vel": 0.0}])
+def test_quadruped_single_env_and_batch_share_the_reward_bit_for_bit(scales):
+    """The single env's ``step()`` and the batch run the same reward code (``envs.quadruped.evaluate``):
+    observations, rewards, every reward term, fall flags and the feet's air clocks agree to the bit,
+    on trot rollouts (touchdowns: ``feet_air_time`` terms) and on random actions that end in falls."""
+    env_id, n = "OpenClaw/Quadruped-v1", 3
+    singles = [gym.make(env_id, reward_scales=scales) for _ in range(n)]
+    sim = BatchedSimulation(env_id, n, reward_scales=scales)
+    trot = TrotController()
+    rng = np.random.default_rng(3)
+    touchdowns = falls = 0
+    for seed, policy in ((0, trot.act), (10, lambda obs: rng.uniform(-1.5, 1.5, obs.shape[:1] + (12,)))):
+        for i, env in enumerate(singles):
+            assert_identical(env.reset(seed=seed + i), sim.reset(i, seed=seed + i), f"reset {i}")
+        live = list(range(n))
+        for t in range(150):
+            actions = np.zeros((n, 12))
+            actions[live] = policy(sim.obs[live])
+            batch = sim.step(actions, live)
+            for j, i in enumerate(live):
+                obs, reward, terminated, _, info = singles[i].step(actions[i])
+                where = f"seed {seed} step {t} env {i}"
+                assert_identical(obs, batch.obs_of(j).copy(), where)
+                assert_identical((reward, terminated), (float(batch.rewards[j]), bool(batch.terminated[j])), where)
+                assert_identical(info, batch.infos.dicts()[j], where)
+                single, batched = singles[i].unwrapped, sim.tasks[i]
+                assert_identical((single._air_time, single._last_contact),
+                                 (batched._air_time, batched._last_contact), where)
+                touchdowns += info["reward_feet_air_time"] != 0.0
+                falls += terminated
+            live = [i for j, i in enumerate(live) if not batch.terminated[j]]
+            if not live:
+                break
+    assert touchdowns > 30 and falls >= 1, (touchdowns, falls)
+    sim.close()
+
+
 def test_physics_blowup_is_reported_as_by_the_env():
     ref = gym.make_vec("OpenClaw/Claw-v0", num_envs=2, vectorization_mode="sync")
     ours = BatchedVecEnv("OpenClaw/Claw-v0", 2)
@@ -207,6 +245,8 @@ def test_batch_math_equals_scalar_math_bit_for_bit():
         "clip": (BatchMath.clip(x, -1.0, 2.0), [ScalarMath.clip(a, -1.0, 2.0) for a, _ in pairs]),
         "where": (BatchMath.where(x > y, x, y), [ScalarMath.where(a > b, a, b) for a, b in pairs]),
         "%": (x % (np.pi / 2), [a % (np.pi / 2) for a, _ in pairs]),
+        "sum_of_squares": (BatchMath.sum_of_squares(x[:1200].reshape(100, 12)),
+                           [ScalarMath.sum_of_squares(row.copy()) for row in x[:1200].reshape(100, 12)]),
     }
     for name, (batch, scalar) in cases.items():
         assert batch.dtype == np.float64 and batch.tobytes() == np.array(scalar).tobytes(), name
