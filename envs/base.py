@@ -5,7 +5,8 @@ control step in one native call, validates actions, guards against physics blow-
 offscreen (``rgb_array``/``depth_array``) or in a passive viewer (``human``). Subclasses implement
 the task: ``_reset_task``, ``_apply_action``, ``_observe`` and ``_evaluate``, and declare what generic
 code reports about it: ``METRICS`` (:class:`Metric` s read from ``info``) and ``overlay_lines`` (the
-task lines of evaluation videos).
+task lines of evaluation videos). Each env's constructor arguments, their defaults and their checks
+are one :class:`EnvConfig` subclass.
 
 Units follow MuJoCo: metres, seconds, radians, kilograms, newtons.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -72,22 +73,6 @@ def reject_unknown_options(env_cls: type, options: dict[str, Any], valid: tuple[
         raise ValueError(
             f"{env_cls.__name__}: unknown reset option(s) {sorted(unknown)}; valid options: {', '.join(valid)}"
         )
-
-
-def reject_unknown_kwargs(env_cls: type, unknown: dict[str, Any]) -> None:
-    """Raise ``TypeError`` naming unknown constructor arguments and listing the valid ones."""
-    if not unknown:
-        return
-    valid = sorted(
-        name
-        for klass in env_cls.__mro__
-        if "__init__" in vars(klass)
-        for name, p in inspect.signature(klass.__init__).parameters.items()
-        if name != "self" and p.kind is p.KEYWORD_ONLY
-    )
-    raise TypeError(
-        f"{env_cls.__name__} got unknown argument(s) {sorted(unknown)}; valid arguments are: {', '.join(valid)}"
-    )
 
 
 def clip_actions(a: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -213,6 +198,69 @@ class Metric:
         return f"{self.label} {value:.3f} {self.unit}"
 
 
+RENDER_MODES = ("human", "rgb_array", "depth_array")
+
+
+@dataclass(kw_only=True)
+class EnvConfig:
+    """The constructor arguments of a :class:`MujocoTaskEnv`, their defaults and their checks, in one place.
+
+    Each env subclasses it: its arguments are the fields (name, type, default; units in the env's
+    Arguments table), ``__post_init__`` checks and normalizes them (``ValueError`` naming the argument
+    and the fix) and ends with this class's checks, and :meth:`check_model` holds the checks that need
+    the compiled model. The env's constructor takes exactly these fields as keyword arguments
+    (:meth:`from_kwargs`; ``help()`` shows them through :meth:`signature`); :class:`MujocoTaskEnv`
+    keeps the config as ``env.config`` and each checked value also as the attribute of its name.
+    """
+
+    render_mode: str | None = None  # "human", "rgb_array", "depth_array" or None (no rendering)
+    width: int = 480  # px of rendered frames
+    height: int = 480  # px
+    camera: str | int | None = None  # camera name or id; None or -1: MuJoCo's free camera
+
+    def __post_init__(self) -> None:
+        if self.render_mode is not None and self.render_mode not in RENDER_MODES:
+            raise ValueError(
+                f"render_mode={self.render_mode!r} is not supported; choose one of {list(RENDER_MODES)} or None"
+            )
+        self.width, self.height = int(self.width), int(self.height)
+
+    def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
+        """Checks that need the env's compiled model (from ``model_path``): frames fit the offscreen buffer."""
+        buffer = model.vis.global_
+        fits = 0 < self.width <= buffer.offwidth and 0 < self.height <= buffer.offheight
+        if self.render_mode is not None and not fits:
+            raise ValueError(
+                f"width={self.width} height={self.height}: frames must fit the renderer's offscreen buffer of "
+                f"{buffer.offwidth}x{buffer.offheight} pixels; use a smaller size or raise the buffer with "
+                f'<visual><global offwidth="..." offheight="..."/> in {model_path}'
+            )
+
+    @classmethod
+    def from_kwargs(cls, env_cls: type, kwargs: dict[str, Any]) -> EnvConfig:
+        """The checked config of ``env_cls(**kwargs)``; ``TypeError`` naming unknown arguments and listing
+        the valid ones."""
+        valid = sorted(f.name for f in fields(cls))
+        unknown = sorted(set(kwargs) - set(valid))
+        if unknown:
+            raise TypeError(
+                f"{env_cls.__name__} got unknown argument(s) {unknown}; valid arguments are: {', '.join(valid)}"
+            )
+        return cls(**kwargs)
+
+    @classmethod
+    def signature(cls) -> inspect.Signature:
+        """``(self, *, <field>=<default>, ...)``: the env's constructor as ``help()`` and ``inspect`` show it,
+        the env's own arguments first, the rendering ones of this class last."""
+        rendering = {f.name for f in fields(EnvConfig)}
+        ordered = sorted(fields(cls), key=lambda f: f.name in rendering)  # stable: field order otherwise
+        kw = inspect.Parameter.KEYWORD_ONLY
+        return inspect.Signature(
+            [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+            + [inspect.Parameter(f.name, kw, default=f.default, annotation=f.type) for f in ordered]
+        )
+
+
 class MujocoTaskEnv(gym.Env):
     """Base class: a MuJoCo model stepped ``frame_skip`` physics steps per ``step()``.
 
@@ -222,41 +270,24 @@ class MujocoTaskEnv(gym.Env):
     ``reset()`` restores a clean state.
     """
 
-    metadata = {"render_modes": ["human", "rgb_array", "depth_array"], "render_fps": 50}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
     METRICS: ClassVar[tuple[Metric, ...]] = ()  # what evaluations report besides return and length
 
-    def __init__(
-        self,
-        model_file: str,
-        frame_skip: int,
-        action_dim: int,
-        *,
-        render_mode: str | None = None,
-        width: int = 480,
-        height: int = 480,
-        camera: str | int | None = None,
-    ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode={render_mode!r} is not supported; choose one of {self.metadata['render_modes']} or None"
-            )
+    def __init__(self, model_file: str, frame_skip: int, action_dim: int, config: EnvConfig) -> None:
+        """Load ``assets/<model_file>``, check ``config`` against it (:meth:`EnvConfig.check_model`) and
+        keep it; ``frame_skip`` physics steps per ``step()``, actions in ``[-1, 1]^action_dim``."""
         if frame_skip < 1:
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
-        self.model = mujoco.MjModel.from_xml_path(str(asset_path(model_file)))
+        path = asset_path(model_file)
+        self.model = mujoco.MjModel.from_xml_path(str(path))
         self.data = mujoco.MjData(self.model)
+        config.check_model(self.model, path)
+        self.config = config
+        for f in fields(config):  # env.render_mode, env.camera, env.<argument>: the checked values
+            setattr(self, f.name, getattr(config, f.name))
         self.frame_skip = int(frame_skip)
         self.dt = self.model.opt.timestep * self.frame_skip
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
-        self.render_mode = render_mode
-        self.width, self.height = int(width), int(height)
-        buffer = self.model.vis.global_
-        if render_mode is not None and not (0 < self.width <= buffer.offwidth and 0 < self.height <= buffer.offheight):
-            raise ValueError(
-                f"width={width} height={height}: frames must fit the renderer's offscreen buffer of "
-                f"{buffer.offwidth}x{buffer.offheight} pixels; use a smaller size or raise the buffer with "
-                f'<visual><global offwidth="..." offheight="..."/> in {asset_path(model_file)}'
-            )
-        self.camera = camera
         self._renderer: mujoco.Renderer | None = None
         self._viewer = None
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(action_dim,), dtype=np.float32)

@@ -127,6 +127,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -134,10 +135,10 @@ import numpy as np
 
 from envs.base import (
     BatchMath,
+    EnvConfig,
     Metric,
     MujocoTaskEnv,
     ScalarMath,
-    reject_unknown_kwargs,
     reject_unknown_options,
     reset_option,
 )
@@ -309,62 +310,11 @@ class ClawEnv(MujocoTaskEnv):
     REWARD_TYPES = ("dense", "sparse")
     METRICS = (Metric("success_rate", "is_success", "last", "fraction", "success"),)
 
-    def __init__(
-        self,
-        *,
-        task: str = "lift",
-        reward_type: str = "sparse",
-        distance_threshold: float = 0.025,
-        object_range: float = 0.15,
-        object_yaw_range: float = math.pi / 4,
-        lift_height_range: tuple[float, float] = (0.10, 0.20),
-        target_range: float = 0.15,
-        target_height_range: tuple[float, float] = (0.0, 0.0),
-        min_target_distance: float = 0.10,
-        render_mode: str | None = None,
-        width: int = 480,
-        height: int = 480,
-        camera: str | int | None = "overview",
-        **kwargs: Any,
-    ) -> None:
-        reject_unknown_kwargs(type(self), kwargs)
-        if task not in self.TASKS:
-            raise ValueError(f"task={task!r} is not supported; use task='lift' or task='place'")
-        if reward_type not in self.REWARD_TYPES:
-            raise ValueError(f"reward_type={reward_type!r} is not supported; use 'dense' or 'sparse'")
-        distance_threshold = float(distance_threshold)
-        if not 0.0 < distance_threshold <= 0.2:
-            raise ValueError(f"distance_threshold={distance_threshold} m must be in (0, 0.2]; Fetch uses 0.05")
-        _check_range("object_range", object_range, 0.0, OBJECT_XY_LIMIT)
-        _check_range("target_range", target_range, 0.0, 0.22)
-        _check_range("object_yaw_range", object_yaw_range, 0.0, _QUARTER_PI + 1e-9)
-        lift_height_range = _check_interval("lift_height_range", lift_height_range, 0.0, 0.30)
-        target_height_range = _check_interval("target_height_range", target_height_range, 0.0, 0.30)
-        if not 0.0 <= min_target_distance <= max(target_range, 0.0) * math.sqrt(2) or (
-            min_target_distance > 0 and target_range == 0
-        ):
-            raise ValueError(
-                f"min_target_distance={min_target_distance} m cannot always be met with target_range="
-                f"{target_range} m; use 0 <= min_target_distance <= target_range"
-            )
-        if isinstance(camera, str) and camera not in ("overview", "front", "closeup"):
-            raise ValueError(f"camera={camera!r} is unknown; use 'overview', 'front', 'closeup', an id or -1 (free camera)")
-
-        super().__init__(
-            "claw.xml", FRAME_SKIP, 5, render_mode=render_mode, width=width, height=height, camera=camera
-        )
-        self.task = task
-        self.reward_type = reward_type
-        self.distance_threshold = distance_threshold
-        self.object_range = float(object_range)
-        self.object_yaw_range = float(object_yaw_range)
-        self.lift_height_range = lift_height_range
-        self.target_range = float(target_range)
-        self.target_height_range = target_height_range
-        self.min_target_distance = float(min_target_distance)
-        self._goal_term = "reward_lift" if task == "lift" else "reward_place"
-        self._dense = reward_type == "dense"
-
+    def __init__(self, **kwargs: Any) -> None:
+        """Keyword arguments: :class:`ClawConfig`'s fields (the class docstring's Arguments table)."""
+        config = ClawConfig.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
+        # model
+        super().__init__("claw.xml", FRAME_SKIP, 5, config)
         m = self.model
         # Joint layout is fixed by claw.xml; verify it once so a model edit fails loudly here.
         names = [m.joint(i).name for i in range(m.njnt)]
@@ -379,6 +329,7 @@ class ClawEnv(MujocoTaskEnv):
         self._ctrl_lo = lo.tolist()
         self._ctrl_hi = hi.tolist()
 
+        # spaces (actions: the base's Box(-1, 1, (5,)))
         self.observation_space = gym.spaces.Dict(
             {
                 "observation": gym.spaces.Box(-np.inf, np.inf, shape=(self.OBS_DIM,), dtype=np.float32),
@@ -386,6 +337,12 @@ class ClawEnv(MujocoTaskEnv):
                 "desired_goal": gym.spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32),
             }
         )
+
+        # settings the steps read, derived from the config
+        self._goal_term = "reward_lift" if config.task == "lift" else "reward_place"
+        self._dense = config.reward_type == "dense"
+
+        # state (episode state is set again by reset())
         self.goal = np.zeros(3)
         self._goal32 = np.zeros(3, dtype=np.float32)
         self._goal_list = [0.0, 0.0, 0.0]
@@ -495,6 +452,53 @@ class ClawEnv(MujocoTaskEnv):
         else:
             reward = np.where(success, 0.0, -1.0)
         return float(reward) if reward.ndim == 0 else reward
+
+
+@dataclass(kw_only=True)
+class ClawConfig(EnvConfig):
+    """:class:`ClawEnv`'s constructor arguments, their defaults and their checks (the Arguments table of its
+    docstring; units there). After the checks the numbers are floats and the height ranges float pairs."""
+
+    task: str = "lift"
+    reward_type: str = "sparse"
+    distance_threshold: float = 0.025
+    object_range: float = 0.15
+    object_yaw_range: float = math.pi / 4
+    lift_height_range: tuple[float, float] = (0.10, 0.20)
+    target_range: float = 0.15
+    target_height_range: tuple[float, float] = (0.0, 0.0)
+    min_target_distance: float = 0.10
+    camera: str | int | None = "overview"
+
+    def __post_init__(self) -> None:
+        if self.task not in ClawEnv.TASKS:
+            raise ValueError(f"task={self.task!r} is not supported; use task='lift' or task='place'")
+        if self.reward_type not in ClawEnv.REWARD_TYPES:
+            raise ValueError(f"reward_type={self.reward_type!r} is not supported; use 'dense' or 'sparse'")
+        self.distance_threshold = float(self.distance_threshold)
+        if not 0.0 < self.distance_threshold <= 0.2:
+            raise ValueError(f"distance_threshold={self.distance_threshold} m must be in (0, 0.2]; Fetch uses 0.05")
+        _check_range("object_range", self.object_range, 0.0, OBJECT_XY_LIMIT)
+        _check_range("target_range", self.target_range, 0.0, 0.22)
+        _check_range("object_yaw_range", self.object_yaw_range, 0.0, _QUARTER_PI + 1e-9)
+        self.lift_height_range = _check_interval("lift_height_range", self.lift_height_range, 0.0, 0.30)
+        self.target_height_range = _check_interval("target_height_range", self.target_height_range, 0.0, 0.30)
+        d, r = self.min_target_distance, self.target_range
+        if not 0.0 <= d <= max(r, 0.0) * math.sqrt(2) or (d > 0 and r == 0):
+            raise ValueError(
+                f"min_target_distance={d} m cannot always be met with target_range="
+                f"{r} m; use 0 <= min_target_distance <= target_range"
+            )
+        if isinstance(self.camera, str) and self.camera not in ("overview", "front", "closeup"):
+            raise ValueError(
+                f"camera={self.camera!r} is unknown; use 'overview', 'front', 'closeup', an id or -1 (free camera)"
+            )
+        self.object_range, self.object_yaw_range = float(self.object_range), float(self.object_yaw_range)
+        self.target_range, self.min_target_distance = float(self.target_range), float(self.min_target_distance)
+        super().__post_init__()
+
+
+ClawEnv.__init__.__signature__ = ClawConfig.signature()  # help(), inspect: the keyword arguments
 
 
 def _info_term(info, key: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -153,6 +153,8 @@ camera                       "tracking"       camera name or id for rgb/depth re
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -161,10 +163,10 @@ import numpy as np
 
 from envs.base import (
     BatchMath,
+    EnvConfig,
     Metric,
     MujocoTaskEnv,
     ScalarMath,
-    reject_unknown_kwargs,
     reject_unknown_options,
     reset_option,
 )
@@ -245,6 +247,18 @@ def feet_air_time(touch, air, last, command_xy2, env: QuadrupedEnv, m: type[Scal
         new_air.append(m.where(c, 0.0, t + dt))
         new_last.append(c)
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
+
+
+def checked_gait_frequency(frequency_hz: Any) -> float:
+    """``frequency_hz`` (Hz) as a float; ``ValueError`` unless it is a number in ``GAIT_FREQUENCY_RANGE``."""
+    lo, hi = QuadrupedEnv.GAIT_FREQUENCY_RANGE
+    try:
+        frequency = float(frequency_hz)
+    except (TypeError, ValueError):
+        frequency = math.nan
+    if not lo <= frequency <= hi:
+        raise ValueError(f"gait frequency {frequency_hz!r} Hz must be a number in [{lo}, {hi}]")
+    return frequency
 
 
 def leg_phases(phase: float | np.ndarray) -> np.ndarray:
@@ -369,104 +383,18 @@ class QuadrupedEnv(MujocoTaskEnv):
         Metric("fall_rate", "fell", "last", "fraction", "falls"),
     )
 
-    def __init__(
-        self,
-        *,
-        terrain: str = "flat",
-        terrain_seed: int = 0,
-        terrain_bump_height: float = 0.05,
-        command_vx: tuple[float, float] = (-1.0, 1.0),
-        command_vy: tuple[float, float] = (-0.5, 0.5),
-        command_yaw_rate: tuple[float, float] = (-1.0, 1.0),
-        reward_scales: dict[str, float] | None = None,
-        tracking_sigma: float = 0.25,
-        reset_noise_scale: float = 0.05,
-        domain_randomization: bool = False,
-        push_interval_s: float = 0.0,
-        push_velocity: float = 0.0,
-        gait_clock: bool = False,
-        gait_frequency_hz: float = GAIT_FREQUENCY_HZ,
-        render_mode: str | None = None,
-        width: int = 480,
-        height: int = 480,
-        camera: str | int | None = "tracking",
-        **kwargs: Any,
-    ) -> None:
-        reject_unknown_kwargs(type(self), kwargs)
-        if terrain not in ("flat", "rough"):
-            raise ValueError(f"terrain={terrain!r} is not supported; use 'flat' or 'rough'")
-        if not 0.0 <= terrain_bump_height <= 0.2:
-            raise ValueError(f"terrain_bump_height={terrain_bump_height} m must be in [0, 0.2]")
-        self._cmd_lo = np.empty(3)
-        self._cmd_hi = np.empty(3)
-        for i, (name, rng) in enumerate(
-            (("command_vx", command_vx), ("command_vy", command_vy), ("command_yaw_rate", command_yaw_rate))
-        ):
-            try:
-                lo, hi = (float(v) for v in rng)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name} must be a (low, high) pair of numbers, got {rng!r}") from None
-            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-                raise ValueError(f"{name}=({lo}, {hi}) needs finite low <= high; swap or fix the bounds")
-            self._cmd_lo[i], self._cmd_hi[i] = lo, hi
-        scales = dict(self.DEFAULT_REWARD_SCALES)
-        if reward_scales is not None:
-            unknown = sorted(set(reward_scales) - set(scales))
-            if unknown:
-                raise ValueError(
-                    f"unknown reward term(s) {unknown} in reward_scales; "
-                    f"valid names are: {', '.join(self.REWARD_TERMS)}"
-                )
-            for k, v in reward_scales.items():
-                if not math.isfinite(float(v)):
-                    raise ValueError(f"reward_scales[{k!r}]={v} must be finite")
-                scales[k] = float(v)
-        if not tracking_sigma > 0:
-            raise ValueError(f"tracking_sigma={tracking_sigma} must be > 0")
-        if reset_noise_scale < 0:
-            raise ValueError(f"reset_noise_scale={reset_noise_scale} must be >= 0")
-        if push_interval_s < 0 or push_velocity < 0:
-            raise ValueError(
-                f"push_interval_s={push_interval_s} and push_velocity={push_velocity} must be >= 0 (0 disables pushes)"
-            )
-
-        super().__init__(
-            "quadruped.xml",
-            self.FRAME_SKIP,
-            12,
-            render_mode=render_mode,
-            width=width,
-            height=height,
-            camera=camera,
-        )
+    def __init__(self, **kwargs: Any) -> None:
+        """Keyword arguments: :class:`QuadrupedConfig`'s fields (the class docstring's Arguments table)."""
+        config = QuadrupedConfig.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
+        # model: physics, terrain, spawn height
+        super().__init__("quadruped.xml", self.FRAME_SKIP, 12, config)
         m, d = self.model, self.data
-        if isinstance(camera, str) and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
-            raise ValueError(f"camera={camera!r} is not in the model; use 'tracking', a camera id, or None")
-        self.gait_clock = bool(gait_clock)
-        if self.gait_clock:
-            self.OBS_SLICES = {**self.OBS_SLICES, **self.CLOCK_SLICES}
-        self.observation_space = gym.spaces.Box(
-            -np.inf, np.inf, shape=(self.CLOCK_OBS_DIM if self.gait_clock else self.OBS_DIM,), dtype=np.float32
-        )
-        self.terrain = terrain
-        self.reward_scales = scales
-        self.tracking_sigma = float(tracking_sigma)
-        self.reset_noise_scale = float(reset_noise_scale)
-        self.domain_randomization = bool(domain_randomization)
-        self.push_interval_s = float(push_interval_s)
-        self.push_velocity = float(push_velocity)
-        self._push_every = (
-            max(1, int(round(push_interval_s / self.dt))) if push_interval_s > 0 and push_velocity > 0 else 0
-        )
-
         # The reachable targets must stay inside the joint ranges (so no clipping is ever needed).
         jrange = m.jnt_range[1:]
         lo_t, hi_t = self.DEFAULT_POSE - self.ACTION_SCALE, self.DEFAULT_POSE + self.ACTION_SCALE
         assert np.all(lo_t >= jrange[:, 0]) and np.all(hi_t <= jrange[:, 1]), "action range exceeds joint range"
-
-        if terrain == "rough":
-            self._build_terrain(int(terrain_seed), float(terrain_bump_height))
-
+        if config.terrain == "rough":
+            self._build_terrain(int(config.terrain_seed), float(config.terrain_bump_height))
         # Spawn height: feet (sphere bottoms) exactly on z = 0 in the default pose.
         d.qpos[:] = 0.0
         d.qpos[3] = 1.0
@@ -476,25 +404,38 @@ class QuadrupedEnv(MujocoTaskEnv):
         foot_r = float(m.geom_size[self._foot_geoms[0], 0])
         self.stand_height = float(-d.geom_xpos[self._foot_geoms, 2].min() + foot_r)
         mujoco.mj_resetData(m, d)
-
-        self._command = np.zeros(3)
-        self._last_action = np.zeros(12)
-        self.gait_phase = 0.0
-        self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
-        self.set_gait_frequency(gait_frequency_hz)
-        self._default_pose32 = self.DEFAULT_POSE.astype(np.float32)
-        self._bind_views()
-        self._air_time = [0.0, 0.0, 0.0, 0.0]
-        self._last_contact = [False, False, False, False]
-        self._steps = 0
-        self._scales_dt = {k: scales[k] * self.dt for k in self.REWARD_TERMS}  # reward per step, not per s
-
         # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
         self._act_ids = np.arange(m.nu)
         self._nominal_mass = m.body_mass.copy()
         self._nominal_inertia = m.body_inertia.copy()
         self._nominal_friction = m.geom_friction[self._foot_geoms, 0].copy()
         self._nominal_kp = m.actuator_gainprm[:, 0].copy()
+
+        # spaces (actions: the base's Box(-1, 1, (12,)))
+        if config.gait_clock:
+            self.OBS_SLICES = {**self.OBS_SLICES, **self.CLOCK_SLICES}
+        self.observation_space = gym.spaces.Box(
+            -np.inf, np.inf, shape=(self.CLOCK_OBS_DIM if config.gait_clock else self.OBS_DIM,), dtype=np.float32
+        )
+
+        # settings the episodes and steps read, derived from the config
+        self._cmd_lo = np.array([config.command_vx[0], config.command_vy[0], config.command_yaw_rate[0]])
+        self._cmd_hi = np.array([config.command_vx[1], config.command_vy[1], config.command_yaw_rate[1]])
+        pushes = config.push_interval_s > 0 and config.push_velocity > 0
+        self._push_every = max(1, int(round(config.push_interval_s / self.dt))) if pushes else 0  # steps
+        self._scales_dt = {k: config.reward_scales[k] * self.dt for k in self.REWARD_TERMS}  # reward per step, not per s
+
+        # state (episode state is set again by reset())
+        self._command = np.zeros(3)
+        self._last_action = np.zeros(12)
+        self.gait_phase = 0.0
+        self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
+        self._update_clock_obs()
+        self._default_pose32 = self.DEFAULT_POSE.astype(np.float32)
+        self._bind_views()
+        self._air_time = [0.0, 0.0, 0.0, 0.0]
+        self._last_contact = [False, False, False, False]
+        self._steps = 0
 
     def _bind_views(self) -> None:
         """Cache numpy views into MjData for the hot path (valid for the life of ``self.data``)."""
@@ -650,14 +591,7 @@ class QuadrupedEnv(MujocoTaskEnv):
         The phase continues where it is, so a change mid-episode does not jump. A controller that changes
         its gait frequency (e.g. an LLM hint) calls this, so that the clock it follows is the one observed.
         """
-        lo, hi = self.GAIT_FREQUENCY_RANGE
-        try:
-            frequency = float(frequency_hz)
-        except (TypeError, ValueError):
-            frequency = math.nan
-        if not lo <= frequency <= hi:
-            raise ValueError(f"gait frequency {frequency_hz!r} Hz must be a number in [{lo}, {hi}]")
-        self.gait_frequency_hz = frequency
+        self.gait_frequency_hz = checked_gait_frequency(frequency_hz)
         self._update_clock_obs()
 
     def leg_phases(self) -> np.ndarray:
@@ -717,3 +651,76 @@ class QuadrupedEnv(MujocoTaskEnv):
     def command(self) -> np.ndarray:
         """The current episode's command (vx m/s, vy m/s, wz rad/s), body frame (a copy)."""
         return self._command.copy()
+
+
+@dataclass(kw_only=True)
+class QuadrupedConfig(EnvConfig):
+    """:class:`QuadrupedEnv`'s constructor arguments, their defaults and their checks (the Arguments table
+    of its docstring; units there). After the checks every value is normalized (floats, bools, ``(low,
+    high)`` float pairs) and ``reward_scales`` holds the scale of every term: the defaults, overridden."""
+
+    terrain: str = "flat"
+    terrain_seed: int = 0
+    terrain_bump_height: float = 0.05
+    command_vx: tuple[float, float] = (-1.0, 1.0)
+    command_vy: tuple[float, float] = (-0.5, 0.5)
+    command_yaw_rate: tuple[float, float] = (-1.0, 1.0)
+    reward_scales: dict[str, float] | None = None
+    tracking_sigma: float = 0.25
+    reset_noise_scale: float = 0.05
+    domain_randomization: bool = False
+    push_interval_s: float = 0.0
+    push_velocity: float = 0.0
+    gait_clock: bool = False
+    gait_frequency_hz: float = QuadrupedEnv.GAIT_FREQUENCY_HZ
+    camera: str | int | None = "tracking"
+
+    def __post_init__(self) -> None:
+        if self.terrain not in ("flat", "rough"):
+            raise ValueError(f"terrain={self.terrain!r} is not supported; use 'flat' or 'rough'")
+        if not 0.0 <= self.terrain_bump_height <= 0.2:
+            raise ValueError(f"terrain_bump_height={self.terrain_bump_height} m must be in [0, 0.2]")
+        for name in ("command_vx", "command_vy", "command_yaw_rate"):
+            value = getattr(self, name)
+            try:
+                lo, hi = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a (low, high) pair of numbers, got {value!r}") from None
+            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+                raise ValueError(f"{name}=({lo}, {hi}) needs finite low <= high; swap or fix the bounds")
+            setattr(self, name, (lo, hi))
+        scales = dict(QuadrupedEnv.DEFAULT_REWARD_SCALES)
+        if self.reward_scales is not None:
+            unknown = sorted(set(self.reward_scales) - set(scales))
+            if unknown:
+                raise ValueError(
+                    f"unknown reward term(s) {unknown} in reward_scales; "
+                    f"valid names are: {', '.join(QuadrupedEnv.REWARD_TERMS)}"
+                )
+            for k, v in self.reward_scales.items():
+                if not math.isfinite(float(v)):
+                    raise ValueError(f"reward_scales[{k!r}]={v} must be finite")
+                scales[k] = float(v)
+        self.reward_scales = scales
+        if not self.tracking_sigma > 0:
+            raise ValueError(f"tracking_sigma={self.tracking_sigma} must be > 0")
+        if self.reset_noise_scale < 0:
+            raise ValueError(f"reset_noise_scale={self.reset_noise_scale} must be >= 0")
+        if self.push_interval_s < 0 or self.push_velocity < 0:
+            raise ValueError(
+                f"push_interval_s={self.push_interval_s} and push_velocity={self.push_velocity} must be >= 0 "
+                "(0 disables pushes)"
+            )
+        self.tracking_sigma, self.reset_noise_scale = float(self.tracking_sigma), float(self.reset_noise_scale)
+        self.push_interval_s, self.push_velocity = float(self.push_interval_s), float(self.push_velocity)
+        self.domain_randomization, self.gait_clock = bool(self.domain_randomization), bool(self.gait_clock)
+        self.gait_frequency_hz = checked_gait_frequency(self.gait_frequency_hz)
+        super().__post_init__()
+
+    def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
+        super().check_model(model, model_path)
+        if isinstance(self.camera, str) and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, self.camera) < 0:
+            raise ValueError(f"camera={self.camera!r} is not in the model; use 'tracking', a camera id, or None")
+
+
+QuadrupedEnv.__init__.__signature__ = QuadrupedConfig.signature()  # help(), inspect: the keyword arguments

@@ -1,0 +1,68 @@
+"""Each env's constructor arguments live in one config dataclass (``QuadrupedConfig``, ``ClawConfig``):
+the constructor takes exactly its fields, ``help()``/``inspect`` show them, and the Hydra env configs,
+``gymnasium.make`` kwargs and ``env.spec.kwargs`` still make the envs."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import fields
+from pathlib import Path
+
+import envs  # noqa: F401, I001  first: registers the ids and picks a headless GL backend before mujoco loads
+
+import gymnasium as gym
+import pytest
+import yaml
+
+from envs.claw import ClawConfig, ClawEnv
+from envs.quadruped import QuadrupedConfig, QuadrupedEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+ENVS = [(QuadrupedEnv, QuadrupedConfig), (ClawEnv, ClawConfig)]
+
+
+@pytest.mark.parametrize("env_cls, config_cls", ENVS)
+def test_constructor_signature_is_the_config(env_cls, config_cls):
+    params = inspect.signature(env_cls).parameters
+    assert {name: p.default for name, p in params.items()} == {f.name: f.default for f in fields(config_cls)}
+    assert all(p.kind is p.KEYWORD_ONLY for p in params.values())
+    assert list(params)[-4:] == ["render_mode", "width", "height", "camera"]  # the env's own arguments first
+    with pytest.raises(TypeError):
+        env_cls("flat")  # keyword-only, as before
+
+
+@pytest.mark.parametrize("env_cls, config_cls", ENVS)
+def test_unknown_argument_lists_each_valid_one_once(env_cls, config_cls):
+    with pytest.raises(TypeError, match=r"unknown argument\(s\) \['colour'\]") as raised:
+        env_cls(colour="red")
+    listed = str(raised.value).split("valid arguments are: ")[1].split(", ")
+    assert listed == sorted(f.name for f in fields(config_cls))
+
+
+def test_config_holds_the_checked_normalized_values():
+    env = QuadrupedEnv(command_vx=[0, 1], reward_scales={"torques": 0}, tracking_sigma=1, gait_clock=1)
+    config = env.config
+    assert isinstance(config, QuadrupedConfig) and config.command_vx == (0.0, 1.0)
+    assert config.reward_scales == {**QuadrupedEnv.DEFAULT_REWARD_SCALES, "torques": 0.0}
+    assert (env.tracking_sigma, env.gait_clock, env.reward_scales) == (1.0, True, config.reward_scales)
+    claw = ClawEnv(task="place", lift_height_range=[0.1, 0.1], object_range=0)
+    assert (claw.task, claw.lift_height_range, claw.object_range, claw.camera) == ("place", (0.1, 0.1), 0.0, "overview")
+
+
+@pytest.mark.parametrize("env_id", sorted(envs.ENV_IDS))
+def test_spec_kwargs_remake_the_env(env_id):
+    env = gym.make(env_id, render_mode="rgb_array", width=64, height=48)
+    again = gym.make(env_id, **env.spec.kwargs)
+    assert again.unwrapped.config == env.unwrapped.config
+    assert (again.unwrapped.render_mode, again.unwrapped.width, again.unwrapped.height) == ("rgb_array", 64, 48)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "env").glob("*.yaml")), ids=lambda p: p.stem)
+def test_hydra_env_configs_make_their_env(path):
+    spec = yaml.safe_load(path.read_text())
+    kwargs = spec.get("kwargs", {})
+    for parent in spec.get("defaults", []):  # e.g. quadruped_rough extends quadruped
+        if isinstance(parent, str) and (path.parent / f"{parent}.yaml").is_file():
+            kwargs = {**yaml.safe_load((path.parent / f"{parent}.yaml").read_text()).get("kwargs", {}), **kwargs}
+    env = gym.make(spec["id"], **kwargs)
+    assert {k: v for k, v in env.spec.kwargs.items() if k in kwargs} == kwargs
