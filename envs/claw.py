@@ -1,126 +1,11 @@
-"""Goal-conditioned gantry claw: grasp a cube and lift it (``Claw-v0``) or place it (``ClawPlace-v0``).
+"""Goal-conditioned gantry claw (Fetch-style pick-and-lift and pick-and-place): :class:`ClawEnv`.
 
-## Description
-
-A Cartesian gantry (x/y/z slides plus a wrist yaw hinge, all position-servoed) carries a two-finger
-parallel claw (coupled jaws, 85 mm stroke, grip force limited to 20 N) above a 0.70 m table. A 40 mm,
-0.15 kg cube lies at a random position and yaw on the table. The task follows Gymnasium-Robotics
-Fetch: observations are a dict with ``observation``, ``achieved_goal`` (the cube's position) and
-``desired_goal`` (the target), ``compute_reward`` works on batches so hindsight relabelling (SB3's
-``HerReplayBuffer``) can recompute rewards, and episodes do not end on success.
-
-* ``task="lift"`` (``OpenClaw/Claw-v0``): the target is the cube's start position raised by
-  ``lift_height_range`` (default 0.10-0.20 m): grasp the cube and hold it there.
-* ``task="place"`` (``OpenClaw/ClawPlace-v0``): the target is a random point on the table (raised
-  by ``target_height_range``, default 0) at least ``min_target_distance`` from the start: carry the
-  cube there (and, for a clean place, put it down and let go).
-
-Model: ``assets/claw.xml`` (constants and sources: ``assets/README.md``, section "Claw").
-Physics 2 ms timestep, ``frame_skip=20`` -> control at 25 Hz (``dt = 0.04 s``), as in Fetch.
-
-## Action space
-
-``Box(-1, 1, (5,), float32)``. Each step the servo targets are set relative to the *current* joint
-positions (Fetch style, so there is no hidden integrator state) and clipped to the workspace.
-
-===  =======  ==============================================================  ====
-idx  name     effect                                                          unit
-===  =======  ==============================================================  ====
-0    dx       x servo target = grip x + ``0.05 * a``                          m
-1    dy       y servo target = grip y + ``0.05 * a``                          m
-2    dz       z servo target = grip z + ``0.05 * a``                          m
-3    dyaw     wrist yaw target = yaw + ``0.15 * a``                           rad
-4    grip     jaw opening target = ``0.0425 * (1 - a)``: -1 open (85 mm), +1   m
-              closed (0 mm, i.e. squeeze with the 20 N force limit)
-===  =======  ==============================================================  ====
-
-With the servo gains of the model a constant ``a`` moves the grip at about ``0.75 * a`` m/s
-(~0.03 m per step) and the wrist at about ``3 * a`` rad/s. Workspace of the grip centre:
-x, y in [-0.25, 0.25] m, z in [0.415, 0.75] m (0.015-0.35 m above the table top at z = 0.40).
-
-## Observation space
-
-``Dict(observation=Box(29), achieved_goal=Box(3), desired_goal=Box(3))``, all float32. Positions,
-velocities and the quaternion are in the world frame (z up, origin on the floor under the table
-centre). Named slices: :attr:`ClawEnv.OBS_SLICES`.
-
-=====  ===================  ===============================================================  =====
-idx    name                 meaning                                                          unit
-=====  ===================  ===============================================================  =====
-0-2    ``grip_pos``         grip centre (midway between the pads)                            m
-3      ``opening``          jaw opening (distance between the pads)                          m
-4-6    ``grip_vel``         grip centre linear velocity                                      m/s
-7      ``wrist_yaw``        wrist yaw angle (0 = jaws close along world y)                   rad
-8      ``wrist_yaw_rate``   wrist yaw rate                                                   rad/s
-9      ``opening_rate``     jaw opening rate                                                 m/s
-10-12  ``object_pos``       cube centre                                                      m
-13-15  ``object_rel_pos``   cube centre minus grip centre (world axes)                       m
-16-19  ``object_quat``      cube orientation quaternion (w, x, y, z)                         --
-20     ``object_yaw_rel``   cube yaw minus wrist yaw, folded into [-pi/4, pi/4) (a cube is   rad
-                            90-degree symmetric): turn the wrist by this to align the jaws
-21-23  ``object_vel``       cube linear velocity                                             m/s
-24-26  ``object_angvel``    cube angular velocity                                            rad/s
-27-28  ``pad_force``        normal force on the left / right pad divided by 20 N (the grip   --
-                            force limit), from touch sensors
-=====  ===================  ===============================================================  =====
-
-``achieved_goal`` = cube centre (m, world), ``desired_goal`` = target (m, world).
-
-## Rewards
-
-``reward_type="sparse"``: ``-1.0`` while ``d = |achieved_goal - desired_goal| > distance_threshold``,
-else ``0.0`` (Fetch). ``reward_type="dense"``: the sum of the terms below, each also reported as
-``info["reward_<term>"]`` (for both reward types), computed by this module's function
-``reward_<term>`` (``reward_goal`` for ``lift``/``place``) with its scale from ``REWARD_SCALES``. ``reach`` and ``grasp`` do not depend on the goal
-and are read back from ``info`` by :meth:`ClawEnv.compute_reward`; the goal terms are recomputed
-from its arguments, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
-``HerReplayBuffer`` must then store infos: ``replay_buffer_kwargs=dict(copy_info_dict=True)``.)
-
-==================  ==========================================================  ==========
-term                value                                                       per step
-==================  ==========================================================  ==========
-``reach``           ``-1.0 * |grip_pos - object_pos|`` (m)                      [-0.6, 0]
-``grasp``           ``+0.25`` while the cube is held (both pads press > 0.5 N   {0, 0.25}
-                    and the cube centre lies between the pads)
-``lift``/``place``  ``-2.0 * d`` (m), named after the task                      [-1.2, 0]
-``success``         ``+1.0`` while ``d <= distance_threshold``                  {0, 1}
-==================  ==========================================================  ==========
-
-## Success, termination, truncation
-
-``info["is_success"]`` is ``1.0`` when ``d <= distance_threshold`` (default 0.025 m), else ``0.0``
-(Fetch reports a float). Success does not end the episode. An episode *terminates* when the cube
-falls off the table (``info["object_fell"]``, cube centre below the table top) or the physics
-diverges (``info["physics_blowup"]``, from :class:`~envs.base.MujocoTaskEnv`). The registered ids
-truncate after 100 (lift, 4 s) or 150 (place, 6 s) steps.
-
-Other ``info`` keys: ``distance`` (d, m), ``grasped`` (bool).
-
-## Starting state
-
-Grip at (0, 0, 0.65) (0.25 m above the table), wrist yaw 0, jaws open. The cube rests on the table
-at x, y ~ U(-``object_range``, ``object_range``) with yaw ~ U(-``object_yaw_range``,
-``object_yaw_range``). ``reset(options=...)`` accepts ``object_xy`` (2,), ``object_yaw`` (rad) and
-``goal`` (3,) to pin them (tests, demonstrations).
-
-## Arguments
-
-=======================  ==============  ==========================================================
-argument                 default         meaning
-=======================  ==============  ==========================================================
-``task``                 ``"lift"``      ``"lift"`` or ``"place"``
-``reward_type``          ``"sparse"``    ``"sparse"`` (Fetch's default) or ``"dense"``
-``distance_threshold``   0.025           success radius (m), in (0, 0.2]
-``object_range``         0.15            half-width of the square of cube start positions (m)
-``object_yaw_range``     pi/4            half-range of the cube's start yaw (rad), <= pi/4
-``lift_height_range``    (0.10, 0.20)    lift target height above the cube's start (m)
-``target_range``         0.15            half-width of the square of place targets (m)
-``target_height_range``  (0.0, 0.0)      place target height above the resting cube centre (m)
-``min_target_distance``  0.10            min. horizontal start-target distance for place (m)
-``render_mode``          None            ``"rgb_array"``, ``"depth_array"``, ``"human"`` or None
-``width``, ``height``    480, 480        render size (px, at most 1280)
-``camera``               ``"overview"``  camera name or id (``"overview"``, ``"front"``, ``"closeup"``, -1 = free)
-=======================  ==============  ==========================================================
+The spec - observation, action, reward, success/termination and argument tables, with units and
+frames - is :class:`ClawEnv`'s docstring (``help(envs.claw.ClawEnv)``); ``OpenClaw/Claw-v0`` and
+``OpenClaw/ClawPlace-v0`` are that class with ``task="lift"`` and ``task="place"``. This module also
+holds the model constants, the reward terms (``reward_<term>``), :func:`observe` and :func:`evaluate`,
+which the env's ``step()`` and the batched vector env (``envs.batched``) both run, and
+:class:`ClawConfig`, the constructor's arguments and their checks.
 """
 
 from __future__ import annotations
@@ -285,7 +170,137 @@ def evaluate(ag, g, reach_distance, grasped, env: ClawEnv, m: type[ScalarMath] |
 
 
 class ClawEnv(MujocoTaskEnv):
-    """Gantry claw pick-and-lift / pick-and-place; see the module docstring for the full spec."""
+    """Goal-conditioned gantry claw: grasp a cube and lift it (``task="lift"``, ``OpenClaw/Claw-v0``) or
+    place it (``task="place"``, ``OpenClaw/ClawPlace-v0``); one class for both tasks.
+
+    ## Description
+
+    A Cartesian gantry (x/y/z slides plus a wrist yaw hinge, all position-servoed) carries a two-finger
+    parallel claw (coupled jaws, 85 mm stroke, grip force limited to 20 N) above a 0.70 m x 0.70 m table
+    (top at z = 0.40 m). A 40 mm, 0.15 kg cube lies at a random position and yaw on the table. The task
+    follows Gymnasium-Robotics Fetch: observations are a dict with ``observation``, ``achieved_goal`` (the
+    cube's position) and ``desired_goal`` (the target), ``compute_reward`` works on batches so hindsight
+    relabelling (SB3's ``HerReplayBuffer``) can recompute rewards, and episodes do not end on success.
+
+    * ``task="lift"`` (``OpenClaw/Claw-v0``): the target is the cube's start position raised by
+      ``lift_height_range`` (default 0.10-0.20 m): grasp the cube and hold it there.
+    * ``task="place"`` (``OpenClaw/ClawPlace-v0``): the target is a random point on the table (raised
+      by ``target_height_range``, default 0) at least ``min_target_distance`` from the start: carry the
+      cube there (and, for a clean place, put it down and let go).
+
+    Model: ``assets/claw.xml`` (constants and sources: ``assets/README.md``, section "Claw").
+    Physics 2 ms timestep, ``frame_skip=20`` -> control at 25 Hz (``dt = 0.04 s``), as in Fetch.
+
+    Frames: everything is in the *world* frame (z up, gravity -z, origin on the floor under the table
+    centre) unless noted; the *claw* frame (the world frame turned by the wrist yaw about z; the jaws close
+    along its y axis) appears only in the grasp test. Units: m, s, rad, kg, N.
+
+    ## Action space
+
+    ``Box(-1, 1, (5,), float32)``. Each step the servo targets are set relative to the *current* joint
+    positions (Fetch style, so there is no hidden integrator state) and clipped to the workspace.
+
+    ===  =======  ==============================================================  ====
+    idx  name     effect                                                          unit
+    ===  =======  ==============================================================  ====
+    0    dx       x servo target = grip x + ``0.05 * a``                          m
+    1    dy       y servo target = grip y + ``0.05 * a``                          m
+    2    dz       z servo target = grip z + ``0.05 * a``                          m
+    3    dyaw     wrist yaw target = yaw + ``0.15 * a``                           rad
+    4    grip     jaw opening target = ``0.0425 * (1 - a)``: -1 open (85 mm), +1   m
+                  closed (0 mm, i.e. squeeze with the 20 N force limit)
+    ===  =======  ==============================================================  ====
+
+    With the servo gains of the model a constant ``a`` moves the grip at about ``0.75 * a`` m/s
+    (~0.03 m per step) and the wrist at about ``3 * a`` rad/s. Workspace of the grip centre:
+    x, y in [-0.25, 0.25] m, z in [0.415, 0.75] m (0.015-0.35 m above the table top at z = 0.40).
+
+    ## Observation space
+
+    ``Dict(observation=Box(29), achieved_goal=Box(3), desired_goal=Box(3))``, all float32. Positions,
+    velocities and the quaternion are in the world frame (z up, origin on the floor under the table
+    centre). Named slices: :attr:`ClawEnv.OBS_SLICES`.
+
+    =====  ===================  ===============================================================  =====
+    idx    name                 meaning                                                          unit
+    =====  ===================  ===============================================================  =====
+    0-2    ``grip_pos``         grip centre (midway between the pads)                            m
+    3      ``opening``          jaw opening (distance between the pads)                          m
+    4-6    ``grip_vel``         grip centre linear velocity                                      m/s
+    7      ``wrist_yaw``        wrist yaw angle (0 = jaws close along world y)                   rad
+    8      ``wrist_yaw_rate``   wrist yaw rate                                                   rad/s
+    9      ``opening_rate``     jaw opening rate                                                 m/s
+    10-12  ``object_pos``       cube centre                                                      m
+    13-15  ``object_rel_pos``   cube centre minus grip centre (world axes)                       m
+    16-19  ``object_quat``      cube orientation quaternion (w, x, y, z)                         --
+    20     ``object_yaw_rel``   cube yaw minus wrist yaw, folded into [-pi/4, pi/4) (a cube is   rad
+                                90-degree symmetric): turn the wrist by this to align the jaws
+    21-23  ``object_vel``       cube linear velocity                                             m/s
+    24-26  ``object_angvel``    cube angular velocity                                            rad/s
+    27-28  ``pad_force``        normal force on the left / right pad divided by 20 N (the grip   --
+                                force limit), from touch sensors
+    =====  ===================  ===============================================================  =====
+
+    ``achieved_goal`` = cube centre (m, world), ``desired_goal`` = target (m, world).
+
+    ## Rewards
+
+    ``reward_type="sparse"``: ``-1.0`` while ``d = |achieved_goal - desired_goal| > distance_threshold``,
+    else ``0.0`` (Fetch). ``reward_type="dense"``: the sum of the terms below, each also reported as
+    ``info["reward_<term>"]`` (for both reward types), computed by ``envs.claw``'s function
+    ``reward_<term>`` (``reward_goal`` for ``lift``/``place``) with its scale from ``REWARD_SCALES``, inside
+    :func:`~envs.claw.evaluate`, which this env's ``step()`` (on floats) and the batched vector env
+    (``envs.batched``, on arrays) both run. ``reach`` and ``grasp`` do not depend on the goal
+    and are read back from ``info`` by :meth:`ClawEnv.compute_reward`; the goal terms are recomputed
+    from its arguments, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
+    ``HerReplayBuffer`` must then store infos: ``replay_buffer_kwargs=dict(copy_info_dict=True)``.)
+
+    ==================  ==========================================================  ==========
+    term                value                                                       per step
+    ==================  ==========================================================  ==========
+    ``reach``           ``-1.0 * |grip_pos - object_pos|`` (m)                      [-0.6, 0]
+    ``grasp``           ``+0.25`` while the cube is held (both pads press > 0.5 N   {0, 0.25}
+                        and the cube centre lies between the pads)
+    ``lift``/``place``  ``-2.0 * d`` (m), named after the task                      [-1.2, 0]
+    ``success``         ``+1.0`` while ``d <= distance_threshold``                  {0, 1}
+    ==================  ==========================================================  ==========
+
+    ## Success, termination, truncation
+
+    ``info["is_success"]`` is ``1.0`` when ``d <= distance_threshold`` (default 0.025 m), else ``0.0``
+    (Fetch reports a float). Success does not end the episode. An episode *terminates* when the cube
+    falls off the table (``info["object_fell"]``, cube centre below the table top) or the physics
+    diverges (``info["physics_blowup"]``, from :class:`~envs.base.MujocoTaskEnv`). The registered ids
+    truncate after 100 (lift, 4 s) or 150 (place, 6 s) steps.
+
+    Other ``info`` keys: ``distance`` (d, m), ``grasped`` (bool).
+
+    ## Starting state
+
+    Grip at (0, 0, 0.65) (0.25 m above the table), wrist yaw 0, jaws open. The cube rests on the table
+    at x, y ~ U(-``object_range``, ``object_range``) with yaw ~ U(-``object_yaw_range``,
+    ``object_yaw_range``). ``reset(options=...)`` accepts ``object_xy`` (2,), ``object_yaw`` (rad) and
+    ``goal`` (3,) to pin them (tests, demonstrations).
+
+    ## Arguments (keyword-only; :class:`~envs.claw.ClawConfig` holds them and their checks)
+
+    =======================  ==============  ==========================================================
+    argument                 default         meaning
+    =======================  ==============  ==========================================================
+    ``task``                 ``"lift"``      ``"lift"`` or ``"place"``
+    ``reward_type``          ``"sparse"``    ``"sparse"`` (Fetch's default) or ``"dense"``
+    ``distance_threshold``   0.025           success radius (m), in (0, 0.2]
+    ``object_range``         0.15            half-width of the square of cube start positions (m)
+    ``object_yaw_range``     pi/4            half-range of the cube's start yaw (rad), <= pi/4
+    ``lift_height_range``    (0.10, 0.20)    lift target height above the cube's start (m)
+    ``target_range``         0.15            half-width of the square of place targets (m)
+    ``target_height_range``  (0.0, 0.0)      place target height above the resting cube centre (m)
+    ``min_target_distance``  0.10            min. horizontal start-target distance for place (m)
+    ``render_mode``          None            ``"rgb_array"``, ``"depth_array"``, ``"human"`` or None
+    ``width``, ``height``    480, 480        render size (px, at most 1280)
+    ``camera``               ``"overview"``  camera name or id (``"overview"``, ``"front"``, ``"closeup"``, -1 = free)
+    =======================  ==============  ==========================================================
+    """
 
     OBS_SLICES: dict[str, slice] = {
         "grip_pos": slice(0, 3),
