@@ -1,22 +1,26 @@
 """OpenClaw MuJoCo environments, registered with Gymnasium on ``import envs``.
 
-==============================  ======================================================================
+==============================  ==========================================================================
 id                              task
-==============================  ======================================================================
-``OpenClaw/Quadruped-v0``       12-joint Go1-class quadruped tracks a commanded base velocity (flat)
-``OpenClaw/QuadrupedRough-v0``  the same on a rough heightfield terrain
-``OpenClaw/Quadruped-v1``       ``Quadruped-v0`` whose observation also carries the gait clock (57 dims)
-``OpenClaw/QuadrupedRough-v1``  ``QuadrupedRough-v0`` with the gait clock
+==============================  ==========================================================================
+``OpenClaw/Quadruped-v1``       12-joint Go1-class quadruped tracks a commanded base velocity (flat); the
+                                observation carries the gait clock (57 dims)
+``OpenClaw/QuadrupedRough-v1``  the same on a rough heightfield terrain
+``OpenClaw/Quadruped-v0``       ``Quadruped-v1`` without the gait clock (48 dims); out of date, make warns
+``OpenClaw/QuadrupedRough-v0``  ``QuadrupedRough-v1`` without the gait clock; out of date, make warns
 ``OpenClaw/Claw-v0``            gantry claw grasps a box and lifts it to a target height (goal-conditioned)
 ``OpenClaw/ClawPlace-v0``       gantry claw picks the box and places it at a target on the table
-==============================  ======================================================================
+==============================  ==========================================================================
+
+The spec of each (spaces, rewards, termination, arguments, units and frames) is its class's docstring:
+``help(envs.quadruped.QuadrupedEnv)``, ``help(envs.claw.ClawEnv)``.
 
 Example::
 
     import gymnasium as gym
     import envs  # registers the ids above
 
-    env = gym.make("OpenClaw/Quadruped-v0", render_mode="rgb_array")
+    env = gym.make("OpenClaw/Quadruped-v1", render_mode="rgb_array")
     vec = gym.make_vec("OpenClaw/Claw-v0", num_envs=8, vectorization_mode="async")
 """
 

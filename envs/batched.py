@@ -28,7 +28,7 @@ Example::
     import envs
     from envs.batched import BatchedVecEnv
 
-    vec = BatchedVecEnv("OpenClaw/Quadruped-v0", num_envs=16)   # threads: one per CPU core
+    vec = BatchedVecEnv("OpenClaw/Quadruped-v1", num_envs=16)   # threads: one per CPU core
     obs, info = vec.reset(seed=0)
     obs, reward, terminated, truncated, info = vec.step(vec.action_space.sample())
 """

@@ -417,10 +417,8 @@ class QuadrupedEnv(MujocoTaskEnv):
         self.stand_height = float(-d.geom_xpos[self._foot_geoms, 2].min() + foot_r)
         mujoco.mj_resetData(m, d)
         # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
-        self._act_ids = np.arange(m.nu)
         self._nominal_mass = m.body_mass.copy()
         self._nominal_inertia = m.body_inertia.copy()
-        self._nominal_friction = m.geom_friction[self._foot_geoms, 0].copy()
         self._nominal_kp = m.actuator_gainprm[:, 0].copy()
 
         # spaces (actions: the base's Box(-1, 1, (12,)))

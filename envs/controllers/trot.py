@@ -219,16 +219,6 @@ class TrotController:
         thigh = beta - np.arctan2(CALF * np.sin(knee), THIGH + CALF * np.cos(knee))
         return np.stack([abd, thigh, knee], axis=-1)
 
-    @staticmethod
-    def forward_kinematics(q: np.ndarray) -> np.ndarray:
-        """Foot centres (..., 4, 3) in each hip frame for joint angles ``q`` (..., 4, 3); inverse of the IK."""
-        abd, q1, q2 = q[..., 0], q[..., 1], q[..., 2]
-        px = -THIGH * np.sin(q1) - CALF * np.sin(q1 + q2)
-        pz = -THIGH * np.cos(q1) - CALF * np.cos(q1 + q2)
-        yl = _LEG_SIDE * HIP_TO_THIGH
-        ca, sa = np.cos(abd), np.sin(abd)
-        return np.stack([px, yl * ca - pz * sa, yl * sa + pz * ca], axis=-1)
-
     def _load_offsets(self, q: np.ndarray, feet: np.ndarray, stance: np.ndarray) -> np.ndarray:
         """Target offsets tau/Kp (..., 4, 3) so that the stance servos hold their share of the weight at ``q``."""
         n = np.maximum(stance.sum(axis=-1, keepdims=True), 1)
