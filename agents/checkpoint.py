@@ -196,3 +196,34 @@ def latest(run_dir: str | Path) -> Checkpoint | None:
 def best(run_dir: str | Path) -> Checkpoint | None:
     """The best-evaluated checkpoint of a run, or ``None``."""
     return _read(Path(run_dir) / "checkpoints" / "best")
+
+
+def remove_partial(run_dir: str | Path) -> list[str]:
+    """Clean up after a process killed while saving (call it holding the run's lock): remove the hidden
+    temporary checkpoint directories (``.tmp-*``), and of a ``best`` swap cut between its two renames keep
+    the complete old one. Returns the names removed."""
+    root = Path(run_dir) / "checkpoints"
+    removed = []
+    for old in sorted(root.glob(".old-best-*")):
+        if not (root / "best").exists() and _read(old) is not None:
+            os.replace(old, root / "best")
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old.name)
+    for partial in sorted(root.glob(".tmp-*")):
+        shutil.rmtree(partial, ignore_errors=True) if partial.is_dir() else partial.unlink(missing_ok=True)
+        removed.append(partial.name)
+    return removed
+
+
+def set_aside_best_after(run_dir: str | Path, step: int) -> Path | None:
+    """When ``best`` was saved after ``step`` (a resume from an earlier checkpoint discards that part of the
+    run), rename it to ``best-discarded-step_<n>`` so that ``best`` never points past the resumed timeline;
+    returns the new path, or None."""
+    found = best(run_dir)
+    if found is None or int(found.meta.get("num_timesteps", 0)) <= step:
+        return None
+    aside = found.path.with_name(f"best-discarded-step_{int(found.meta['num_timesteps']):012d}")
+    shutil.rmtree(aside, ignore_errors=True)
+    os.replace(found.path, aside)
+    return aside

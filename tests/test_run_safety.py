@@ -206,3 +206,103 @@ def test_a_teacher_that_never_teaches_is_reported(tmp_path):
     failed = run_train(*common, "distill.require_coverage=true", f"hydra.run.dir={tmp_path / 'fail'}")
     assert failed.returncode == 1 and "distill.require_coverage=true" in failed.stderr
     assert (tmp_path / "fail" / "summary.json").is_file()
+
+
+# ------------------------------------------------------------------------------ 4. a finished run stays finished (issue 23)
+def snapshot(run_dir) -> dict[str, bytes]:
+    """Every file of a run directory (but its lock) and its content."""
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
+            if p.is_file() and p.name != ".lock"}
+
+
+def test_resuming_a_finished_run_changes_nothing_and_a_larger_budget_continues_it(run_copy):
+    before = snapshot(run_copy)
+    result = run_train(f"resume={run_copy}", timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.count("error:") == 1 and "the run is finished" in result.stderr
+    assert "train.total_timesteps=8192" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(run_copy) == before, "a refused resume wrote into the finished run"
+    more = run_train(f"resume={run_copy}", "train.total_timesteps=6144", *SMOKE[1:])
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert json.loads((run_copy / "summary.json").read_text())["steps"] == 6144
+    steps = [int(s) for s in column(run_copy / "eval.csv", "step")]
+    assert steps == sorted(set(steps)), f"eval.csv repeats a step: {steps}"
+
+
+def test_a_process_refused_for_a_directory_in_use_writes_nothing_into_it(run_copy):
+    before = snapshot(run_copy)
+    with open(run_copy / ".lock", "w") as held:  # the lock a training process holds while it writes
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242")
+        held.flush()
+        new = run_train(*SMOKE, f"hydra.run.dir={run_copy}", "seed=7", timeout=120)
+        resumed = run_train(f"resume={run_copy}", "train.total_timesteps=8192", timeout=120)
+    for result in (new, resumed):
+        assert result.returncode == 2 and "in use by another training process (pid 4242)" in result.stderr
+    assert snapshot(run_copy) == before, "the refused process wrote (.hydra/ or logs) into the running run's directory"
+
+
+def test_the_step_budget_holds_when_it_is_not_a_whole_number_of_rollouts(tmp_path):
+    # train=smoke with 64 envs: one PPO rollout is 256 x 64 = 16384 steps, four times the 4096 asked for
+    result = run_train(*SMOKE, "train.num_envs=64", "train.eval_freq=0", f"hydra.run.dir={tmp_path / 'run'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 4096
+    odd = run_train(*SMOKE, "train.total_timesteps=5000", "train.eval_freq=0", f"hydra.run.dir={tmp_path / 'odd'}")
+    assert odd.returncode == 0, odd.stderr[-3000:]
+    assert json.loads((tmp_path / "odd" / "summary.json").read_text())["steps"] == 5000  # 4 envs divide it
+
+
+def test_resume_from_an_earlier_checkpoint_sets_aside_a_later_best_and_removes_partial_saves(run_copy):
+    root = run_copy / "checkpoints"
+    damaged = damage_latest(run_copy)  # the resume falls back to step 2048 ...
+    shutil.rmtree(root / "best")
+    shutil.copytree(sorted(root.glob("step_*"))[-1], root / "best")  # ... while best is from step 4096
+    (root / "best" / "model.zip").write_bytes((sorted(root.glob("step_*"))[0] / "model.zip").read_bytes())
+    partial = root / ".tmp-step_000000009999-12345"  # left by a process killed while saving
+    partial.mkdir()
+    (partial / "model.zip").write_bytes(b"half")
+    result = run_train(f"resume={run_copy}", "train.total_timesteps=6144", *SMOKE[1:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not partial.exists() and "removed the partial checkpoint" in result.stderr
+    assert (root / f"best-discarded-step_{4096:012d}").is_dir() and damaged.name in result.stderr
+    best = checkpoint.best(run_copy)
+    assert best is None or best.meta["num_timesteps"] > 2048  # a best of the resumed timeline only
+
+
+def test_ctrl_c_during_the_final_evaluation_writes_the_summary_and_says_what_to_do(tmp_path):
+    import signal
+    import time
+
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(  # one long final evaluation (30 episodes x 1000 steps) after 4096 training steps
+        [sys.executable, str(ROOT / "train.py"), *SMOKE, "train.eval_freq=1000000", "train.eval_episodes=30",
+         f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    final = run_dir / "checkpoints" / f"step_{4096:012d}"
+    start = time.time()
+    while time.time() - start < 240 and not (final / "meta.json").is_file():
+        time.sleep(0.2)
+    time.sleep(1.0)  # into the evaluation
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted during the final evaluation" in err and f"python evaluate.py run={run_dir}" in err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 4096 and summary["final_eval"].startswith("interrupted")
+    assert (run_dir / "learning_curve.png").is_file() and "Traceback" not in err
+
+
+def test_a_full_disk_mid_run_is_one_line_naming_the_last_good_checkpoint(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2500k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("a small tmpfs cannot be mounted here (needs root)")
+    try:
+        result = run_train(*SMOKE, "train.total_timesteps=20480", "train.checkpoint_freq=1024", "train.keep_checkpoints=50",
+                           "train.tensorboard=false", f"hydra.run.dir={disk / 'run'}")
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "the disk is full" in errors[0], result.stderr[-3000:]
+    assert "the last good checkpoint is" in errors[0] and "resume=" in errors[0]
+    assert "Traceback" not in result.stderr

@@ -12,6 +12,8 @@ added before gradient clipping; after each optimiser step the teacher is told (E
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -36,6 +38,14 @@ def evaluated_distribution(policy: torch.nn.Module) -> DiagGaussian:
     SB3's ``ActorCriticPolicy._get_action_dist_from_latent`` sets it on the policy's one ``action_dist``
     (``proba_distribution`` returns that object), so the KL needs no second actor forward pass."""
     return _diag_gaussian(policy.action_dist)
+
+
+def _resized(buffer, size: int):
+    """An empty copy of a rollout buffer holding ``size`` steps per env (the same class and settings)."""
+    resized = copy.copy(buffer)
+    resized.buffer_size = size
+    resized.reset()
+    return resized
 
 
 def _diag_gaussian(distribution) -> DiagGaussian:
@@ -75,6 +85,16 @@ class PPOStudent(DistillingStudent, PPO):
                 teacher=teacher_actions if distillation.needs_recorded_actions else None,
                 normalizer=normalizer,
             )
+
+    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
+        """SB3's, except that a rollout that would run past ``total_timesteps`` is shortened to the steps left
+        (rounded up to whole vector steps: at most ``n_envs - 1`` over), so a run trains the steps it was asked
+        for rather than up to a rollout more; the next rollout of a later ``learn()`` has the full size again."""
+        left = -(-(self._total_timesteps - self.num_timesteps) // self.n_envs)  # vector steps to the budget
+        size = min(max(left, 1), self.n_steps)
+        if rollout_buffer.buffer_size != size:
+            rollout_buffer = self.rollout_buffer = _resized(rollout_buffer, size)
+        return super().collect_rollouts(env, callback, rollout_buffer, size)
 
     def _distill_term(self, batch: DistillRolloutSamples, progress: float) -> torch.Tensor | None:
         """alpha * distillation loss for one minibatch, or None when it cannot change anything; call it after

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ def plot_learning_curve(run_dir: str | Path, metrics: Sequence[Metric] = (), tit
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> Path:
     out = Path(run_dir) / "summary.json"
-    out.write_text(json.dumps(summary, indent=2))
+    tmp = out.with_name(".summary.json.tmp")  # written whole, then renamed: never a truncated summary
+    tmp.write_text(json.dumps(summary, indent=2))
+    os.replace(tmp, out)
     return out
 
 

@@ -1,13 +1,16 @@
 """A run directory belongs to one run: who may write into it, what a resume may change, logs that append.
 
 * :func:`check_new` refuses to start a new run in a directory that already holds another run's data
-  (checkpoints or logs); :func:`claimed` also holds ``<run>/.lock`` while training so that a second
-  process cannot write into the same directory.
+  (checkpoints or logs) or that another process trains in; :func:`claimed` also holds ``<run>/.lock``
+  while training so that a second process cannot write into the same directory. Both checks run before
+  Hydra writes ``.hydra/`` into the directory (``train.py`` calls them first).
 * :func:`resumed_config` is the saved config of the run being resumed with this command's overrides:
   an override of a setting in :data:`RESUMABLE` is applied, any other one that changes a value is
-  refused with a message naming it.
+  refused with a message naming it; a finished run (its checkpoint at ``train.total_timesteps``) is
+  refused unless the command raises ``train.total_timesteps``.
 * :func:`logger` appends to ``progress.csv`` (SB3's CSV writer truncates it) and :func:`truncate_logs`
-  drops the rows logged after the checkpoint a run resumes from, so the curve covers the whole run once.
+  drops the rows logged after the checkpoint a run resumes from (write, then rename), so the curve
+  covers the whole run once.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ PROGRESS = "progress.csv"
 EVAL = "eval.csv"
 RUN_FILES = (PROGRESS, EVAL, "checkpoints/latest", "checkpoints/best")
 
-# Settings that may change when a run is resumed (README "What happens when things go wrong").
+# Settings that may change when a run is resumed (docs/reliability.md).
 RESUMABLE = (
     "train.*",
     "agent.learning_rate",
@@ -57,11 +60,38 @@ def holds_run(run_dir: str | Path) -> bool:
 
 def check_new(run_dir: str | Path) -> None:
     """Raise :class:`ConfigError` when a new run would write into another run's directory."""
+    check_not_in_use(run_dir)
     if holds_run(run_dir):
         raise ConfigError(
             f"{run_dir} already holds another run (checkpoints or logs); a new run there would mix with it. "
             f"Pick another directory (hydra.run.dir=<new dir>) or continue that run with resume={run_dir}"
         )
+
+
+def check_not_in_use(run_dir: str | Path) -> None:
+    """Raise :class:`ConfigError` when another process trains in ``run_dir`` (holds its lock); writes nothing."""
+    path = Path(run_dir) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no lock file: nobody trains there
+        return
+    try:
+        _lock(fd, Path(run_dir))
+    finally:
+        os.close(fd)  # releases the probe's lock at once
+
+
+def _lock(fd: int, root: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        raise ConfigError(
+            f"{root} is in use by another training process (pid {holder}); wait for it to finish, stop it, "
+            "or pick another directory (hydra.run.dir=<new dir>)"
+        ) from None
 
 
 @contextmanager
@@ -73,16 +103,7 @@ def claimed(run_dir: str | Path, resume: bool) -> Iterator[Path]:
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise ConfigError(
-                f"{root} is in use by another training process (pid {holder}); wait for it to finish, stop it, "
-                "or pick another directory (hydra.run.dir=<new dir>)"
-            ) from None
+        _lock(fd, root)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield root
@@ -94,8 +115,10 @@ def resumed_config(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
     """The saved config of run ``cfg.resume`` with the values ``overrides`` set in ``cfg`` applied.
 
     An override that leaves a setting as saved is fine; one that changes a setting outside
-    :data:`RESUMABLE` raises :class:`ConfigError` naming it.
+    :data:`RESUMABLE` raises :class:`ConfigError` naming it, and so does resuming a finished run
+    (:func:`check_unfinished`) or one that another process trains.
     """
+    check_not_in_use(cfg.resume)
     merged = saved_config.load(cfg.resume, "resume")
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group
@@ -117,7 +140,23 @@ def resumed_config(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
             OmegaConf.update(merged, key, value, merge=False)
     with open_dict(merged):
         merged.resume = cfg.resume
+    check_unfinished(cfg.resume, merged.train.total_timesteps)
     return merged
+
+
+def check_unfinished(run: str | Path, total_timesteps: int) -> None:
+    """Raise :class:`ConfigError` when run ``run``'s newest checkpoint is at ``total_timesteps`` or beyond:
+    a resume would train nothing and rewrite its results."""
+    from agents import checkpoint  # torch and SB3: only when a resume is checked
+
+    newest = checkpoint.latest(run)
+    step = int(newest.meta.get("num_timesteps", 0)) if newest is not None else 0
+    if step >= total_timesteps:
+        raise ConfigError(
+            f"resume={run}: the run is finished (its checkpoint is at step {step}, train.total_timesteps="
+            f"{total_timesteps}); nothing was changed. To train it further raise the budget, e.g. "
+            f"train.total_timesteps={2 * total_timesteps}; to evaluate it: python evaluate.py run={run}"
+        )
 
 
 class _AppendingCSV(CSVOutputFormat):
@@ -154,6 +193,10 @@ def truncate_logs(run_dir: str | Path, step: int) -> None:
             continue
         i = rows[0].index(column)
         kept = [rows[0]] + [r for r in rows[1:] if not (len(r) > i and r[i] and float(r[i]) > step)]
-        if len(kept) < len(rows):
-            with path.open("w", newline="") as f:
+        if len(kept) < len(rows):  # a kill mid-write leaves the old file whole
+            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+            with tmp.open("w", newline="") as f:
                 csv.writer(f, lineterminator="\n").writerows(kept)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)

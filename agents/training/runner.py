@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +47,21 @@ class TrainingFailed(Exception):
     """Training stopped on a non-finite loss or ended with too little teacher coverage (the message says why)."""
 
 
+class DiskFull(ConfigError):
+    """The disk filled up while training wrote its files; the message names the last good checkpoint (exit 2)."""
+
+
 class TrainingInterrupted(Exception):
     """Raised when training stopped on Ctrl-C or SIGTERM after saving a checkpoint."""
 
-    def __init__(self, run_dir: Path, step: int) -> None:
-        super().__init__(f"interrupted at step {step}; checkpoint saved. Resume with: python train.py resume={run_dir}")
+    def __init__(self, run_dir: Path, step: int, during_final_evaluation: bool = False) -> None:
+        if during_final_evaluation:
+            message = (f"interrupted during the final evaluation at step {step}; training is finished and its "
+                       f"checkpoint saved (summary.json has no final evaluation). Evaluate it with: "
+                       f"python evaluate.py run={run_dir}")
+        else:
+            message = f"interrupted at step {step}; checkpoint saved. Resume with: python train.py resume={run_dir}"
+        super().__init__(message)
         self.run_dir, self.step = run_dir, step
 
 
@@ -65,6 +77,32 @@ def _sigterm_as_keyboard_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[list[int]]:
+    """Hold Ctrl-C and SIGTERM while the block writes files that must be whole (a checkpoint, the summary):
+    a signal that arrives is recorded in the yielded list, and acted on by the caller afterwards."""
+    arrived: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield arrived
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _is_disk_full(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _disk_full(run_dir: Path, step: int, err: OSError) -> DiskFull:
+    kept = checkpoint.latest(run_dir)
+    where = f"the last good checkpoint is {kept.path} (step {kept.meta.get('num_timesteps')})" if kept else \
+        "no checkpoint was saved"
+    return DiskFull(f"the disk is full ({err.strerror}: {err.filename or run_dir}) at step {step}; {where}. "
+                    f"Free space, then continue with: python train.py resume={run_dir}")
 
 
 def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | None]:
@@ -109,15 +147,21 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
 
 
 def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
-                clock: dict[str, float]) -> checkpoint.Checkpoint | None:
-    """Save where training stopped unless a parameter or statistic is not finite; then keep the last good one."""
-    try:
-        return checkpoint.save(run_dir, model, venv, keep=keep, **clock)
-    except checkpoint.NonFinite as err:
-        kept = checkpoint.latest(run_dir)
-        print(f"warning: no checkpoint saved: {err}; the last good one is kept: {kept.path if kept else 'none'}",
-              file=sys.stderr)
-        return kept
+                clock: dict[str, float]) -> tuple[checkpoint.Checkpoint | None, OSError | None]:
+    """Save where training stopped unless a parameter or statistic is not finite or the disk is full (then
+    keep the last good one); Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error)."""
+    with _signals_deferred():
+        try:
+            return checkpoint.save(run_dir, model, venv, keep=keep, **clock), None
+        except checkpoint.NonFinite as err:
+            kept = checkpoint.latest(run_dir)
+            print(f"warning: no checkpoint saved: {err}; the last good one is kept: {kept.path if kept else 'none'}",
+                  file=sys.stderr)
+            return kept, None
+        except OSError as err:
+            if not _is_disk_full(err):
+                raise
+            return checkpoint.latest(run_dir), err
 
 
 def _teacher_report(cfg: DictConfig, teacher: ControllerTeacher | None) -> tuple[dict[str, Any], str | None]:
@@ -184,12 +228,20 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
     """Envs, learner (new or resumed), logger, callbacks and distillation, in this order (it fixes the seeds' use)."""
     torch.set_num_threads(cfg.train.torch_threads)
     checkpoint.code_commit()  # the commit this process runs, before anything can be committed while it trains
+    if cfg.resume:
+        run_dirs.check_unfinished(cfg.resume, cfg.train.total_timesteps)
+    for name in checkpoint.remove_partial(run_dir):  # left by a process killed while saving
+        print(f"removed the partial checkpoint {run_dir / 'checkpoints' / name}", file=sys.stderr)
     venv, teacher = _train_envs(cfg)
     resume = None
     if cfg.resume:
         resume, venv, model = _resume(cfg, venv)
-        if same_dir:  # rows logged after that checkpoint are trained again: drop them
+        if same_dir:  # rows logged after that checkpoint are trained again: drop them, and a best saved after it
             run_dirs.truncate_logs(run_dir, model.num_timesteps)
+            aside = checkpoint.set_aside_best_after(run_dir, model.num_timesteps)
+            if aside is not None:
+                print(f"the best checkpoint was saved after step {model.num_timesteps}, in the part of the run a "
+                      f"resume discards: moved to {aside}", file=sys.stderr)
     else:
         normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"
         venv = wrap_normalization(venv, cfg.env.normalize_obs, normalize_reward, cfg.agent.gamma)
@@ -224,7 +276,7 @@ def _learn(run: _Run) -> float:
     :class:`TrainingInterrupted` on Ctrl-C / SIGTERM and :class:`TrainingFailed` on a non-finite loss."""
     cfg, model = run.cfg, run.model
     t0 = time.time()
-    interrupted = False
+    interrupted, full = False, None
     try:
         with _sigterm_as_keyboard_interrupt():
             model.learn(
@@ -240,8 +292,16 @@ def _learn(run: _Run) -> float:
             f"training stopped at step {model.num_timesteps}: {err}. Lower agent.learning_rate or distill.alpha "
             f"and continue from the last good checkpoint: python train.py resume={run.dir} agent.learning_rate=..."
         ) from None
+    except OSError as err:
+        if not _is_disk_full(err):
+            raise
+        full = err
     finally:
-        run.saved = _final_save(run.dir, model, run.venv, cfg.train.keep_checkpoints, run.evaluator.clock())
+        run.saved, full_at_save = _final_save(run.dir, model, run.venv, cfg.train.keep_checkpoints,
+                                              run.evaluator.clock())
+    full = full or full_at_save
+    if full is not None:
+        raise _disk_full(run.dir, int(model.num_timesteps), full) from None
     if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
         raise TrainingInterrupted(run.dir, int(model.num_timesteps))
     return time.time() - t0
@@ -251,7 +311,29 @@ def _summarise(run: _Run, wall: float) -> dict[str, Any]:
     """The final evaluation, ``summary.json``, the learning curve; closes the envs and the logger."""
     cfg, model, evaluator = run.cfg, run.model, run.evaluator
     fresh = evaluator.last_eval_step != model.num_timesteps
-    final = evaluator.run_evaluation()
+    interrupted = False
+    try:
+        with _sigterm_as_keyboard_interrupt():
+            final = evaluator.run_evaluation()
+    except KeyboardInterrupt:  # training is done and saved: write what is known, then say so
+        final, interrupted = None, True
+    with _signals_deferred() as arrived:
+        try:
+            summary = _write_summary(run, final, fresh, wall, interrupted)
+        except OSError as err:
+            if not _is_disk_full(err):
+                raise
+            raise _disk_full(run.dir, int(model.num_timesteps), err) from None
+    if interrupted or arrived:
+        raise TrainingInterrupted(run.dir, int(model.num_timesteps), during_final_evaluation=True)
+    if summary.get("teacher_warning") is not None and cfg.distill.require_coverage:
+        raise TrainingFailed(f"{summary['teacher_warning']} (distill.require_coverage=true; summary.json is written)")
+    return summary
+
+
+def _write_summary(run: _Run, final: Any, fresh: bool, wall: float, interrupted: bool) -> dict[str, Any]:
+    """``summary.json`` and the learning curve; closes the envs and the logger."""
+    cfg, model, evaluator = run.cfg, run.model, run.evaluator
     if fresh and final is not None:  # logged after SB3's last dump: write it (and its clip) out now
         model.logger.record("time/total_timesteps", model.num_timesteps)
         model.logger.dump(model.num_timesteps)
@@ -278,12 +360,13 @@ def _summarise(run: _Run, wall: float) -> dict[str, Any]:
             best_eval_return=float(evaluator.best_return),
         )
         summary.update({f"final_{name}": value for name, value in final.metrics.items() if value is not None})
+    elif interrupted:
+        summary["final_eval"] = "interrupted (Ctrl-C or SIGTERM)"
     report.write_summary(run.dir, summary)
     report.plot_learning_curve(run.dir, final.declared if final is not None else (), f"{cfg.agent.name.upper()} on {cfg.env.id}")
     model.logger.close()  # event files, and a W&B run is finished
-    run.venv.close()
-    if run.eval_venv is not None:
-        run.eval_venv.close()
-    if coverage_problem is not None and cfg.distill.require_coverage:
-        raise TrainingFailed(f"{coverage_problem} (distill.require_coverage=true; summary.json is written)")
+    if not interrupted:  # on Ctrl-C, subprocess workers got the signal too and are gone
+        run.venv.close()
+        if run.eval_venv is not None:
+            run.eval_venv.close()
     return summary
