@@ -112,6 +112,7 @@ def test_slow_server_times_out_quickly(server):
             ch.chat("fault-slow", user("hi"))
         elapsed = time.monotonic() - t0
     assert ei.value.kind == "timeout" and "timeout_s" in ei.value.message
+    assert "waiting for response headers" in ei.value.message and ei.value.detail == "headers"
     assert 0.5 <= elapsed < 0.3 * 2 + 2.0
     assert server.request_counts()["models"]["fault-slow"] == 2
     t0 = time.monotonic()
@@ -440,3 +441,142 @@ def test_latency_percentiles_interpolate_and_are_absent_without_calls():
     assert latency_percentiles([0.4]) == {"latency_p50_s": 0.4, "latency_p95_s": 0.4}
     stats = latency_percentiles([4.0, 1.0, 3.0, 2.0])  # order does not matter
     assert stats == {"latency_p50_s": pytest.approx(2.5), "latency_p95_s": pytest.approx(3.85)}
+
+
+# ------------------------------------------------------------------------------- whole-request deadline
+# The server trickles a byte every 0.2 s: far below timeout_s, so a per-read timeout never fires; only a
+# deadline on the whole request ends these calls. Bounds are loose: timeout_s per attempt, plus 3 s.
+@pytest.fixture
+def trickler():
+    srv = start_server(trickle_s=0.2)
+    yield srv
+    srv.close()
+
+
+def timed_failure(ch: LLMChannel, model: str) -> tuple[ChannelError, float]:
+    t0 = time.monotonic()
+    with pytest.raises(ChannelError) as ei:
+        ch.chat(model, user("hi"))
+    return ei.value, time.monotonic() - t0
+
+
+def test_trickling_body_times_out_mid_body_within_the_deadline(trickler):
+    with make(trickler.url, timeout_s=1.0, max_retries=1) as ch:
+        err, elapsed = timed_failure(ch, "fault-trickle")
+        assert ch.stats()["attempts"] == 2 and ch.stats()["errors_by_kind"] == {"timeout": 1}
+    assert elapsed < 1.0 * 2 + 3.0
+    assert err.kind == "timeout" and err.detail == "body", err.message
+    assert "timed out mid-body after" in err.message and "the body trickled" in err.message
+    assert "llm.timeout_s=1" in err.message
+    assert trickler.request_counts()["models"]["fault-trickle"] == 2
+
+
+def test_trickling_headers_time_out_waiting_for_the_headers(trickler):
+    with make(trickler.url, timeout_s=1.0, max_retries=0) as ch:
+        err, elapsed = timed_failure(ch, "fault-slow-headers")
+    assert elapsed < 1.0 + 3.0
+    assert err.kind == "timeout" and err.detail == "headers", err.message
+    assert "timed out waiting for response headers" in err.message and "llm.timeout_s=1" in err.message
+
+
+def test_the_deadline_also_holds_through_a_proxy(trickler, monkeypatch):
+    # the bundled server serves absolute-form targets, so it can stand in for an HTTP proxy
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+                "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{trickler.port}")
+    with make("http://llm.invalid/v1", timeout_s=1.0, max_retries=0) as ch:
+        err, elapsed = timed_failure(ch, "fault-trickle")
+    assert elapsed < 1.0 + 3.0
+    assert err.kind == "timeout" and err.detail == "body", err.message
+    assert trickler.request_counts()["models"]["fault-trickle"] == 1  # it went through the "proxy"
+
+
+def test_connection_dropped_mid_body_is_not_cannot_connect(server):
+    with make(server.url, max_retries=2) as ch:
+        err, _ = timed_failure(ch, "fault-drop")
+        assert ch.stats()["attempts"] == 3  # retryable
+    assert "connection dropped mid-body" in err.message and "cannot connect" not in err.message, err.message
+    assert err.kind == "connection" and err.detail == "dropped"
+    assert "llm.timeout_s" in err.message and "3 attempts" in err.message
+
+
+def test_a_huge_answer_is_refused_naming_its_size_and_the_limit(server, monkeypatch):
+    from distill.llm import channel as channel_module
+
+    with make(server.url, max_retries=2) as ch:
+        err, elapsed = timed_failure(ch, "fault-huge")  # no Content-Length: cut off while reading
+    limit = channel_module.MAX_RESPONSE_BYTES
+    assert err.kind == "bad_response" and err.detail == "too_large", err.message
+    assert f"{limit} bytes" in err.message and "more than" in err.message
+    assert server.request_counts()["models"]["fault-huge"] == 1 and elapsed < 2.0 + 3.0  # not retried
+    monkeypatch.setattr(channel_module, "MAX_RESPONSE_BYTES", 10_000)
+    with make(server.url) as ch:
+        err, _ = timed_failure(ch, "fault-long")  # its Content-Length says it is too large: not read at all
+    assert err.kind == "bad_response" and err.detail == "too_large", err.message
+    assert "10000 bytes" in err.message and "Content-Length" in err.message
+    with make(server.url) as ch:
+        assert ch.chat("openclaw-coach", user("hi")).text == "pong"
+
+
+def test_check_cli_with_a_trickling_model_exits_in_time_with_the_mid_body_diagnosis(trickler):
+    t0 = time.monotonic()
+    proc = run_check(f"llm.base_url={trickler.url}", "llm.hint_model=fault-trickle", "llm.timeout_s=1",
+                     "llm.max_retries=1", **{VAR: "k"})
+    elapsed = time.monotonic() - t0
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "[timeout]" in out and "timed out mid-body after" in out and "llm.timeout_s=1" in out, out
+    # 2 attempts of 1 s + backoff + 3 s, and up to 15 s to start Python and import openai on a loaded machine
+    assert elapsed < 1.0 * 2 + 3.0 + 15.0, out
+
+
+# ------------------------------------------------------------------------------- stats add up
+def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
+    from distill.llm.hints import HintSchema
+    from distill.llm.service import HintService
+
+    with make(server.url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60) as ch:
+        for _ in range(2):
+            with pytest.raises(ChannelError):
+                ch.chat("fault-500", user("hi"))
+        with pytest.raises(ChannelError) as ei:
+            ch.chat("openclaw-coach", user("hi"))
+        assert ei.value.kind == "unavailable"
+        stats = ch.stats()
+    assert stats["breaker_refused"] == 1 and stats["failed"] == 3 and stats["ok"] == 0
+    assert stats["queries"] == stats["ok"] + stats["failed"] == 3
+    cfg = ChannelConfig(base_url=server.url, hint_model="fault-500", max_retries=0, breaker_failures=1,
+                        breaker_cooldown_s=60, num_answers=3)
+    schema = HintSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
+    service = HintService(LLMChannel(cfg, "unused"), cfg, schema)
+    assert service.submit(0, 0, REQUEST) and service.wait_idle(20)
+    stats = service.stats()
+    service.close()
+    assert stats["calls"] == 3 and stats["calls_failed"] == 3 and stats["calls_ok"] == 0
+    assert stats["breaker_refused"] == 2 and stats["circuit_open"] == 2
+    assert stats["calls"] == stats["calls_ok"] + stats["calls_failed"]
+
+
+# ------------------------------------------------------------------------------- records stay small
+def test_long_answers_are_capped_in_the_records(server, tmp_path):
+    from distill.llm.hints import HintSchema
+    from distill.llm.server import LONG_BYTES
+    from distill.llm.service import HintService
+
+    cfg = ChannelConfig(base_url=server.url, hint_model="fault-long", num_answers=2)
+    schema = HintSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
+    records = tmp_path / "records.jsonl"
+    service = HintService(LLMChannel(cfg, "unused"), cfg, schema, records_path=records)
+    assert service.submit(0, 0, REQUEST) and service.wait_idle(20)
+    service.close()
+    [line] = [json.loads(x) for x in records.read_text().splitlines()]
+    assert records.stat().st_size < 16 * 1024, f"{records.stat().st_size} bytes of records"
+    from distill.llm.service import RECORD_TEXT_BYTES
+
+    for answer in line["answers"]:
+        assert answer["text"].endswith(f"…[truncated, {LONG_BYTES} bytes]")
+        assert answer["text_bytes"] == LONG_BYTES and answer["truncated"] is True
+        assert len(answer["text"].encode()) <= RECORD_TEXT_BYTES + 64
+    replay = HintService(None, cfg, schema)
+    assert replay.load_records(records) == 0  # a truncated answer is not the answer: never replayed

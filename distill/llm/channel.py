@@ -5,7 +5,15 @@
   ``api_key_env``; it is never read from, or written to, a file.
 * :class:`LLMChannel` — one ``openai.OpenAI`` client with our own retry/backoff, a bound on
   in-flight requests, call/token budgets and thread-safe statistics.
-* :class:`ChannelError` — every failure, with a ``kind`` and a message that says what to fix.
+* :class:`ChannelError` — every failure, with a ``kind`` (and for some a ``detail``) and a message that
+  says what to fix.
+
+Deadline: every HTTP request (each attempt of a chat call, the models list) must be over within
+``llm.timeout_s`` s, from connecting to the body's last byte, however slowly the server trickles its
+headers or body (:mod:`distill.llm.deadline`; httpx's own timeouts bound each socket read only). A
+timeout names where it struck (``detail``: ``connect``, ``headers`` or ``body``). A connection closed
+mid-answer is ``connection`` with ``detail="dropped"`` (retried), not "cannot connect". No response body
+over :data:`MAX_RESPONSE_BYTES` bytes is read (``bad_response``, ``detail="too_large"``).
 
 Secrets rule: the key never appears in a message, log line, exception or record; anything built
 from server text goes through :meth:`LLMChannel.redact`.
@@ -18,7 +26,8 @@ run (``stats()["structured_fallbacks"]`` counts it, ``plain_models`` names them)
 Circuit breaker: after ``breaker_failures`` consecutive logical calls that failed with a retryable
 kind (timeout, connection, 5xx, 429), the channel stops sending for ``breaker_cooldown_s`` (doubled
 each time a trial call after the pause fails too, up to 10 minutes): calls fail at once with kind
-``unavailable``, and the first call after the pause tries the server again (success closes it).
+``unavailable`` (counted as failed, ``stats()["breaker_refused"]``), and the first call after the pause
+tries the server again (success closes it). ``stats()``: ``queries == ok + failed``.
 
 Budget semantics: ``max_calls`` counts *logical* calls (one :meth:`LLMChannel.chat` call, however
 many HTTP attempts its retries take; ``stats()["attempts"]`` counts the attempts).
@@ -42,6 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import openai
 
+from distill.llm.deadline import Attempt, BodyTooLarge, install, request_deadline
 from distill.llm.server import HintServer, start_server
 
 ENV_BASE_URL = "OPENCLAW_LLM_BASE_URL"
@@ -57,6 +67,8 @@ RETRYABLE_KINDS = frozenset({"timeout", "connection", "proxy", "rate_limit", "se
 _LOOPBACK_HOSTS = {"localhost", "::1"}
 STRUCTURED_OUTPUT = ("json_schema", "json_object", "off")
 MAX_BREAKER_PAUSE_S = 600.0
+MAX_RESPONSE_BYTES = 1024 * 1024  # the most bytes of one response body the channel reads (a hint answer is < 1 KiB)
+MODELS_TIMEOUT_S = 5.0  # the models list's deadline, s, when llm.timeout_s is longer (it only helps a diagnosis)
 
 
 # --------------------------------------------------------------------------------------- config
@@ -177,9 +189,15 @@ _DEFAULT_MESSAGES = {
 
 
 class ChannelError(Exception):
-    """A channel failure. ``kind`` is one of :data:`ERROR_KINDS`; the message says what to fix."""
+    """A channel failure. ``kind`` is one of :data:`ERROR_KINDS`; the message says what to fix.
 
-    def __init__(self, kind: str, message: str = "", *, status: int | None = None) -> None:
+    ``detail`` narrows some kinds down: ``timeout`` -> ``connect`` / ``headers`` (waiting for the response
+    headers) / ``body`` (mid-body); ``connection`` -> ``refused`` / ``dropped`` (the server closed an open
+    connection before the answer was complete); ``bad_response`` -> ``too_large``; else None.
+    """
+
+    def __init__(self, kind: str, message: str = "", *, status: int | None = None,
+                 detail: str | None = None) -> None:
         if kind not in ERROR_KINDS:
             raise ValueError(f"unknown ChannelError kind {kind!r}; valid: {sorted(ERROR_KINDS)}")
         message = message or _DEFAULT_MESSAGES.get(kind, f"LLM channel error ({kind})")
@@ -187,6 +205,7 @@ class ChannelError(Exception):
         self.kind = kind
         self.message = message
         self.status = status
+        self.detail = detail
 
 
 def safe_url(url: str | None) -> str:
@@ -314,13 +333,14 @@ class LLMChannel:
         self.cfg = cfg
         self.base_url = validate_base_url(cfg.base_url)
         self._secrets = [s for s in {api_key, api_key.strip()} if s and s != NO_KEY]
-        http_client = (openai.DefaultHttpxClient(trust_env=False)
-                       if is_loopback(self.base_url) else None)
+        # proxies from the environment unless the server is on this machine; every request gets a deadline
+        http_client = install(openai.DefaultHttpxClient(trust_env=not is_loopback(self.base_url)))
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or NO_KEY,
                                      timeout=cfg.timeout_s, max_retries=0,
                                      http_client=http_client)
         self._sem = threading.BoundedSemaphore(cfg.max_concurrency)
         self._lock = threading.Lock()
+        self._queries = 0  # chat() calls, refused ones included
         self._calls = 0
         self._ok = 0
         self._attempts = 0
@@ -352,6 +372,8 @@ class LLMChannel:
         Raises :class:`ChannelError`. ``n`` asks for that many choices (all in ``texts``);
         ``response_format`` asks for structured output (plain-text fallback: module docstring).
         """
+        with self._lock:
+            self._queries += 1
         self._check_breaker()
         self._reserve()
         kwargs: dict[str, Any] = {
@@ -389,7 +411,8 @@ class LLMChannel:
             raise
 
     def _check_breaker(self) -> None:
-        """Raise ``unavailable`` (counted, not a call of the budget) while the circuit breaker is open."""
+        """Raise ``unavailable`` (a failed query, ``breaker_refused``; not a call of the budget) while the circuit
+        breaker is open."""
         with self._lock:
             left = self._closed_at - time.monotonic()
             failures = self._failures_in_row
@@ -413,26 +436,27 @@ class LLMChannel:
                 self._breaker_opened += 1
 
     def _call(self, kwargs: dict[str, Any], model: str) -> ChatResult:
-        """One request with retries (the body of :meth:`chat`); raises ChannelError."""
+        """One request with retries (the body of :meth:`chat`), each attempt within ``llm.timeout_s`` s;
+        raises ChannelError."""
         t0 = time.monotonic()
         attempts = 0
         for k in range(self.cfg.max_retries + 1):
             attempts += 1
-            try:
-                with self._sem:
-                    with self._lock:
-                        self._attempts += 1
-                    response = self._client.chat.completions.create(**kwargs)
-            except openai.OpenAIError as exc:
-                err = self._classify(exc, model, attempts)
+            failure: Exception | None = None
+            with self._sem:
+                with self._lock:
+                    self._attempts += 1
+                with request_deadline(self.cfg.timeout_s, MAX_RESPONSE_BYTES) as attempt:
+                    try:
+                        response = self._client.chat.completions.create(**kwargs)
+                    except Exception as exc:  # noqa: BLE001 - classified below, outside the semaphore
+                        failure = exc
+            if failure is not None:
+                err = self._attempt_error(failure, attempt, model, attempts)
                 if err.kind not in RETRYABLE_KINDS or k == self.cfg.max_retries:
                     raise err from None
-                time.sleep(self._delay(exc, k))
+                time.sleep(self._delay(failure, k))
                 continue
-            except Exception as exc:  # noqa: BLE001 - unparsable bodies and the like
-                raise ChannelError("bad_response", self.redact(
-                    f"unreadable response from {safe_url(self.base_url)} for model "
-                    f"'{model}': {type(exc).__name__}: {str(exc)[:200]}")) from None
             result = self._finish(response, model, attempts, time.monotonic() - t0)
             with self._lock:  # the server answers: close the circuit breaker
                 self._failures_in_row, self._pause_s = 0, self.cfg.breaker_cooldown_s
@@ -440,12 +464,18 @@ class LLMChannel:
         raise AssertionError("unreachable")
 
     def list_models(self) -> list[str]:
-        """Model ids the endpoint lists at ``/models`` (raises ChannelError on failure)."""
-        try:
-            page = self._client.models.list(timeout=min(self.cfg.timeout_s, 5.0))
-            return sorted(str(_get(m, "id")) for m in (_get(page, "data") or []))
-        except openai.OpenAIError as exc:
-            raise self._classify(exc, "<models>", 1) from None
+        """Model ids the endpoint lists at ``/models``, within ``min(llm.timeout_s, MODELS_TIMEOUT_S)`` s (raises
+        ChannelError on failure)."""
+        limit = min(self.cfg.timeout_s, MODELS_TIMEOUT_S)
+        failure: Exception | None = None
+        with request_deadline(limit, MAX_RESPONSE_BYTES) as attempt:
+            try:
+                page = self._client.models.list(timeout=limit)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                failure = exc
+        if failure is not None:
+            raise self._attempt_error(failure, attempt, "<models>", 1, limit) from None
+        return sorted(str(_get(m, "id")) for m in (_get(page, "data") or []))
 
     # -- internals
     def _reserve(self) -> None:
@@ -512,20 +542,77 @@ class LLMChannel:
         text = str(message if message else exc.message)
         return self.redact(" ".join(text.split()))[:200]
 
-    def _classify(self, exc: openai.OpenAIError, model: str, attempts: int) -> ChannelError:
-        """Map an openai exception to a ChannelError with a what-to-fix message."""
+    def _attempt_error(self, exc: Exception, attempt: Attempt, model: str, attempts: int,
+                       limit_s: float | None = None) -> ChannelError:
+        """The ChannelError for one failed request (``attempt``: its progress; ``limit_s``: its deadline, s)."""
+        too_large = attempt.too_large
+        if too_large is None and isinstance(exc, BodyTooLarge):
+            too_large = exc
+        if too_large is not None:
+            size = (f"{too_large.size} bytes (its Content-Length; not read)" if too_large.declared
+                    else f"more than {too_large.limit} bytes (reading stopped after {too_large.size})")
+            return ChannelError("bad_response", f"the response from {safe_url(self.base_url)} for model "
+                                f"'{model}' is {size}, over the channel's limit of {too_large.limit} bytes "
+                                "(MAX_RESPONSE_BYTES; a hint answer is well under 1 KiB); not retried: check that "
+                                f"the server honours max_tokens (llm.max_tokens={self.cfg.max_tokens}) and that "
+                                "llm.base_url is an OpenAI-compatible API",
+                                detail="too_large")
+        if isinstance(exc, openai.OpenAIError):
+            return self._classify(exc, model, attempts, attempt, limit_s)
+        return ChannelError("bad_response", self.redact(
+            f"unreadable response from {safe_url(self.base_url)} for model "
+            f"'{model}': {type(exc).__name__}: {str(exc)[:200]}"))
+
+    def _timeout(self, model: str, tries: str, attempt: Attempt | None, limit_s: float) -> ChannelError:
+        """A ``timeout`` saying where the deadline struck (connecting, waiting for headers, mid-body)."""
+        url = safe_url(self.base_url)
+        setting = f"llm.timeout_s={self.cfg.timeout_s:g}"
+        if limit_s != self.cfg.timeout_s:
+            setting += f", at most {limit_s:g} s for the models list"
+        phase = attempt.phase if attempt is not None else "headers"
+        took = attempt.elapsed() if attempt is not None else limit_s
+        if phase == "body":
+            assert attempt is not None and attempt.headers_at is not None
+            of = f" of {attempt.declared_bytes}" if attempt.declared_bytes is not None else ""
+            return ChannelError("timeout", f"timed out mid-body after {took:.1f} s (the server sent headers, "
+                                f"then the body trickled: {attempt.body_bytes}{of} bytes in "
+                                f"{attempt.started + took - attempt.headers_at:.1f} s) from {url} for model "
+                                f"'{model}' ({setting} s for the whole request, {tries}); the server is slow, "
+                                "overloaded or stalling: raise llm.timeout_s or check the server",
+                                detail="body")
+        if phase == "connect":
+            return ChannelError("timeout", f"timed out connecting to {url} after {took:.1f} s ({setting} s, "
+                                f"{tries}); check the host name, port and network, or raise llm.timeout_s",
+                                detail="connect")
+        return ChannelError("timeout", f"timed out waiting for response headers from {url} for model "
+                            f"'{model}' after {took:.1f} s ({setting} s for the whole request, {tries}); the "
+                            "server is slow or overloaded: raise llm.timeout_s or check the server",
+                            detail="headers")
+
+    def _classify(self, exc: openai.OpenAIError, model: str, attempts: int, attempt: Attempt | None = None,
+                  limit_s: float | None = None) -> ChannelError:
+        """Map an openai exception to a ChannelError with a what-to-fix message (``attempt``: the failed
+        request's progress, when known; ``limit_s``: its deadline, s, default ``llm.timeout_s``)."""
         url = safe_url(self.base_url)
         var = self.cfg.api_key_env
         key = "no key (llm.api_key_env=null)" if var is None else f"the key in ${var}"
         tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
         if isinstance(exc, openai.APITimeoutError):
-            return ChannelError("timeout", f"no answer from {url} for model '{model}' within "
-                                f"llm.timeout_s={self.cfg.timeout_s:g} s ({tries}); the server is "
-                                "slow or overloaded: raise llm.timeout_s or check the server")
+            return self._timeout(model, tries, attempt, self.cfg.timeout_s if limit_s is None else limit_s)
         if isinstance(exc, openai.APIConnectionError):
             chain = _chain_text(exc)
             proxies = [] if is_loopback(self.base_url) else [v for v in PROXY_VARS
                                                              if os.environ.get(v)]
+            retried = (f"retried up to llm.max_retries={self.cfg.max_retries} times, each within "
+                       f"llm.timeout_s={self.cfg.timeout_s:g} s")
+            via = f" (or the proxy named by {', '.join(proxies)})" if proxies else ""
+            if attempt is not None and attempt.headers_at is not None:
+                of = f" of {attempt.declared_bytes}" if attempt.declared_bytes is not None else ""
+                return ChannelError("connection", f"connection dropped mid-body by {url}{via} for model "
+                                    f"'{model}' after the headers and {attempt.body_bytes}{of} bytes of the "
+                                    f"body ({tries}; {retried}); the server (or a proxy/load balancer) closed "
+                                    "it before the answer was complete: check the server's logs and limits",
+                                    detail="dropped")
             if proxies:
                 return ChannelError("proxy", f"cannot connect to {url} ({tries}) while proxy "
                                     f"variable(s) {', '.join(proxies)} are set; check the proxy, "
@@ -533,8 +620,12 @@ class LLMChannel:
             if "refused" in chain:
                 return ChannelError("connection", f"connection refused at {url}: is the server "
                                     "running? (start one with `python -m distill.llm.server`, or "
-                                    "set llm.base_url: null for the bundled server)")
+                                    "set llm.base_url: null for the bundled server)", detail="refused")
             detail = self.redact(chain.split(" | ")[-1])[:160]
+            if attempt is not None and attempt.connected:
+                return ChannelError("connection", f"connection dropped by {url} for model '{model}' before "
+                                    f"the response headers ({tries}; {retried}): {detail}; the server closed "
+                                    "it without answering: check the server's logs", detail="dropped")
             return ChannelError("connection", f"cannot connect to {url} ({tries}): {detail}; "
                                 "check the host name, port and network")
         if isinstance(exc, openai.APIStatusError):
@@ -581,12 +672,17 @@ class LLMChannel:
 
     # -- stats / lifetime
     def stats(self) -> dict[str, Any]:
-        """Counters: calls (logical), ok, attempts (HTTP), errors_by_kind, tokens, structured_fallbacks,
-        plain_models, breaker_opened (times the circuit breaker opened), latency p50/p95 of the successful
-        calls (s; absent before the first)."""
+        """Counters: queries (every :meth:`chat` call, refused ones too) = ok + failed; failed = the sum of
+        errors_by_kind (budget and circuit-breaker refusals included); breaker_refused (calls refused while
+        the circuit breaker was open, no request made); calls (logical calls sent, the ``max_calls`` budget);
+        attempts (HTTP requests); tokens, structured_fallbacks, plain_models, breaker_opened (times the
+        circuit breaker opened), latency p50/p95 of the successful calls (s; absent before the first)."""
         with self._lock:
             lat = list(self._latencies)
             out = {
+                "queries": self._queries,
+                "failed": sum(self._errors.values()),
+                "breaker_refused": self._errors["unavailable"],
                 "calls": self._calls,
                 "ok": self._ok,
                 "attempts": self._attempts,

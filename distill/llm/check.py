@@ -4,7 +4,8 @@
 [--judge-model M] [llm=NAME] [llm.KEY=VALUE ...]`` loads the ``llm`` config (``llm=NAME`` is
 ``configs/llm/NAME.yaml``; ``llm.KEY=VALUE`` overrides one key, as on ``train.py``'s command line),
 applies the environment overrides, starts the bundled server when ``base_url`` is null, and sends
-each configured model (hint and judge) one minimal chat call. An answer that echoes the prompt fails.
+each configured model (hint and judge) one minimal chat call (each attempt over within ``llm.timeout_s`` s,
+however slowly the server answers). An answer that echoes the prompt fails.
 When the server answered (an echo too), it then probes once with a made-up model id and warns when the server answers it anyway (it ignores
 model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
 no chat endpoint, it tries the other and says so). Prints model, answer and latency, or the diagnosis
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     where = "bundled local server" if cfg.base_url is None else safe_url(cfg.base_url)
     key_note = ("not needed" if cfg.base_url is None else
                 "none, llm.api_key_env=null" if cfg.api_key_env is None else f"${cfg.api_key_env}")
-    print(f"LLM channel: {where} (key: {key_note}, timeout {cfg.timeout_s:g} s)")
+    print(f"LLM channel: {where} (key: {key_note}, timeout {cfg.timeout_s:g} s per request)")
     notes: list[str] = []
     results = check_channel(cfg, os.environ, notes)
     for r in results:

@@ -12,7 +12,15 @@ Models: ``openclaw-coach`` (deterministic scripted coach: the last user message 
 request answered by :func:`distill.llm.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
 the fault models used by tests (see :data:`FAULT_MODELS`; ``fault-random`` is the adversarial coach
 :func:`distill.llm.coaches.random_answer`: valid, in-bound, random parameters, always +1). Token counts are rough:
-``len(text) // 4 + 1``. With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
+``len(text) // 4 + 1``.
+
+Transport faults (``trickle_s``: seconds between two bytes, 1 s by default): ``fault-slow`` waits ``slow_s`` s
+before answering; ``fault-trickle`` sends the headers at once, then the body one byte every ``trickle_s`` s;
+``fault-slow-headers`` sends the status line and headers one byte every ``trickle_s`` s, then the body;
+``fault-drop`` sends the headers and half the body, then closes the connection; ``fault-huge`` answers
+:data:`HUGE_BYTES` bytes of text (no Content-Length: the body ends when the connection closes);
+``fault-long`` answers :data:`LONG_BYTES` bytes of text (with a Content-Length). Their answers to a
+non-JSON message are otherwise the coach's (``pong``). With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
 
 Switches (:class:`ServerQuirks`, CLI flags) make it behave like third-party servers such as
 llama.cpp's ``llama-server``: ``response_format=False`` rejects requests that carry a
@@ -45,14 +53,18 @@ from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from distill.llm.coaches import coach_answer, random_answer
 
 COACH_MODEL = "openclaw-coach"
 FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
-                "fault-nochoices", "fault-random")
+                "fault-nochoices", "fault-random", "fault-trickle", "fault-slow-headers", "fault-drop",
+                "fault-huge", "fault-long")
 MODELS = (COACH_MODEL, *FAULT_MODELS)
 PONG = "pong"
+HUGE_BYTES = 5 * 1024 * 1024  # fault-huge: size of its answer (bytes)
+LONG_BYTES = 64 * 1024  # fault-long: size of its answer (bytes)
 MALFORMED_TEXT = "Sure! {decision: maybe"
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 _CREATED = 1_700_000_000
@@ -146,12 +158,14 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], api_key: str | None, slow_s: float, quirks: ServerQuirks) -> None:
+    def __init__(self, addr: tuple[str, int], api_key: str | None, slow_s: float, quirks: ServerQuirks,
+                 trickle_s: float = 1.0) -> None:
         if ":" in addr[0]:
             self.address_family = socket.AF_INET6
         super().__init__(addr, _Handler)
         self.api_key = api_key
         self.slow_s = slow_s
+        self.trickle_s = trickle_s
         self.quirks = quirks
         self.stopping = threading.Event()
         self.state = _State()
@@ -179,6 +193,54 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client gave up (e.g. timed out)
 
+    def _head(self, length: int | None) -> bytes:
+        """Status line and headers of a 200 JSON response (no Content-Length when ``length`` is None)."""
+        lines = [f"{self.protocol_version} 200 OK", f"Server: {self.version_string()}",
+                 f"Date: {self.date_time_string()}", "Content-Type: application/json"]
+        if length is not None:
+            lines.append(f"Content-Length: {length}")
+        else:
+            lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _trickle(self, data: bytes) -> bool:
+        """Write ``data`` one byte every ``trickle_s`` s; False when the client left or the server stops."""
+        for i in range(len(data)):
+            if self.server.stopping.wait(self.server.trickle_s):
+                return False
+            try:
+                self.wfile.write(data[i:i + 1])
+            except OSError:
+                return False
+        return True
+
+    def _send_faulty(self, model: str, body: dict) -> None:
+        """The 200 answer ``body``, sent the way the transport fault ``model`` sends it (module docstring)."""
+        if model not in ("fault-trickle", "fault-slow-headers", "fault-drop", "fault-huge"):
+            self._send(200, body)
+            return
+        data = json.dumps(body).encode()
+        self.close_connection = True
+        try:
+            if model == "fault-trickle":
+                self.wfile.write(self._head(len(data)))
+                self._trickle(data)
+            elif model == "fault-slow-headers":
+                if self._trickle(self._head(len(data))):
+                    self.wfile.write(data)
+            elif model == "fault-drop":
+                self.wfile.write(self._head(len(data)) + data[: len(data) // 2])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)  # mid-body: the client sees the connection end
+            elif model == "fault-huge":
+                self.wfile.write(self._head(None))
+                for start in range(0, len(data), 64 * 1024):
+                    if self.server.stopping.is_set():
+                        return
+                    self.wfile.write(data[start:start + 64 * 1024])
+        except OSError:
+            pass  # the client gave up
+
     def _error(self, status: int, message: str, type_: str, code: str | None,
                headers: dict[str, str] | None = None) -> None:
         self._send(status, {"error": {"message": message, "type": type_, "param": None,
@@ -202,7 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes
     def _path(self) -> str:
         """The request path; with ``without_v1``, the root-level API paths are mapped onto /v1."""
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path = urlsplit(self.path).path.rstrip("/")  # absolute-form targets too (a client that takes this for a proxy)
         if self.server.quirks.without_v1 and path in ("/models", "/chat/completions"):
             return "/v1" + path
         return path
@@ -286,6 +348,9 @@ class _Handler(BaseHTTPRequestHandler):
                 contents = [MALFORMED_TEXT] * n
             elif model == "fault-refuse":
                 contents = [REFUSAL_TEXT] * n
+            elif model in ("fault-huge", "fault-long"):
+                size = HUGE_BYTES if model == "fault-huge" else LONG_BYTES
+                contents = [("long answer " * (size // 12 + 1))[:size]] * n
             else:
                 answer = random_answer if model == "fault-random" else coach_answer
                 contents = [coach_reply(messages, seed, float(temperature), i, answer) for i in range(n)]
@@ -308,7 +373,7 @@ class _Handler(BaseHTTPRequestHandler):
             body["choices"] = [{"index": i, "message": {"role": "assistant", "content": c},
                                 "finish_reason": "stop", "logprobs": None}
                                for i, c in enumerate(contents)]
-        self._send(200, body)
+        self._send_faulty(model, body)
 
 
 class HintServer:
@@ -349,9 +414,10 @@ class HintServer:
 
 
 def start_server(host: str = "127.0.0.1", port: int = 0, api_key: str | None = None,
-                 slow_s: float = 30.0, quirks: ServerQuirks = ServerQuirks()) -> HintServer:
-    """Start the server in a background daemon thread (``port=0`` picks a free port)."""
-    httpd = _Server((host, port), api_key, slow_s, quirks)
+                 slow_s: float = 30.0, quirks: ServerQuirks = ServerQuirks(), trickle_s: float = 1.0) -> HintServer:
+    """Start the server in a background daemon thread (``port=0`` picks a free port); ``slow_s``: how long
+    ``fault-slow`` waits (s), ``trickle_s``: seconds between two bytes of ``fault-trickle`` / ``fault-slow-headers``."""
+    httpd = _Server((host, port), api_key, slow_s, quirks, trickle_s)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                               name="openclaw-hint-server", daemon=True)
     thread.start()

@@ -5,9 +5,11 @@ the outcome when it is ready; training only ever calls the non-blocking :meth:`H
 and :meth:`HintService.poll`. At most one query per env is in flight (a new segment whose env still
 waits is skipped and counted). Answers are cached by :func:`distill.llm.hints.prompt_hash` of (model,
 messages, sampling), so a repeated prompt makes no request. Every query is written as one JSON line
-to the records file (answers redacted by the channel, so no key can leak), and
-:meth:`HintService.load_records` pre-fills the cache from such a file: a run's hints can be replayed
-with no LLM at all (``channel=None``).
+to the records file (answers redacted by the channel, so no key can leak; an answer over
+:data:`RECORD_TEXT_BYTES` bytes is cut there and marked ``…[truncated, N bytes]``, with ``"truncated": true``
+and its length in ``text_bytes``), and :meth:`HintService.load_records` pre-fills the cache from such a
+file: a run's hints can be replayed with no LLM at all (``channel=None``; a truncated answer is not
+replayed).
 
 Verification: with a ``verifier`` (a callable built by the caller, which knows envs and
 controllers), a hint the vote accepted is checked before it is handed back: ``verifier(current
@@ -21,7 +23,8 @@ minute of wall time, a token bucket): over budget, the current parameters are ke
 
 Counters (:meth:`HintService.stats`, logged under ``hints/``): queries, requests, cache_hits,
 parse_errors, timeouts, errors, budget_exhausted, circuit_open (answers refused while the channel's
-circuit breaker is open), skipped, cancelled (in flight when training ended, see :meth:`HintService.finish`), accepted, rejected, acceptance_rate, latency_p50_s / latency_p95_s
+circuit breaker is open; also as breaker_refused), calls (answers asked of the channel) = calls_ok +
+calls_failed (every failed call: timeouts, errors, budget_exhausted and circuit_open together), skipped, cancelled (in flight when training ended, see :meth:`HintService.finish`), accepted, rejected, acceptance_rate, latency_p50_s / latency_p95_s
 (per query), tokens, structured_fallbacks (models asked in plain text after rejecting
 ``response_format``); with a verifier also verified, adopted,
 not_adopted, unchanged, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (total),
@@ -48,6 +51,16 @@ from distill.llm.hints import (HintParseError, HintSchema, ParsedHint, Vote, bui
 
 
 RECENT_CHECKS = 8  # verifier verdicts sent along with each request (``simulator_checks``)
+RECORD_TEXT_BYTES = 4096  # the most bytes of one answer's text written to the records (UTF-8)
+
+
+def capped_text(text: str, limit: int = RECORD_TEXT_BYTES) -> tuple[str, int | None]:
+    """``(text, None)`` when ``text`` is at most ``limit`` bytes (UTF-8), else its first ``limit`` bytes (whole
+    characters) followed by ``…[truncated, N bytes]`` and ``N``, its length in bytes."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, None
+    return f"{data[:limit].decode('utf-8', 'ignore')}…[truncated, {len(data)} bytes]", len(data)
 
 
 @dataclass
@@ -150,7 +163,8 @@ class HintService:
         decided = counts.get("accepted", 0) + counts.get("rejected", 0)
         out = {k: float(counts.get(k, 0)) for k in (
             "queries", "cache_hits", "parse_errors", "timeouts", "errors", "budget_exhausted", "circuit_open",
-            "skipped", "accepted", "rejected", "cancelled")}
+            "skipped", "accepted", "rejected", "cancelled", "calls", "calls_ok", "calls_failed")}
+        out["breaker_refused"] = out["circuit_open"]
         channel = self.channel.stats() if self.channel is not None else {}
         out["structured_fallbacks"] = float(channel.get("structured_fallbacks", 0))
         out["requests"] = float(channel.get("attempts", 0))  # HTTP requests, retries included
@@ -209,11 +223,12 @@ class HintService:
         self.finish(0.0)
 
     def load_records(self, path: Path) -> int:
-        """Pre-fill the cache with the answers recorded in ``path``; returns how many were loaded."""
+        """Pre-fill the cache with the answers recorded in ``path`` (truncated ones are not the answers: skipped);
+        returns how many were loaded."""
         loaded = 0
         for line in path.read_text().splitlines():
             for answer in json.loads(line).get("answers", []):
-                if answer.get("text") is not None:
+                if answer.get("text") is not None and not answer.get("truncated"):
                     self._cache[answer["hash"]] = answer["text"]
                     loaded += 1
         return loaded
@@ -329,9 +344,11 @@ class HintService:
             if cached is not None:
                 self._counts["cache_hits"] += 1
         if cached is not None:
-            return cached, {**entry, "text": cached, "cached": True}
+            return cached, {**entry, **_recorded(cached), "cached": True}
         if self.channel is None:
             return None, {**entry, "text": None, "error": "replay: not in the records"}
+        with self._lock:
+            self._counts["calls"] += 1
         try:
             result = self.channel.chat(model, messages, n_tokens=self.cfg.max_tokens,
                                        temperature=self.cfg.temperature, seed=index, response_format=structured)
@@ -340,10 +357,13 @@ class HintService:
                 err.kind, "errors")
             with self._lock:
                 self._counts[kind] += 1
+                self._counts["calls_failed"] += 1
             return None, {**entry, "text": None, "error": err.kind}
         with self._lock:
+            self._counts["calls_ok"] += 1
             self._cache[key] = result.text
-        return result.text, {**entry, "text": self.channel.redact(result.text), "latency_s": round(result.latency_s, 4)}
+        return result.text, {**entry, **_recorded(self.channel.redact(result.text)),
+                             "latency_s": round(result.latency_s, 4)}
 
     def _parse(self, text: str | None) -> ParsedHint | None:
         if text is None:
@@ -376,6 +396,13 @@ class HintService:
         if self.records_path is not None:
             with self.records_path.open("a") as f:
                 f.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def _recorded(text: str) -> dict[str, Any]:
+    """The records fields of one answer's ``text``: ``text``, capped (:func:`capped_text`), and when it was cut
+    ``truncated`` and ``text_bytes`` (its length, bytes)."""
+    shown, size = capped_text(text)
+    return {"text": shown} if size is None else {"text": shown, "truncated": True, "text_bytes": size}
 
 
 def _with_params(verdict: ParsedHint | None, proposal: ParsedHint) -> ParsedHint | None:
