@@ -141,7 +141,7 @@ class HintedControllerTeacher(ControllerTeacher):
         stats = self.service.stats()
         did.update(teacher_hint_queries=int(stats["queries"]), teacher_hints_accepted=int(stats["accepted"]),
                    teacher_hints_rejected=int(stats["rejected"]), teacher_malformed_answers=int(stats["parse_errors"]),
-                   teacher_errors=int(stats["errors"] + stats["timeouts"]))
+                   teacher_errors=int(stats["calls_failed"]))  # timeouts, errors, breaker and budget refusals
         if "verified" in stats:  # distill.verify_hints: what the checks cost and let through
             did.update(teacher_hints_verified=int(stats["verified"]), teacher_hints_adopted=int(stats["adopted"]),
                        teacher_verify_cpu_s_per_hint=round(stats["verify_cpu_s_per_hint"], 4),
@@ -157,7 +157,7 @@ class HintedControllerTeacher(ControllerTeacher):
             return (f"no hint was asked for: no segment ended (lower distill.segment_steps={self.segment_steps} "
                     "or train longer)")
         if not stats["accepted"]:
-            errors = int(stats["errors"] + stats["timeouts"])
+            errors = int(stats["calls_failed"])
             return (f"none of {int(stats['queries'])} hint queries was accepted ({int(stats['rejected'])} rejected, "
                     f"{int(stats['parse_errors'])} malformed or refused answers, {errors} failed calls); "
                     "python -m distill.llm.check diagnoses the channel")
