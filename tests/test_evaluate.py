@@ -21,6 +21,7 @@ from agents.evaluation.run import EvalConfig, run
 from agents.evaluation.protocol import evaluate
 from agents.factory import load_agent
 from agents.vec_env import make_vec_env
+from test_train import run_loading
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 40  # episode length cap for these tests (gym.make's max_episode_steps)
@@ -151,15 +152,9 @@ def test_training_records_clips_and_tensorboard_plays_them(tmp_path):
 
 def test_scripted_evaluation_loads_neither_training_nor_llm_code(tmp_path):
     """``evaluate.py policy=trot`` runs without importing the training runner or any LLM code."""
-    argv = ["evaluate.py", "policy=trot", "episodes=1", "envs=1", "videos=0", f"out_dir={tmp_path / 'eval'}",
+    argv = ["policy=trot", "episodes=1", "envs=1", "videos=0", f"out_dir={tmp_path / 'eval'}",
             f"hydra.run.dir={tmp_path / 'hydra'}", "+env_kwargs.max_episode_steps=50"]
-    probe = (
-        "import runpy, sys\n"
-        f"sys.argv = {argv!r}\n"
-        "runpy.run_path('evaluate.py', run_name='__main__')\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('agents.training', 'distill.llm', 'openai'))))"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out, loaded = run_loading("evaluate.py", argv, ("agents.training", "distill.llm", "openai"))
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "eval" / "metrics.json").is_file()
-    assert "LOADED []" in out.stdout, out.stdout
+    assert loaded == "LOADED []", out.stdout

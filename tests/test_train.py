@@ -171,16 +171,23 @@ def test_same_seed_reproduces_training_and_evaluation(tmp_path):
     )["final_eval_return"]
 
 
-def test_the_default_job_loads_no_llm_code(tmp_path):
-    """The default job (the scripted trot teaching) trains without importing distill.llm or openai."""
-    argv = ["train.py", "train=smoke", "train.progress_bar=false", "train.video=false", f"hydra.run.dir={tmp_path}"]
+def run_loading(script: str, argv: list[str], prefixes: tuple[str, ...]) -> tuple[subprocess.CompletedProcess, str]:
+    """Run ``script`` (train.py, evaluate.py) with ``argv`` in a fresh interpreter; (the process, the line
+    listing the modules starting with ``prefixes`` it had loaded at the end)."""
     probe = (
         "import runpy, sys\n"
-        f"sys.argv = {argv!r}\n"
-        "runpy.run_path('train.py', run_name='__main__')\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.startswith(('distill.llm', 'openai'))))"
+        f"sys.argv = {[script, *argv]!r}\n"
+        f"runpy.run_path({script!r}, run_name='__main__')\n"
+        f"print('LOADED', sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return out, next((line for line in out.stdout.splitlines() if line.startswith("LOADED")), "")
+
+
+def test_the_default_job_loads_no_llm_code(tmp_path):
+    """The default job (the scripted trot teaching) trains without importing distill.llm or openai."""
+    out, loaded = run_loading("train.py", ["train=smoke", "train.progress_bar=false", "train.video=false",
+                                           f"hydra.run.dir={tmp_path}"], ("distill.llm", "openai"))
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["distill"] == "scripted"
-    assert "LOADED []" in out.stdout, out.stdout
+    assert loaded == "LOADED []", out.stdout
