@@ -1,7 +1,7 @@
 """RL Zoo (``rl_zoo3``) hyper-parameter files for our envs, made from the tuned configs (``configs/tuned/``).
 
     python -m agents.export.rl_zoo            # rewrite rl_zoo/ppo.yml and rl_zoo/sac.yml
-    python -m rl_zoo3.train --algo ppo --env OpenClaw/Quadruped-v0 --gym-packages envs --conf-file rl_zoo/ppo.yml
+    python -m rl_zoo3.train --algo ppo --env OpenClaw/Quadruped-v1 --gym-packages envs --conf-file rl_zoo/ppo.yml
 
 Each ``configs/tuned/<env>_<agent>.yaml`` becomes one entry, keyed by the env id, of ``rl_zoo/<agent>.yml``:
 the hyper-parameters :func:`agents.factory.learner_kwargs` gives our learner for the composed training
