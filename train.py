@@ -29,17 +29,33 @@ CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_configs()
 
 
+def _given(argv: list[str], key: str) -> str | None:
+    return next((a.split("=", 1)[1] for a in argv if a.startswith(f"{key}=")), None)
+
+
 def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:
     """The config that will run: with ``resume=``, the saved config with this command's overrides
     (those a resume may change; others are refused); otherwise ``cfg``, once ``hydra.run.dir`` (when
-    given) is known to hold no other run."""
+    given) is known to hold no other run. Either way the run directory (and a sweep's ``hydra.sweep.dir``)
+    must be one this process can create and write."""
+    from agents import saved_config
     from agents.training.run_dir import check_new, resumed_config
 
+    run_dir = _given(argv, "hydra.run.dir")
     if cfg.resume:
-        return resumed_config(cfg, argv)
-    run_dir = next((a.split("=", 1)[1] for a in argv if a.startswith("hydra.run.dir=")), None)
+        resumed = resumed_config(cfg, argv)  # a damaged config.yaml is named first
+        option = "resume" if run_dir in (None, cfg.resume) else "hydra.run.dir"
+        saved_config.check_output_dir(option, run_dir or cfg.resume)
+        return resumed
     if run_dir:
+        saved_config.check_output_dir("hydra.run.dir", run_dir)
         check_new(run_dir)
+    else:  # the default, runs/<env>-<agent>/<date> under the working directory
+        default = Path("runs") / f"{cfg.env.name}-{cfg.agent.name}"
+        saved_config.check_output_dir("hydra.run.dir", default / "<date>", f"{default}/<date> (the default)")
+    sweep_dir = _given(argv, "hydra.sweep.dir")
+    if sweep_dir:
+        saved_config.check_output_dir("hydra.sweep.dir", sweep_dir)
     return cfg
 
 

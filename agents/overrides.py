@@ -1,12 +1,17 @@
-"""Command-line override handling shared by ``train.py`` and ``evaluate.py``.
+"""Command-line override handling shared by ``train.py``, ``evaluate.py`` and ``export.py``.
 
 Hydra reports a misspelt key as "Key 'x' is not in struct" without saying which keys exist.
 :func:`check_overrides` composes the config once before the real run and turns every composition or
 validation failure into one line that names the problem and lists what is valid.
+
+Hydra also writes every override to ``.hydra/`` as soon as a job starts, so a secret (an API key, a
+token, a password) given on the command line or in a config is refused first, without repeating it:
+:func:`command_line_secret` on the raw arguments, :func:`config_secret` on the composed config.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -24,6 +29,143 @@ from agents import saved_config
 from agents.errors import ConfigError
 
 _KEY_RE = re.compile(r"full_key: ([\w.]+)")
+
+# ---------------------------------------------------------------------------------------- secrets
+# A key is read only from the environment variable that ``llm.api_key_env`` names. A secret given as a
+# value would be written in plain text to the run directory (Hydra's .hydra/overrides.yaml, config.yaml
+# and hydra.yaml), so one is refused before Hydra starts, and the message never repeats it.
+KEY_ENV = "api_key_env"
+DEFAULT_KEY_ENV = "OPENCLAW_LLM_API_KEY"
+ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+HIDDEN = "<hidden>"
+SECRET_FIX = (
+    f"a key is read only from the environment variable named by llm.{KEY_ENV}: "
+    f"export {DEFAULT_KEY_ENV}=... and pass llm.{KEY_ENV}={DEFAULT_KEY_ENV} (the default)"
+)
+# a key whose name says it holds a secret (``api_key``, ``access_token``, ``client_secret``, ``password`` ...);
+# ``api_key_env`` (a variable's name) and ``max_tokens`` (a count) are not
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:api_?key|access_?key|secret(?:_?key)?|token|auth_?token|password|passwd|passphrase|"
+    r"credentials?|private_?key|authorization)(?:$|_)"
+)
+_SECRET_VALUES = (
+    (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{6,}"), "an API key (sk-...)"),
+    (re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s+\S"), "a bearer token (Bearer ...)"),
+    (re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_|glpat-|xox[abprs]-|hf_|[sr]k_(?:live|test)_)"
+                r"[A-Za-z0-9_\-]{10,}"), "an access token"),
+    (re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), "an AWS access key"),
+    (re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{30,}"), "a Google API key"),
+    (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}"), "a JSON web token"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY"), "a private key"),
+)
+_WORD = re.compile(r"[A-Za-z0-9_\-+]{32,}")
+
+
+def _random_looking(word: str) -> bool:
+    """A long token of letters and digits mixed the way random keys are, not the way names are.
+
+    Base62/base64 keys mix upper case, lower case and digits throughout; hex keys mix digits and
+    a-f throughout. Names, dates and paths (``quadruped_rough_v1``, ``2026-11-29_14-00-00``) do not.
+    """
+    alnum = [c for c in word if c.isalnum()]
+    digits = sum(c.isdigit() for c in alnum)
+    digit_runs = len(re.findall(r"[0-9]+", word))
+    counts = [alnum.count(c) for c in set(alnum)]
+    entropy = -sum(n / len(alnum) * math.log2(n / len(alnum)) for n in counts) if alnum else 0.0
+    if len(alnum) < 32 or entropy < 3.4:
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", "".join(alnum)):
+        return digit_runs >= 4 and 0.25 <= digits / len(alnum) <= 0.9
+    upper, lower = sum(c.isupper() for c in alnum), sum(c.islower() for c in alnum)
+    return upper >= 2 and lower >= 2 and digits >= 3 and digit_runs >= 3
+
+
+def secret_kind(value: str) -> str | None:
+    """What kind of secret ``value`` looks like (``"an API key (sk-...)"``), or None."""
+    for pattern, kind in _SECRET_VALUES:
+        if pattern.search(value):
+            return kind
+    words = _WORD.findall(value)
+    if any(_random_looking(w) for w in words + [p for w in words for p in re.split(r"[_\-+]", w)]):
+        return "a long random token (an API key?)"
+    return None
+
+
+def secret_name(key: str) -> bool:
+    """True when a dotted key names a secret (a part like ``api_key``, ``token``, ``password``; not ``api_key_env``)."""
+    return any(part != KEY_ENV and _SECRET_NAME.search(part.lower()) for part in re.split(r"[.\[\]@/]", key) if part)
+
+
+def _secret_problem(key: str, value: object, shown_key: str, written: str) -> str | None:
+    """The refusal of one ``key=value``, named ``shown_key=<hidden>`` (the value is never shown), or None.
+
+    ``written``: why the value would reach the disk (the message's reason).
+    """
+    shown = f"{shown_key}={HIDDEN}"
+    if key.rsplit(".", 1)[-1] == KEY_ENV:
+        if value is None or value == "null":
+            return None
+        kind = secret_kind(value) if isinstance(value, str) else None
+        if isinstance(value, str) and ENV_VAR_NAME.fullmatch(value) and kind is None:
+            return None
+        why = f"it looks like {kind}" if kind else "it is not an environment variable's name ([A-Za-z_][A-Za-z0-9_]*)"
+        return f"{shown}: {why}; llm.{KEY_ENV} names the variable that holds the key, never the key itself; {SECRET_FIX}"
+    if secret_name(key):
+        if value is None or value in ("", "null"):
+            return None  # nothing to leak
+        return f"{shown}: {key} would hold a secret, and {written}; {SECRET_FIX}"
+    kind = secret_kind(value) if isinstance(value, str) else None
+    if kind:
+        return f"{shown}: the value looks like {kind}, and {written}; {SECRET_FIX}"
+    return None
+
+
+def command_line_secret(argv: Sequence[str]) -> str | None:
+    """The refusal of the first raw command-line argument that holds or names a secret, or None.
+
+    Read before Hydra parses anything: a parse error would echo the argument, and Hydra writes the
+    overrides to ``.hydra/overrides.yaml`` as soon as the job starts.
+    """
+    written = "command-line values are written in plain text to the run directory (.hydra/, config.yaml)"
+    for arg in argv:
+        if arg.startswith("-") and "=" not in arg:
+            continue  # a flag (-m, --help, --cfg ...)
+        typed, eq, value = arg.partition("=")
+        if typed.startswith("~"):
+            continue  # a deletion holds no value
+        key = typed.lstrip("+").strip()
+        if not eq:  # a flag's value (--config-dir <dir>): only the value can hold a secret
+            typed, key, value = "an argument", "", arg
+        problem = _secret_problem(key, value, typed, written)
+        if problem:
+            return problem
+    return None
+
+
+def config_secret(cfg: DictConfig, source: str) -> str | None:
+    """The refusal of the first key of a composed config that holds or names a secret, or None.
+
+    ``source`` says where the config came from (``configs/``, a run's ``config.yaml``) for the message.
+    """
+    try:
+        tree = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException:
+        tree = OmegaConf.to_container(cfg, resolve=False)
+    written = f"the config ({source}) is written in plain text to the run directory (.hydra/, config.yaml)"
+
+    def walk(node: object, prefix: str) -> str | None:
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            full = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
+            if isinstance(value, (dict, list)) and not (isinstance(key, str) and secret_name(key)):
+                found = walk(value, full)
+            else:
+                found = _secret_problem(full, value, full, written)
+            if found:
+                return found
+        return None
+
+    return walk(tree, "")
 
 
 def resume_argv(argv: Sequence[str]) -> list[str]:
@@ -84,6 +226,9 @@ def check_overrides(
     resumed run's config) before ``validate`` checks it. With ``-m`` / ``--multirun`` every job of the
     sweep is checked before the first one starts. Other Hydra flags (``--help``, ``--cfg`` ...) are left to Hydra.
     """
+    problem = command_line_secret(argv)
+    if problem:
+        return problem
     flags = {a for a in argv if a.startswith("-")}
     if flags and flags <= {"-m", "--multirun"}:
         overrides = OverridesParser.create().parse_overrides([a for a in argv if a not in flags])
@@ -113,7 +258,7 @@ def check_overrides(
             return text + hint
         finally:
             GlobalHydra.instance().clear()
-    problem = _ignored_added_key(config_dir, cfg, overrides)
+    problem = _ignored_added_key(config_dir, cfg, overrides) or config_secret(cfg, f"composed from {config_dir}")
     if problem:
         return problem
     resume = cfg.get("resume")
@@ -125,6 +270,9 @@ def check_overrides(
     try:
         if prepare is not None:
             cfg = prepare(cfg, list(argv))
+            problem = config_secret(cfg, f"{saved_config.CONFIG} of resume={resume}") if resume else None
+            if problem:
+                return problem
         if validate is not None:
             validate(cfg)
     except ConfigError as err:

@@ -31,14 +31,14 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
-from agents.errors import ConfigError
+from agents.errors import ConfigError, check_seed, env_error
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import check_device, check_observation_space, load_agent
 from agents.controller_policy import ControllerPolicy
 from agents.export.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
-from envs.controllers import CONTROLLER_NAMES, controller_named
+from envs.controllers import CONTROLLER_NAMES, controller_named, family_of_id
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -82,6 +82,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"videos={cfg.videos} is invalid: record between 0 and episodes={cfg.episodes} episodes")
     if cfg.videos and (cfg.width % 2 or cfg.height % 2):
         raise ConfigError(f"width={cfg.width} height={cfg.height}: H.264 video needs even sizes")
+    check_seed("seed", cfg.seed)
     check_device("device", cfg.device)
     if cfg.policy not in (LEARNED, *CONTROLLER_NAMES):
         raise ConfigError(f"policy={cfg.policy!r} is invalid; choose one of: {LEARNED}, {', '.join(CONTROLLER_NAMES)}")
@@ -89,6 +90,30 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             "nothing to evaluate: pass run=<run directory made by train.py> or checkpoint=<.../model.zip>, "
             f"or a scripted controller with policy={'|'.join(CONTROLLER_NAMES)}"
+        )
+    saved = run_config(Path(cfg.run)) if cfg.run else None  # a missing or damaged run directory
+    if cfg.policy != LEARNED:
+        _check_controller_env(cfg, saved)
+    if cfg.out_dir:
+        saved_config.check_output_dir("out_dir", cfg.out_dir)
+
+
+def _check_controller_env(cfg: DictConfig, saved: DictConfig | None) -> None:
+    """A scripted controller runs only on an env of its own family (``policy=trot`` on the quadruped)."""
+    family = controller_named(cfg.policy)
+    env_id = cfg.env_id or (saved.env.id if saved is not None else family.env_id)
+    where = f"env_id={env_id}" if cfg.env_id or saved is None else f"run={cfg.run} (trained on {env_id})"
+    if env_id not in gym.registry:
+        known = sorted(k for k in gym.registry if k.startswith("OpenClaw/"))
+        raise ConfigError(f"env_id={env_id!r} is not a registered Gymnasium id; OpenClaw ids: {', '.join(known)}")
+    try:
+        other = family_of_id(env_id)
+    except ValueError as err:
+        raise ConfigError(f"policy={cfg.policy} {where}: {err}") from None
+    if other.family != family.family:
+        raise ConfigError(
+            f"policy={cfg.policy} {where}: the {cfg.policy} controller drives the {family.family} envs, "
+            f"{env_id} is a {other.family} env; use policy={other.name} there, or env_id={family.env_id}"
         )
 
 
@@ -213,6 +238,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
     kwargs.update(OmegaConf.to_container(cfg.env_kwargs, resolve=True))
     out = Path(cfg.out_dir) if cfg.out_dir else (run_dir / "eval" if run_dir else Path("runs") / cfg.policy / "eval")
+    saved_config.check_output_dir("out_dir", out, out if cfg.out_dir else f"{out} (the default)")
 
     make_kwargs, wrapper = kwargs, None
     if cfg.videos:
@@ -221,7 +247,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     try:
         venv = make_vec_env(env_id, make_kwargs, cfg.envs, wrapper=wrapper)
     except (TypeError, ValueError, gym.error.Error) as err:  # unknown id or constructor argument, bad value
-        raise ConfigError(f"env {env_id}: {err}") from None
+        raise ConfigError(f"env {env_id}: {env_error(err)}") from None
     if exported is not None:  # normalisation is folded into the file: it runs on the raw envs
         policy = exported
     elif learned:

@@ -41,7 +41,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from agents import checkpoint
+from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.evaluation.run import find_checkpoint, load_policy, run_config
 from agents.vec_env import env_kwargs, make_vec_env
@@ -73,6 +73,10 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("nothing to export: pass run=<run directory made by train.py> or checkpoint=<.../model.zip>")
     if not 9 <= cfg.opset <= 21:
         raise ConfigError(f"opset={cfg.opset} is invalid: pass an ONNX opset between 9 and 21 (default 17)")
+    if cfg.run:
+        run_config(Path(cfg.run))  # a missing or damaged run directory
+    if cfg.out_dir:
+        saved_config.check_output_dir("out_dir", cfg.out_dir)
 
 
 # ---------------------------------------------------------------------------------------- the module
@@ -271,6 +275,7 @@ def run(cfg: DictConfig) -> dict[str, Path]:
     metadata = export_metadata(saved.env.id, env_kwargs(saved, evaluation=True), saved.agent.name, learned.checkpoint.meta)
     obs_dim = int(metadata["observation_dim"])
     out = Path(cfg.out_dir) if cfg.out_dir else learned.run_dir / "export"
+    saved_config.check_output_dir("out_dir", out, out if cfg.out_dir else f"{out} (the default)")
     out.mkdir(parents=True, exist_ok=True)
     paths = {"onnx": write_onnx(actor, obs_dim, metadata, out / ONNX_FILE, cfg.opset)}
     if cfg.torchscript:

@@ -15,7 +15,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from agents import saved_config
-from agents.errors import ConfigError
+from agents.errors import ConfigError, check_seed, env_error
 from agents.teachers import TEACHERS
 
 
@@ -149,9 +149,11 @@ def register_configs() -> None:
     """Register the schemas so that YAML files can name them in their defaults lists."""
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
-    # ``agent`` is typed Any at the top level (PPO and SAC differ), so each agent file names its schema.
-    cs.store(group="agent", name="ppo_schema", node=PPOConfig)
-    cs.store(group="agent", name="sac_schema", node=SACConfig)
+    # ``agent`` is typed Any at the top level (PPO and SAC differ), so each agent file names its schema
+    # (``- /ppo_schema@_here_``). Stored outside the ``agent`` group, so that ``agent=`` offers only the
+    # agents (configs/agent/*.yaml), not their schemas.
+    cs.store(name="ppo_schema", node=PPOConfig)
+    cs.store(name="sac_schema", node=SACConfig)
 
 
 _POSITIVE = {
@@ -248,7 +250,7 @@ def _validate_env(cfg: DictConfig) -> None:
         try:
             env = gym.make(cfg.env.id, **kwargs)
         except (TypeError, ValueError, gym.error.Error) as err:
-            raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {err}") from None
+            raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
         space = env.observation_space
         env.close()
     if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
@@ -266,6 +268,7 @@ def validate(cfg: DictConfig) -> None:
     bad = _first_non_finite(OmegaConf.to_container(cfg, resolve=True))
     if bad is not None:
         raise ConfigError(f"{bad[0]}={bad[1]} is invalid: it must be a finite number")
+    check_seed("seed", cfg.seed)
     for key, meaning in _POSITIVE.items():
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
@@ -353,4 +356,4 @@ def _validate_distill(d: DictConfig) -> None:
     if TEACHERS[d.name].reads_run:
         if not d.teacher:
             raise ConfigError("distill=checkpoint needs a teacher: add distill.teacher=<run directory of a trained policy>")
-        saved_config.path(d.teacher, "distill.teacher")
+        saved_config.load(d.teacher, "distill.teacher")  # a missing or damaged run directory
