@@ -158,3 +158,32 @@ def test_scripted_evaluation_loads_neither_training_nor_llm_code(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "eval" / "metrics.json").is_file()
     assert loaded == "LOADED []", out.stdout
+
+
+def test_an_evaluation_stopped_part_way_leaves_the_earlier_outputs_whole(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "eval"
+    argv = [sys.executable, str(ROOT / "evaluate.py"), "policy=trot", "envs=1", f"out_dir={out}",
+            f"hydra.run.dir={tmp_path / 'hydra'}"]
+    first = subprocess.run([*argv, "episodes=1", "videos=1", "+env_kwargs.max_episode_steps=40"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert "metrics.json" in before and any(name.endswith(".mp4") for name in before)
+    proc = subprocess.Popen([*argv, "episodes=4", "videos=2"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    start = time.time()  # stop it while it records: its partial video exists
+    while time.time() - start < 240 and not list(tmp_path.glob(".eval.partial-*/video_env0_ep0.mp4")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "a stopped evaluation changed the outputs"
+    again = subprocess.run([*argv, "episodes=1", "videos=0", "+env_kwargs.max_episode_steps=40"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert not list(tmp_path.glob(".eval.partial-*")), "the stopped evaluation's partial outputs were not removed"
+    assert json.loads((out / "metrics.json").read_text())["videos"] == [] and not list(out.glob("*.mp4"))

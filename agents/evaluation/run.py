@@ -10,13 +10,18 @@ first episode is reset with seed ``seed + i``), ``episodes`` deterministic episo
 envs by :func:`agents.evaluation.protocol.evaluate`; the first ``videos`` of them are recorded. Written into
 the output directory (default ``<run>/eval``): ``video_env<i>_ep<k>.mp4``, ``metrics.json``,
 ``contact_sheet.png`` (a row of frames per video) and ``episodes.png`` (per-episode return, length and
-the metrics the env declares).
+the metrics the env declares). They are written into a hidden directory beside it and moved in when all
+are complete, so an evaluation stopped part-way (Ctrl-C, SIGTERM) leaves the earlier ones whole.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,13 +260,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     else:
         policy = ControllerPolicy(cfg.policy, cfg.envs, dt=float(venv.get_attr("dt")[0]))
 
-    out.mkdir(parents=True, exist_ok=True)  # only now: a bad env argument or checkpoint leaves it untouched
-    for stale in [*out.glob("video_env*_ep*.mp4"), out / "contact_sheet.png"]:  # from an earlier evaluation
-        stale.unlink(missing_ok=True)
+    staging = _staging_dir(out)  # only now: a bad env argument or checkpoint leaves ``out`` untouched
 
     t0 = time.time()
     venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
-    with recording(venv, out, "video", cfg.videos) as clips:
+    with recording(venv, staging, "video", cfg.videos) as clips:
         result = evaluate(policy, venv, cfg.episodes)
     venv.close()
 
@@ -276,15 +279,44 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "envs": cfg.envs,
         "seed": cfg.seed,
         **result.as_dict(),
-        "videos": [_describe(c, out) for c in clips],
+        "videos": [_describe(c, staging) for c in clips],
         "wall_time_s": round(time.time() - t0, 2),
     }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    plot_episodes(result, out / "episodes.png", f"{what} on {env_id}")
+    plot_episodes(result, staging / "episodes.png", f"{what} on {env_id}")
     if clips:
-        imageio.imwrite(out / "contact_sheet.png", contact_sheet(clips))
+        imageio.imwrite(staging / "contact_sheet.png", contact_sheet(clips))
+    (staging / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    _publish(staging, out)
     metrics.update(out_dir=str(out), declared=result.declared)
     return metrics
+
+
+def _staging_dir(out: Path) -> Path:
+    """A new hidden directory beside ``out`` that an evaluation writes into before :func:`_publish`; those an
+    evaluation killed mid-way left behind are removed first."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for left in out.parent.glob(f".{out.name}.partial-*"):
+        shutil.rmtree(left, ignore_errors=True)
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
+    staging.mkdir()
+    return staging
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Replace the outputs of an earlier evaluation in ``out`` by the complete ones in ``staging``, holding
+    Ctrl-C / SIGTERM until done, ``metrics.json`` last: a killed evaluation leaves the earlier outputs whole."""
+    held = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in held}
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in [*out.glob("video_env*_ep*.mp4"), out / "contact_sheet.png", out / "metrics.json"]:
+            stale.unlink(missing_ok=True)
+        for path in sorted(staging.iterdir(), key=lambda p: p.name == "metrics.json"):
+            os.replace(path, out / path.name)
+        staging.rmdir()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def format_metrics(m: dict[str, Any]) -> str:
