@@ -357,11 +357,16 @@ def test_structured_output_off_reads_the_same_from_yaml_and_the_check_cli():
 
 
 # ------------------------------------------------------------------------------- circuit breaker
+def fail(ch, calls: int) -> None:
+    """``calls`` failing calls (HTTP 500) in a row: enough to open a breaker of ``breaker_failures=calls``."""
+    for _ in range(calls):
+        with pytest.raises(ChannelError):
+            ch.chat("fault-500", user("hi"))
+
+
 def test_circuit_breaker_backs_off_a_server_that_fails_every_request_and_retries_later(server):
     with make(server.url, max_retries=0, breaker_failures=3, breaker_cooldown_s=0.5) as ch:
-        for _ in range(3):
-            with pytest.raises(ChannelError):
-                ch.chat("fault-500", user("hi"))
+        fail(ch, 3)
         with pytest.raises(ChannelError) as ei:
             ch.chat("fault-500", user("hi"))
         assert ei.value.kind == "unavailable" and "breaker_cooldown_s" in ei.value.message
@@ -537,9 +542,7 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
     from distill.llm.service import HintService
 
     with make(server.url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60) as ch:
-        for _ in range(2):
-            with pytest.raises(ChannelError):
-                ch.chat("fault-500", user("hi"))
+        fail(ch, 2)
         with pytest.raises(ChannelError) as ei:
             ch.chat("openclaw-coach", user("hi"))
         assert ei.value.kind == "unavailable"

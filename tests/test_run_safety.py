@@ -274,9 +274,11 @@ def test_ctrl_c_during_the_final_evaluation_writes_the_summary_and_says_what_to_
     import time
 
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(  # one long final evaluation (30 episodes x 1000 steps) after 4096 training steps
-        [sys.executable, str(ROOT / "train.py"), *SMOKE, "train.eval_freq=1000000", "train.eval_episodes=30",
-         f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(  # one long final evaluation (60 episodes x 1000 steps) after 4096 training steps; the
+        # only checkpoint is the final save, whose meta.json appears just before that evaluation starts
+        [sys.executable, str(ROOT / "train.py"), *SMOKE, "train.eval_freq=1000000", "train.eval_episodes=60",
+         "train.checkpoint_freq=1000000", f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
     final = run_dir / "checkpoints" / f"step_{4096:012d}"
     start = time.time()
     while time.time() - start < 240 and not (final / "meta.json").is_file():
@@ -306,3 +308,29 @@ def test_a_full_disk_mid_run_is_one_line_naming_the_last_good_checkpoint(tmp_pat
     assert len(errors) == 1 and "the disk is full" in errors[0], result.stderr[-3000:]
     assert "the last good checkpoint is" in errors[0] and "resume=" in errors[0]
     assert "Traceback" not in result.stderr
+
+
+def test_ctrl_c_and_sigterm_wait_while_a_checkpoint_is_written(tmp_path):
+    """A second Ctrl-C (or a SIGTERM) during the interrupt save is held until the save is whole."""
+    import os
+    import signal
+
+    from agents.training.runner import _final_save
+
+    venv = wrap_normalization(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), True, False, 0.99)
+    model = PPO("MlpPolicy", venv, n_steps=16, batch_size=16, seed=0, device="cpu", policy_kwargs=dict(net_arch=[8]))
+    original, fired = checkpoint._write_dir, []
+
+    def write_then_signal(*args, **kwargs):  # the signals arrive while the files are being written
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        fired.append(True)
+        return original(*args, **kwargs)
+
+    checkpoint._write_dir = write_then_signal
+    try:
+        saved, full, stopped = _final_save(tmp_path, model, venv, keep=2, clock={})
+    finally:
+        checkpoint._write_dir = original
+    assert fired and stopped and full is None and checkpoint.latest(tmp_path).path == saved.path
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C works again afterwards

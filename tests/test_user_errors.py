@@ -9,7 +9,6 @@ argument, and the ``agent`` choices offered.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,27 +38,8 @@ def refused(result: subprocess.CompletedProcess, *names: str) -> str:
     return lines[0]
 
 
-def snapshot(directory: Path) -> dict[str, bytes]:
-    """Every file under ``directory`` (hidden ones included) with its bytes."""
-    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture(scope="module")
-def trained_run(tmp_path_factory):
-    """A finished PPO smoke run (copy it before changing it)."""
-    run_dir = tmp_path_factory.mktemp("runs") / "run"
-    result = run_cli("train.py", *SMOKE, f"hydra.run.dir={run_dir}", timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
-
-
-@pytest.fixture
-def run_copy(trained_run, tmp_path):
-    run_dir = tmp_path / "run"
-    shutil.copytree(trained_run, run_dir)
-    (run_dir / "config.yaml").write_text((trained_run / "config.yaml").read_text().replace(str(trained_run), str(run_dir)))
-    shutil.rmtree(run_dir / ".hydra", ignore_errors=True)
-    return run_dir
+# finished_run: a PPO smoke run; run_copy: a copy of it to damage; snapshot: a directory's files and bytes
+from test_run_safety import finished_run, run_copy, snapshot  # noqa: E402,F401  (pytest fixtures)
 
 
 # ------------------------------------------------------------------------------ 1. a key never reaches the disk
@@ -94,9 +74,9 @@ def test_train_refuses_a_secret_before_hydra_writes(override, key, tmp_path):
 
 
 @pytest.mark.parametrize("script", ["evaluate.py", "export.py"])
-def test_evaluate_and_export_refuse_a_secret_without_echoing_it(script, trained_run, tmp_path):
+def test_evaluate_and_export_refuse_a_secret_without_echoing_it(script, finished_run, tmp_path):
     out = tmp_path / "out"
-    result = run_cli(script, f"run={trained_run}", f"+env_kwargs.api_key={KEY}", f"out_dir={out}")
+    result = run_cli(script, f"run={finished_run}", f"+env_kwargs.api_key={KEY}", f"out_dir={out}")
     assert_secret_refused(result, KEY, "+env_kwargs.api_key=<hidden>")
     assert not out.exists()
 
@@ -223,21 +203,21 @@ def test_train_refuses_an_impossible_run_directory(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("script", ["evaluate.py", "export.py"])
-def test_evaluate_and_export_refuse_an_impossible_out_dir(script, kind, trained_run, tmp_path):
+def test_evaluate_and_export_refuse_an_impossible_out_dir(script, kind, finished_run, tmp_path):
     out, parent = _unwritable(tmp_path, kind)
     before = _state(parent)
-    args = ["policy=trot", "episodes=1", "videos=0"] if script == "evaluate.py" else [f"run={trained_run}"]
+    args = ["policy=trot", "episodes=1", "videos=0"] if script == "evaluate.py" else [f"run={finished_run}"]
     refused(run_cli(script, *args, f"out_dir={out}"), f"out_dir={out}", "out_dir=<dir>")
     assert not out.exists()
     assert _state(parent) == before
 
 
-def test_export_refuses_an_out_dir_that_is_a_file(trained_run, tmp_path):
+def test_export_refuses_an_out_dir_that_is_a_file(finished_run, tmp_path):
     file = tmp_path / "policy_dir"
     file.write_text("a file\n")
-    refused(run_cli("export.py", f"run={trained_run}", f"out_dir={file}"), f"out_dir={file}", "is a file")
+    refused(run_cli("export.py", f"run={finished_run}", f"out_dir={file}"), f"out_dir={file}", "is a file")
     assert file.read_text() == "a file\n"
-    assert not (trained_run / "export").exists()
+    assert not (finished_run / "export").exists()
 
 
 # ------------------------------------------------------------------------------ 5. scripted controllers, env arguments

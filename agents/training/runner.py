@@ -147,21 +147,22 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
 
 
 def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
-                clock: dict[str, float]) -> tuple[checkpoint.Checkpoint | None, OSError | None]:
+                clock: dict[str, float]) -> tuple[checkpoint.Checkpoint | None, OSError | None, bool]:
     """Save where training stopped unless a parameter or statistic is not finite or the disk is full (then
-    keep the last good one); Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error)."""
-    with _signals_deferred():
+    keep the last good one); Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error,
+    whether a Ctrl-C / SIGTERM arrived meanwhile)."""
+    with _signals_deferred() as arrived:
         try:
-            return checkpoint.save(run_dir, model, venv, keep=keep, **clock), None
+            saved, full = checkpoint.save(run_dir, model, venv, keep=keep, **clock), None
         except checkpoint.NonFinite as err:
-            kept = checkpoint.latest(run_dir)
-            print(f"warning: no checkpoint saved: {err}; the last good one is kept: {kept.path if kept else 'none'}",
+            saved, full = checkpoint.latest(run_dir), None
+            print(f"warning: no checkpoint saved: {err}; the last good one is kept: {saved.path if saved else 'none'}",
                   file=sys.stderr)
-            return kept, None
         except OSError as err:
             if not _is_disk_full(err):
                 raise
-            return checkpoint.latest(run_dir), err
+            saved, full = checkpoint.latest(run_dir), err
+    return saved, full, bool(arrived)
 
 
 def _teacher_report(cfg: DictConfig, teacher: ControllerTeacher | None) -> tuple[dict[str, Any], str | None]:
@@ -216,6 +217,7 @@ class _Run:
     callbacks: list[BaseCallback]
     start_step: int
     saved: checkpoint.Checkpoint | None = None  # where training stopped (set by _learn)
+    stopped: bool = False  # Ctrl-C / SIGTERM after the last training step (set by _learn)
 
 
 def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
@@ -297,13 +299,14 @@ def _learn(run: _Run) -> float:
             raise
         full = err
     finally:
-        run.saved, full_at_save = _final_save(run.dir, model, run.venv, cfg.train.keep_checkpoints,
-                                              run.evaluator.clock())
+        run.saved, full_at_save, stopped = _final_save(run.dir, model, run.venv, cfg.train.keep_checkpoints,
+                                                       run.evaluator.clock())
     full = full or full_at_save
     if full is not None:
         raise _disk_full(run.dir, int(model.num_timesteps), full) from None
     if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
         raise TrainingInterrupted(run.dir, int(model.num_timesteps))
+    run.stopped = stopped  # a Ctrl-C / SIGTERM while the finished run's checkpoint was written: no final evaluation
     return time.time() - t0
 
 
@@ -311,12 +314,13 @@ def _summarise(run: _Run, wall: float) -> dict[str, Any]:
     """The final evaluation, ``summary.json``, the learning curve; closes the envs and the logger."""
     cfg, model, evaluator = run.cfg, run.model, run.evaluator
     fresh = evaluator.last_eval_step != model.num_timesteps
-    interrupted = False
+    final, interrupted = None, run.stopped
     try:
         with _sigterm_as_keyboard_interrupt():
-            final = evaluator.run_evaluation()
+            if not interrupted:
+                final = evaluator.run_evaluation()
     except KeyboardInterrupt:  # training is done and saved: write what is known, then say so
-        final, interrupted = None, True
+        interrupted = True
     with _signals_deferred() as arrived:
         try:
             summary = _write_summary(run, final, fresh, wall, interrupted)
