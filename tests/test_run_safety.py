@@ -278,7 +278,8 @@ def test_ctrl_c_during_the_final_evaluation_writes_the_summary_and_says_what_to_
         # only checkpoint is the final save, whose meta.json appears just before that evaluation starts
         [sys.executable, str(ROOT / "train.py"), *SMOKE, "train.eval_freq=1000000", "train.eval_episodes=60",
          "train.checkpoint_freq=1000000", f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as in a terminal (CI ignores it)
     final = run_dir / "checkpoints" / f"step_{4096:012d}"
     start = time.time()
     while time.time() - start < 240 and not (final / "meta.json").is_file():
@@ -328,9 +329,10 @@ def test_ctrl_c_and_sigterm_wait_while_a_checkpoint_is_written(tmp_path):
         return original(*args, **kwargs)
 
     checkpoint._write_dir = write_then_signal
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         saved, full, stopped = _final_save(tmp_path, model, venv, keep=2, clock={})
     finally:
         checkpoint._write_dir = original
     assert fired and stopped and full is None and checkpoint.latest(tmp_path).path == saved.path
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C works again afterwards
+    assert {sig: signal.getsignal(sig) for sig in before} == before  # Ctrl-C and SIGTERM act as before afterwards
