@@ -19,9 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
+from agents.signals import signals_deferred
 from agents.errors import ConfigError, check_seed, env_error
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.factory import check_device, check_observation_space, load_agent
@@ -305,18 +304,13 @@ def _staging_dir(out: Path) -> Path:
 def _publish(staging: Path, out: Path) -> None:
     """Replace the outputs of an earlier evaluation in ``out`` by the complete ones in ``staging``, holding
     Ctrl-C / SIGTERM until done, ``metrics.json`` last: a killed evaluation leaves the earlier outputs whole."""
-    held = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in held}
-    try:
+    with signals_deferred():  # what arrives meanwhile is dropped: the evaluation is done
         out.mkdir(parents=True, exist_ok=True)
         for stale in [*out.glob("video_env*_ep*.mp4"), out / "contact_sheet.png", out / "metrics.json"]:
             stale.unlink(missing_ok=True)
         for path in sorted(staging.iterdir(), key=lambda p: p.name == "metrics.json"):
             os.replace(path, out / path.name)
         staging.rmdir()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def format_metrics(m: dict[str, Any]) -> str:

@@ -63,9 +63,8 @@ class _TeacherFields:
 
     def samples_at(self, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> TeacherReplaySamples:
         """The transitions at slots ``rows`` of envs ``cols``, with their teacher actions."""
-        tensor = _tensor_of(self)
-        return TeacherReplaySamples(*gather(self, rows, cols, env), None, tensor(self.teacher_actions[rows, cols]),
-                                    tensor(self.teacher_weights[rows, cols]))
+        return TeacherReplaySamples(*gather(self, rows, cols, env), None, _tensor(self, self.teacher_actions[rows, cols]),
+                                    _tensor(self, self.teacher_weights[rows, cols]))
 
     def __getstate__(self) -> dict[str, Any]:
         # saved with checkpoints: the stored fields, not the live teacher (with_teacher_actions attaches it)
@@ -103,7 +102,8 @@ def with_teacher_actions(buffer: ReplayBuffer, teacher: TeacherActionSource) -> 
 def gather(buffer: ReplayBuffer, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> tuple:
     """(observations, actions, next observations, dones, rewards) at slots ``rows`` of envs ``cols`` as torch
     tensors, computed as SB3's ``_get_samples`` computes them."""
-    tensor = _tensor_of(buffer)
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        return _tensor(buffer, array)
 
     def observations(stored: Any) -> Any:
         if isinstance(stored, dict):
@@ -124,8 +124,6 @@ def samples_type(buffer: ReplayBuffer) -> type:
     return DictReplayBufferSamples if isinstance(buffer, DictReplayBuffer) else ReplayBufferSamples
 
 
-def _tensor_of(buffer: ReplayBuffer):
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(array)).to(buffer.device)
-
-    return tensor
+def _tensor(buffer: ReplayBuffer, array: np.ndarray) -> torch.Tensor:
+    """``array`` as a tensor on the buffer's device (no copy on the CPU when it is contiguous)."""
+    return torch.from_numpy(np.ascontiguousarray(array)).to(buffer.device)

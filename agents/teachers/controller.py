@@ -63,10 +63,7 @@ class ControllerTeacher(VecEnvWrapper):
     def step_async(self, actions: np.ndarray) -> None:
         """Step the student's ``actions``; first, every controller acts on the observation they were taken on
         (controllers of envs that start an episode are reset first): :attr:`acted_on`."""
-        if self.retired:
-            nothing = np.zeros((self.num_envs, *self.action_space.shape), np.float32)
-            self.acted_on = TeacherActions(nothing, np.zeros(self.num_envs, np.float32))
-        else:
+        if not self.retired:  # once retired, acted_on stays the zeros retire() set
             actions_taught, _ = self.policy.predict(self._obs, episode_start=self._episode_start)
             weights = self.weights()
             self._weights_sum += float(weights.sum())
@@ -97,6 +94,8 @@ class ControllerTeacher(VecEnvWrapper):
         for); every sample gets weight 0 (nothing reads it: alpha is 0 by now) and the coverage counts only
         the samples before this call."""
         self.retired_at_step = step
+        nothing = np.zeros((self.num_envs, *self.action_space.shape), np.float32)
+        self.acted_on = TeacherActions(nothing, np.zeros(self.num_envs, np.float32))
 
     def coverage(self) -> float:
         """Fraction of the samples since the last call that have a teacher action (weight > 0)."""

@@ -10,11 +10,8 @@
 from __future__ import annotations
 
 import errno
-import signal
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
+from agents.signals import signals_deferred, sigterm_as_keyboard_interrupt
 from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
@@ -63,34 +61,6 @@ class TrainingInterrupted(Exception):
             message = f"interrupted at step {step}; checkpoint saved. Resume with: python train.py resume={run_dir}"
         super().__init__(message)
         self.run_dir, self.step = run_dir, step
-
-
-@contextmanager
-def _sigterm_as_keyboard_interrupt():
-    """Treat SIGTERM (e.g. a cluster pre-emption) like Ctrl-C so the same save path runs."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _signals_deferred() -> Iterator[list[int]]:
-    """Hold Ctrl-C and SIGTERM while the block writes files that must be whole (a checkpoint, the summary):
-    a signal that arrives is recorded in the yielded list, and acted on by the caller afterwards."""
-    arrived: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield arrived
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _is_disk_full(err: BaseException) -> bool:
@@ -151,7 +121,7 @@ def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
     """Save where training stopped unless a parameter or statistic is not finite or the disk is full (then
     keep the last good one); Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error,
     whether a Ctrl-C / SIGTERM arrived meanwhile)."""
-    with _signals_deferred() as arrived:
+    with signals_deferred() as arrived:
         try:
             saved, full = checkpoint.save(run_dir, model, venv, keep=keep, **clock), None
         except checkpoint.NonFinite as err:
@@ -280,7 +250,7 @@ def _learn(run: _Run) -> float:
     t0 = time.time()
     interrupted, full = False, None
     try:
-        with _sigterm_as_keyboard_interrupt():
+        with sigterm_as_keyboard_interrupt():
             model.learn(
                 total_timesteps=max(cfg.train.total_timesteps - run.start_step, 0),
                 callback=run.callbacks,
@@ -316,12 +286,12 @@ def _summarise(run: _Run, wall: float) -> dict[str, Any]:
     fresh = evaluator.last_eval_step != model.num_timesteps
     final, interrupted = None, run.stopped
     try:
-        with _sigterm_as_keyboard_interrupt():
+        with sigterm_as_keyboard_interrupt():
             if not interrupted:
                 final = evaluator.run_evaluation()
     except KeyboardInterrupt:  # training is done and saved: write what is known, then say so
         interrupted = True
-    with _signals_deferred() as arrived:
+    with signals_deferred() as arrived:
         try:
             summary = _write_summary(run, final, fresh, wall, interrupted)
         except OSError as err:
