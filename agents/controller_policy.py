@@ -8,22 +8,26 @@ Controllers read raw observations: do not wrap their vector env in ``VecNormaliz
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
 
+from envs.base import ControllerSpec
 from envs.controllers import controller_named
 
 
 class ControllerPolicy:
     """``num_envs`` copies of the scripted controller ``name`` (``"trot"``, ``"grasp"``: :data:`envs.controllers.FAMILIES`).
 
-    ``dt``: the env's control period (s), for the controllers' clocks.
+    ``spec``: what the envs tell their controller (``env.controller_spec``: the control period and, for the
+    trot, the robot's leg geometry), the same for every env of a vector env. ``params``: every controller's
+    starting parameters (a copy each); ``None``: the controller's defaults for the robot (the trot's tuned ones).
     """
 
-    def __init__(self, name: str, num_envs: int, dt: float) -> None:
+    def __init__(self, name: str, num_envs: int, spec: ControllerSpec, params: Any = None) -> None:
         controller = controller_named(name).controller
-        self.controllers = [controller(dt=dt) for _ in range(num_envs)]
+        self.controllers = [controller(params=copy.deepcopy(params), spec=spec) for _ in range(num_envs)]
 
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True

@@ -14,7 +14,8 @@ Tasks:
                (``distill=scripted``, alpha 1 constant, teacher std 0.1).
 ``teachers``   the default job (``python train.py``: PPO on ``OpenClaw/Quadruped-v1``, full command ranges;
                ``--env quadruped_rough`` for the rough terrain) with each online-distillation teacher:
-               arms ``none``, ``scripted`` (the trot, default parameters), ``llm_hint`` (the trot driven by
+               arms ``none``, ``scripted`` (the trot, the robot's default parameters: tuned where the robot
+               has a parameter file), ``scripted_untuned`` (the trot's class defaults), ``llm_hint`` (the trot driven by
                the bundled offline coach), ``ema`` and ``ema_gated`` (decay 0.999, updated only while
                evaluations do not get worse). Per arm and seed: steps to the first evaluation
                (20 episodes) with tracking error <= 0.15 m/s and <= 5% falls, the final evaluation return
@@ -31,6 +32,8 @@ Usage::
     python benchmarks/learning.py claw_teacher --seeds 0 1 2 -- train.total_timesteps=50000 train.eval_freq=25000
     python benchmarks/learning.py teachers --seeds 0 1 2
     python benchmarks/learning.py teachers --env quadruped_rough --arms none scripted --seeds 0 1 2
+    python benchmarks/learning.py teachers --env go2 --arms none scripted --seeds 0 1 2
+    python benchmarks/learning.py teachers --env go2 --arms scripted_untuned --seeds 0
     python benchmarks/learning.py fps --repeats 3
     python benchmarks/learning.py quadruped --seeds 0 -- train.total_timesteps=2000000   # extra overrides
 """
@@ -99,6 +102,8 @@ def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
 TEACHER_ARMS = {
     "none": ["distill=none"],
     "scripted": ["distill=scripted"],
+    # issue 24: the trot with the class defaults (hand-tuned for openclaw_go1) on a robot that has tuned ones
+    "scripted_untuned": ["distill=scripted", "distill.controller_params=untuned"],
     "llm_hint": ["distill=llm_hint"],
     "ema": ["distill=ema"],
     # issue 13 item 5: a slower EMA that only follows the student while its evaluations do not get worse

@@ -68,7 +68,7 @@ def build(args: argparse.Namespace) -> dict[str, PPO]:
         venv = make_vec_env(args.env, n_envs=args.num_envs, seed=0)
         if distilling:
             env = venv.get_attr("unwrapped", indices=[0])[0]
-            venv = teacher = ControllerTeacher(venv, family_of(env), env.dt)
+            venv = teacher = ControllerTeacher(venv, family_of(env), env.controller_spec)
         kwargs = dict(n_steps=args.n_steps, batch_size=args.batch, n_epochs=args.epochs, seed=0, device="cpu",
                       policy_kwargs=dict(net_arch=dict(pi=args.net, vf=args.net), activation_fn=torch.nn.ELU))
         learner = cls("MlpPolicy", venv, **(fused_adam(kwargs) if fused else kwargs))

@@ -81,9 +81,9 @@ def channel_arm(overrides: list[str], requests: list[tuple[dict, dict]], records
     channel, server = open_channel(cfg)
     family = FAMILIES["claw"]
     probe = gym.make(ENV_ID, **ENV_KWARGS)
-    dt = probe.unwrapped.dt
+    spec = probe.unwrapped.controller_spec
     probe.close()
-    verifier = ShadowVerifier(ENV_ID, ENV_KWARGS, family, dt, DISTILL.verify_rollouts, DISTILL.verify_steps,
+    verifier = ShadowVerifier(ENV_ID, ENV_KWARGS, family, spec, DISTILL.verify_rollouts, DISTILL.verify_steps,
                               DISTILL.verify_margin)
     records.unlink(missing_ok=True)
     service = HintService(channel, cfg, hint_schema(family), records_path=records, verifier=verifier)

@@ -16,12 +16,18 @@ envs as ``train.py`` builds them, and ours: ``envs.batched.BatchedVecEnv`` and t
 threads, from their reset states with the controls held (no Python per env), and ``batched / physics``
 the fraction of it our vector env reaches.
 
+``--robots`` prints the robots section instead: for each ``robot=`` of ``OpenClaw/Quadruped-v1``
+(``envs.robots.ROBOTS``), one env's steps/s through ``gymnasium.make``, ``BatchedVecEnv`` x16 total
+steps/s (``--vec`` sizes), and rgb frames/s at 480 x 480 from the tracking camera with the robot's meshes
+in view, each beside ``openclaw_go1``'s.
+
 Usage::
 
     python benchmarks/throughput.py                 # full table (a few minutes)
     python benchmarks/throughput.py --quick         # fewer steps and repeats
     python benchmarks/throughput.py --envs quadruped --vec 2 4 8 16 32
     python benchmarks/throughput.py --batched --quick --envs quadruped claw
+    python benchmarks/throughput.py --robots --repeats 3
 
 Results and the machine they were measured on live in ``benchmarks/RESULTS.md``.
 """
@@ -36,11 +42,12 @@ import statistics
 import time
 from collections.abc import Callable
 
+import envs  # noqa: F401, I001  first: registers OpenClaw/* and picks the headless GL backend before mujoco loads
+
 import gymnasium as gym
 import mujoco
 import numpy as np
 
-import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.batched import BatchedVecEnv
 
 ENVS = {
@@ -184,6 +191,63 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
     return results
 
 
+def bench_robot(robot: str, steps: int, num_envs: int, frames: int) -> dict[str, float]:
+    """``robot``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s."""
+    env_id = "OpenClaw/Quadruped-v1"
+    env = gym.make(env_id, robot=robot)
+    actions = _actions(env.action_space, steps)
+    env.reset(seed=0)
+    t0 = time.perf_counter()
+    for a in actions:
+        _, _, terminated, truncated, _ = env.step(a)
+        if terminated or truncated:
+            env.reset()
+    single = steps / (time.perf_counter() - t0)
+    env.close()
+    vec = BatchedVecEnv(env_id, num_envs, robot=robot)
+    vec.reset(seed=0)
+    batch = _actions(vec.action_space, max(steps // num_envs, 50))
+    t0 = time.perf_counter()
+    for a in batch:
+        vec.step(a)
+    batched = len(batch) * num_envs / (time.perf_counter() - t0)
+    vec.close()
+    env = gym.make(env_id, robot=robot, render_mode="rgb_array", width=480, height=480)
+    env.reset(seed=0)
+    zero = np.zeros(env.action_space.shape, dtype=np.float32)
+    env.render()  # the first frame builds the GL context
+    t0 = time.perf_counter()
+    for _ in range(frames):
+        env.step(zero)
+        env.render()
+    render = frames / (time.perf_counter() - t0)
+    env.close()
+    return {"single": single, f"batched_x{num_envs}": batched, "render_480": render}
+
+
+def robots_section(args: argparse.Namespace) -> dict[str, float]:
+    """Run and print the ``--robots`` comparison; returns the medians by key."""
+    from envs.robots import ROBOTS
+
+    n = (args.vec or [16])[0]
+    print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
+    samples: dict[str, list[float]] = {}
+    for _ in range(args.repeats):  # interleaved
+        for robot in ROBOTS:
+            for key, value in bench_robot(robot, args.steps, n, frames=200).items():
+                samples.setdefault(f"{robot}/{key}", []).append(value)
+    results = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"load average at end {os.getloadavg()[0]:.1f}\n")
+    ref = {k.split("/")[1]: v for k, v in results.items() if k.startswith("openclaw_go1/")}
+    print(f"| robot | env steps/s (one env) | batched x{n} steps/s | render 480x480 fps | each / openclaw_go1 |")
+    print("|---|---:|---:|---:|---|")
+    for robot in ROBOTS:
+        row = [results[f"{robot}/{k}"] for k in ref]
+        ratios = " / ".join(f"{v / r:.2f}x" for v, r in zip(row, ref.values()))
+        print(f"| {robot} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {ratios} |")
+    return results
+
+
 def median_of(fn: Callable[[], float], repeats: int) -> float:
     return statistics.median(fn() for _ in range(repeats))
 
@@ -197,6 +261,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; the median is reported")
     parser.add_argument("--quick", action="store_true", help="1000 steps, 3 repeats (--batched: process-based up to 8 copies)")
     parser.add_argument("--batched", action="store_true", help="the vector section: every vectorisation incl. ours")
+    parser.add_argument("--robots", action="store_true", help="the robots section: every robot= of Quadruped-v1")
     parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
@@ -206,8 +271,8 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
     print(f"steps per timing {args.steps}, median of {args.repeats} interleaved repeats\n")
-    if args.batched:
-        results = vector_section(args)
+    if args.batched or args.robots:
+        results = vector_section(args) if args.batched else robots_section(args)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"results": results, "args": vars(args)}, f, indent=2)

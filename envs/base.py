@@ -201,6 +201,15 @@ class Metric:
 RENDER_MODES = ("human", "rgb_array", "depth_array")
 
 
+@dataclass(frozen=True, eq=False)
+class ControllerSpec:
+    """What an env tells the scripted controller that drives it (``env.controller_spec``; the controllers'
+    interface, ``envs.controllers``): here the control period ``dt`` (s); an env family whose controller
+    needs more of its model (the quadruped's leg geometry) subclasses it."""
+
+    dt: float
+
+
 @dataclass(kw_only=True)
 class EnvConfig:
     """The constructor arguments of a :class:`MujocoTaskEnv`, their defaults and their checks, in one place.
@@ -273,13 +282,15 @@ class MujocoTaskEnv(gym.Env):
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
     METRICS: ClassVar[tuple[Metric, ...]] = ()  # what evaluations report besides return and length
 
-    def __init__(self, model_file: str, frame_skip: int, action_dim: int, config: EnvConfig) -> None:
-        """Load ``assets/<model_file>``, check ``config`` against it (:meth:`EnvConfig.check_model`) and
-        keep it; ``frame_skip`` physics steps per ``step()``, actions in ``[-1, 1]^action_dim``."""
+    def __init__(self, model: str | mujoco.MjModel, frame_skip: int, action_dim: int, config: EnvConfig,
+                 scene_file: str | None = None) -> None:
+        """Load ``assets/<model>`` (or take a compiled ``model`` built from ``assets/<scene_file>``), check
+        ``config`` against it (:meth:`EnvConfig.check_model`) and keep it; ``frame_skip`` physics steps per
+        ``step()``, actions in ``[-1, 1]^action_dim``."""
         if frame_skip < 1:
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
-        path = asset_path(model_file)
-        self.model = mujoco.MjModel.from_xml_path(str(path))
+        path = asset_path(model if isinstance(model, str) else scene_file)
+        self.model = mujoco.MjModel.from_xml_path(str(path)) if isinstance(model, str) else model
         self.data = mujoco.MjData(self.model)
         config.check_model(self.model, path)
         self.config = config
@@ -288,6 +299,7 @@ class MujocoTaskEnv(gym.Env):
         self.frame_skip = int(frame_skip)
         self.dt = self.model.opt.timestep * self.frame_skip
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
+        self.controller_spec = ControllerSpec(dt=self.dt)  # what a scripted controller is told; envs may say more
         self._renderer: mujoco.Renderer | None = None
         self._viewer = None
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(action_dim,), dtype=np.float32)
@@ -358,6 +370,12 @@ class MujocoTaskEnv(gym.Env):
     def overlay_lines(self, obs: Any, info: dict[str, Any]) -> list[str]:
         """Task lines (ASCII) that evaluation videos draw over the frame of ``obs``. Default: none."""
         return []
+
+    def deploy_metadata(self) -> dict[str, Any]:
+        """What a deploy script needs besides the observation layout and action scale to run an exported
+        policy on the real system (JSON-serialisable values; ``export.py`` writes each as a metadata entry).
+        Default: nothing."""
+        return {}
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

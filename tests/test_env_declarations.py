@@ -20,6 +20,7 @@ from omegaconf import open_dict
 from agents.teachers.hinted import hint_schema
 from agents.evaluation.protocol import evaluate
 from agents.vec_env import make_vec_env
+from envs.base import ControllerSpec
 from envs.base import Metric
 from envs.controllers import CONTROLLER_NAMES, FAMILIES, controller_named, family_of, family_of_id
 
@@ -115,8 +116,8 @@ def test_training_logs_and_summarises_the_metrics_a_new_env_declares(tmp_path):
 def test_every_controller_family_shares_one_interface(family):
     env = gym.make(family.env_id)
     assert family_of(env) is family and family_of_id(family.env_id) is family and controller_named(family.name) is family
-    controller = family.controller(dt=env.unwrapped.dt)
-    assert isinstance(controller.params, family.params) and controller.dt == env.unwrapped.dt
+    controller = family.controller(spec=env.unwrapped.controller_spec)
+    assert isinstance(controller.params, family.params) and controller.spec.dt == env.unwrapped.dt
     controller.params = family.params.from_dict(controller.params.to_dict())
     for name, args in controller.env_settings().items():  # what the env must be told to match the params
         env.get_wrapper_attr(name)(*args)
@@ -140,7 +141,7 @@ def test_every_controller_family_shares_one_interface(family):
     schema = hint_schema(family)
     assert schema.task == family.family and schema.bounds == family.params.BOUNDS
     with pytest.raises(ValueError, match="must be > 0"):
-        family.controller(dt=0.0)
+        family.controller(spec=ControllerSpec(dt=0.0))
 
 
 def test_whole_number_hint_parameters_come_from_the_params_class():

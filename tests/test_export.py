@@ -96,6 +96,15 @@ def test_metadata_describes_env_layout_scale_rate_and_commit(exported):
         assert set(QuadrupedEnv.OBS_SLICES) <= set(layout)
         assert json.loads(meta["action_scale"]) == [QuadrupedEnv.ACTION_SCALE] * 12
         assert float(meta["control_rate_hz"]) == pytest.approx(50.0)
+        # the robot's joints for a deploy script: our order, the SDK's, the map, pose and gains
+        assert json.loads(meta["robot"]) == "openclaw_go1"
+        ours, sdk = json.loads(meta["joint_names"]), json.loads(meta["sdk_joint_names"])
+        assert ours[:3] == ["FR_hip_joint", "FR_thigh_joint", "FR_calf_joint"] and sdk[0] == "FL_hip_joint"
+        index = json.loads(meta["sdk_index"])
+        assert [sdk[i] for i in index] == ours and sorted(index) == list(range(12))
+        assert json.loads(meta["default_pose"]) == env.unwrapped.default_pose.tolist()
+        assert json.loads(meta["kp"]) == [35.0] * 12 and json.loads(meta["kd"]) == [0.5] * 12
+        assert json.loads(meta["torque_limit"]) == [23.7, 23.7, 35.55] * 4
     else:  # the Dict flattened as gymnasium.spaces.flatten does
         obs, _ = env.reset(seed=0)
         flat = gym.spaces.flatten(env.observation_space, obs)

@@ -29,9 +29,11 @@ from distill.llm.server import start_server
 from distill.llm.service import HintService, Verification
 from distill.llm.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
 from distill.teachers import RecordedActions, RecordedActionTeacher
+from envs.base import ControllerSpec
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
+from envs.robots import default_leg_geometry
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAW_SCHEMA, QUADRUPED_SCHEMA = hint_schema(FAMILIES["claw"]), hint_schema(FAMILIES["quadruped"])
@@ -234,7 +236,7 @@ def test_most_answers_timing_out_is_reported_with_the_setting_to_raise(server):
 
 def claw_verifier(**kw) -> ShadowVerifier:
     settings = {"rollouts": 2, "steps": 100, "margin": 0.01, **kw}
-    return ShadowVerifier("OpenClaw/Claw-v0", {}, FAMILIES["claw"], 0.04, **settings)
+    return ShadowVerifier("OpenClaw/Claw-v0", {}, FAMILIES["claw"], ControllerSpec(0.04), **settings)
 
 
 def claw_start(seed: int = 5):
@@ -330,8 +332,8 @@ def test_verification_over_its_cpu_budget_keeps_the_current_parameters(server):
 
 
 def test_the_controller_teachers_actions_are_the_controllers_actions_on_the_acted_on_observations():
-    venv = ControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], dt=0.04)
-    reference = ControllerPolicy("grasp", 2, dt=0.04)
+    venv = ControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04))
+    reference = ControllerPolicy("grasp", 2, ControllerSpec(0.04))
     venv.seed(3)
     obs = venv.reset()
     starts = np.ones(2, dtype=bool)
@@ -349,7 +351,7 @@ def test_trot_envs_with_different_hinted_parameters_each_get_their_own_action():
     """ControllerPolicy batches the stateless trot per parameter set; mixed sets give every env its own."""
     venv = gym.make_vec("OpenClaw/Quadruped-v1", num_envs=6, vectorization_mode="sync")
     obs, _ = venv.reset(seed=1)
-    policy = ControllerPolicy("trot", 6, dt=0.02)
+    policy = ControllerPolicy("trot", 6, default_leg_geometry())
     policy.controllers[1].params = TrotParams(swing_height=0.08)
     policy.controllers[4].params = TrotParams(frequency_hz=2.5, duty_factor=0.6)
     for _ in range(20):
@@ -361,7 +363,7 @@ def test_trot_envs_with_different_hinted_parameters_each_get_their_own_action():
 
 def test_failing_llm_masks_samples_and_the_env_keeps_stepping(server):
     service = service_for(server, hint_model="fault-500", num_answers=1)
-    venv = HintedControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], 0.04, service,
+    venv = HintedControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04), service,
                                    segment_steps=10)
     venv.reset()
     for _ in range(60):
@@ -489,7 +491,7 @@ def test_a_hinted_gait_frequency_drives_the_env_clock_and_the_observation(server
     # accepted, the env's gait clock runs at it and the student's observation shows it.
     config = ChannelConfig(base_url=server.url, timeout_s=0.5, max_retries=1, backoff_s=0.01)
     service = HintService(LLMChannel(config, "unused"), config, QUADRUPED_SCHEMA)
-    venv = HintedControllerTeacher(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), FAMILIES["quadruped"], 0.02, service,
+    venv = HintedControllerTeacher(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), FAMILIES["quadruped"], default_leg_geometry(), service,
                                    segment_steps=10)
     controller = venv.policy.controllers[0]
     obs = venv.reset()

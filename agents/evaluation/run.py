@@ -257,7 +257,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     elif learned:
         policy, venv, ckpt = load_intact(cfg, saved, ckpt, venv)
     else:
-        policy = ControllerPolicy(cfg.policy, cfg.envs, dt=float(venv.get_attr("dt")[0]))
+        policy = ControllerPolicy(cfg.policy, cfg.envs, venv.get_attr("controller_spec", indices=[0])[0])
 
     staging = _staging_dir(out)  # only now: a bad env argument or checkpoint leaves ``out`` untouched
 

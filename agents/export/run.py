@@ -21,7 +21,10 @@ Metadata (ONNX ``metadata_props``; TorchScript ``_extra_files["metadata.json"]``
 ``{name: [start, stop]}`` over the flat input, from the env's ``OBS_SLICES``; a Dict key's slices are
 named ``<key>.<slice>``), ``observation_dim``, ``action_dim``, ``action_scale`` (JSON list: physical
 units per unit action, see the env's docstring), ``control_rate_hz``, ``algorithm``,
-``num_timesteps`` and ``training_commit`` (the git commit that trained it, ``unknown`` if not recorded).
+``num_timesteps`` and ``training_commit`` (the git commit that trained it, ``unknown`` if not recorded);
+then what the env declares for deployment (``env.deploy_metadata()``, each value JSON): the quadruped's
+``robot``, ``joint_names`` (our order), ``sdk_joint_names`` and ``sdk_index`` (the robot's SDK order and
+the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit`` and ``gains_source``.
 """
 
 from __future__ import annotations
@@ -202,6 +205,7 @@ def export_metadata(env_id: str, kwargs: dict[str, Any], algorithm: str, meta: d
             "algorithm": algorithm,
             "num_timesteps": str(meta.get("num_timesteps", UNKNOWN)),
             "training_commit": training_commit(meta),
+            **{key: json.dumps(value) for key, value in base.deploy_metadata().items()},
         }
     finally:
         env.close()

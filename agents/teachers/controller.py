@@ -25,6 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from agents.controller_policy import ControllerPolicy
 from agents.students.teacher_actions import TeacherActions
 from agents.teachers import TEACHERS
+from envs.base import ControllerSpec
 from envs.controllers import ControllerFamily, family_of
 
 
@@ -34,13 +35,15 @@ class ControllerTeacher(VecEnvWrapper):
     Args:
         venv: the raw (un-normalised) training vector env.
         family: the env family, whose controller teaches.
-        dt: control period of the env (s), for the controllers' clocks.
+        spec: what the envs tell their controller (``env.controller_spec``: control period, robot geometry).
+        params: the controllers' starting parameters; ``None``: their defaults for the robot
+            (``distill.controller_params=tuned``; ``untuned``: the family's class defaults).
     """
 
-    def __init__(self, venv: VecEnv, family: ControllerFamily, dt: float) -> None:
+    def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, params: Any = None) -> None:
         super().__init__(venv)
         self.family = family
-        self.policy = ControllerPolicy(family.name, venv.num_envs, dt)  # each controller holds its params
+        self.policy = ControllerPolicy(family.name, venv.num_envs, spec, params)  # each controller holds its params
         self.acted_on: TeacherActions | None = None  # see step_async
         self.retired_at_step: int | None = None  # see retire()
         self._obs: Any = None  # the observation the student's next actions are taken on
@@ -158,8 +161,19 @@ def controller_teacher(venv: VecEnv, cfg: Any) -> ControllerTeacher:
     Only ``llm_hint`` imports the LLM plumbing (:mod:`agents.teachers.hinted`)."""
     env = venv.get_attr("unwrapped", indices=[0])[0]
     family = family_of(env)
+    params = starting_params(family, cfg.distill.controller_params)
     if not TEACHERS[cfg.distill.name].llm:
-        return ControllerTeacher(venv, family, env.dt)
+        return ControllerTeacher(venv, family, env.controller_spec, params)
     from agents.teachers.hinted import hinted_teacher
 
-    return hinted_teacher(venv, family, env, cfg)
+    return hinted_teacher(venv, family, env, cfg, params)
+
+
+CONTROLLER_PARAMS = ("tuned", "untuned")  # distill.controller_params
+
+
+def starting_params(family: ControllerFamily, which: str) -> Any:
+    """The teacher controllers' starting parameters for ``distill.controller_params``: ``None`` for
+    ``tuned`` (the controller's defaults for the robot: the trot's parameter file where the robot has one),
+    the family's class defaults for ``untuned`` (hand-tuned for openclaw_go1: the "defaults fail" case)."""
+    return None if which == "tuned" else family.params()

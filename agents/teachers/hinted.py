@@ -32,6 +32,7 @@ from agents.teachers.verifier import ShadowVerifier
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.hints import HintSchema, build_request
 from distill.llm.service import HintService
+from envs.base import ControllerSpec
 from envs.controllers import ControllerFamily
 
 
@@ -44,15 +45,15 @@ class HintedControllerTeacher(ControllerTeacher):
     """A controller teacher whose parameters come from hints (module docstring).
 
     Args:
-        venv, family, dt: as :class:`ControllerTeacher`.
+        venv, family, spec: as :class:`ControllerTeacher`.
         service: the hint queries.
         segment_steps: a segment ends at an episode end or after this many steps.
         max_age: segments an accepted hint stays valid for.
     """
 
-    def __init__(self, venv: VecEnv, family: ControllerFamily, dt: float, service: HintService,
-                 segment_steps: int = 200, max_age: int = 3) -> None:
-        super().__init__(venv, family, dt)
+    def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, service: HintService,
+                 segment_steps: int = 200, max_age: int = 3, params: Any = None) -> None:
+        super().__init__(venv, family, spec, params)
         n = venv.num_envs
         self.service, self.schema = service, hint_schema(family)
         self.segment_steps, self.max_age = segment_steps, max_age
@@ -171,8 +172,10 @@ class HintedControllerTeacher(ControllerTeacher):
         super().close()
 
 
-def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any) -> HintedControllerTeacher:
-    """The ``distill=llm_hint`` teacher around ``venv`` (raw), ``env`` being its first env (unwrapped).
+def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
+                   params: Any = None) -> HintedControllerTeacher:
+    """The ``distill=llm_hint`` teacher around ``venv`` (raw), ``env`` being its first env (unwrapped); the
+    controllers start from ``params`` (``None``: their defaults for the robot).
 
     Opens the LLM channel (starting the bundled offline server when ``llm.base_url`` is null), checks it
     with one call per model, and raises :class:`ConfigError` with the diagnosis when the check fails;
@@ -197,12 +200,13 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any) -
                 f"  {r.model}: {r.message}" for r in failed))
     verifier = None
     if distill.verify_hints:
-        verifier = ShadowVerifier(env.spec.id, env.spec.kwargs, family, env.dt, distill.verify_rollouts,
+        verifier = ShadowVerifier(env.spec.id, env.spec.kwargs, family, env.controller_spec, distill.verify_rollouts,
                                   distill.verify_steps, distill.verify_margin)
     service = HintService(channel, channel_cfg, hint_schema(family), records_path=records, verifier=verifier,
                           verify_budget_s_per_min=distill.verify_budget_s_per_min)
     if distill.hint_replay:
         service.load_records(Path(distill.hint_replay))
-    teacher = HintedControllerTeacher(venv, family, env.dt, service, distill.segment_steps, distill.hint_max_age)
+    teacher = HintedControllerTeacher(venv, family, env.controller_spec, service, distill.segment_steps,
+                                      distill.hint_max_age, params)
     teacher.on_close += [c.close for c in (channel, server) if c is not None]
     return teacher

@@ -31,6 +31,7 @@ import numpy as np
 
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from distill.llm.service import Verification
+from envs.base import ControllerSpec
 from envs.controllers import ControllerFamily
 
 
@@ -40,15 +41,15 @@ class ShadowVerifier:
     Args:
         env_id, env_kwargs: the training env's Gymnasium id and kwargs (the shadow copies use them).
         family: the env family (:data:`envs.controllers.FAMILIES`): controller, parameters, episode start, score.
-        dt: control period (s) for the controller's clock.
+        spec: what the env tells its controller (``env.controller_spec``: control period, robot geometry).
         rollouts: episodes per parameter set (k).
         steps: steps per rollout at most (the env's own time limit may end it earlier).
         margin: how much higher the proposal's mean score must be to be adopted.
     """
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any], family: ControllerFamily, dt: float, rollouts: int,
-                 steps: int, margin: float) -> None:
-        self.env_id, self.env_kwargs, self.family, self.dt = env_id, dict(env_kwargs), family, dt
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], family: ControllerFamily, spec: ControllerSpec,
+                 rollouts: int, steps: int, margin: float) -> None:
+        self.env_id, self.env_kwargs, self.family, self.spec = env_id, dict(env_kwargs), family, spec
         self.rollouts, self.steps, self.margin = rollouts, steps, margin
         self._local = threading.local()  # one shadow env per hint thread
 
@@ -67,7 +68,7 @@ class ShadowVerifier:
     def _evaluate(self, params: dict[str, Any], options: dict[str, Any]) -> dict[str, float]:
         """Mean metrics of ``rollouts`` episodes (seeds 0..k-1) of the controller with ``params``."""
         env = self._env()
-        controller = self.family.controller(dt=self.dt)
+        controller = self.family.controller(spec=self.spec)
         controller.params = self.family.params.from_dict(params)
         for name, args in controller.env_settings().items():  # e.g. the gait clock's frequency
             env.get_wrapper_attr(name)(*args)

