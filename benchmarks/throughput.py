@@ -62,9 +62,9 @@ def _actions(space: gym.Space, n: int, seed: int = 0) -> np.ndarray:
     return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
 
 
-def bench_env(env_id: str, steps: int, unwrapped: bool) -> float:
-    """Env steps/s with uniform random actions, resetting on termination/truncation."""
-    env = gym.make(env_id)
+def bench_env(env_id: str, steps: int, unwrapped: bool, **kwargs) -> float:
+    """Env steps/s with uniform random actions, resetting on termination/truncation (``kwargs``: the env's)."""
+    env = gym.make(env_id, **kwargs)
     target = env.unwrapped if unwrapped else env
     actions = _actions(env.action_space, steps)
     target.reset(seed=0)
@@ -194,16 +194,7 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
 def bench_robot(robot: str, steps: int, num_envs: int, frames: int) -> dict[str, float]:
     """``robot``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s."""
     env_id = "OpenClaw/Quadruped-v1"
-    env = gym.make(env_id, robot=robot)
-    actions = _actions(env.action_space, steps)
-    env.reset(seed=0)
-    t0 = time.perf_counter()
-    for a in actions:
-        _, _, terminated, truncated, _ = env.step(a)
-        if terminated or truncated:
-            env.reset()
-    single = steps / (time.perf_counter() - t0)
-    env.close()
+    single = bench_env(env_id, steps, unwrapped=False, robot=robot)
     vec = BatchedVecEnv(env_id, num_envs, robot=robot)
     vec.reset(seed=0)
     batch = _actions(vec.action_space, max(steps // num_envs, 50))
