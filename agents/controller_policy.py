@@ -29,6 +29,13 @@ class ControllerPolicy:
         controller = controller_named(name).controller
         self.controllers = [controller(params=copy.deepcopy(params), spec=spec) for _ in range(num_envs)]
 
+    def sync_env(self, venv: Any, i: int) -> None:
+        """Make env ``i`` of the SB3 vector env ``venv`` match its controller's params (``env_settings``:
+        e.g. the gait clock runs at the trot's frequency). Call it for every env before the first step,
+        and for an env whenever its controller's params change."""
+        for name, args in self.controllers[i].env_settings().items():
+            venv.env_method(name, *args, indices=[i])
+
     def predict(
         self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, None]:

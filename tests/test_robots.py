@@ -172,3 +172,20 @@ def test_go2_sim2real_config_trains_and_exports(tmp_path):
     assert json.loads(meta["robot"]) == "go2" and json.loads(meta["kp"]) == [20.0] * 12
     assert json.loads(meta["sdk_index"])[:3] == [3, 4, 5]
     assert json.loads(meta["env_kwargs"])["obs_noise"] == 1.0
+
+
+@needs_package
+def test_scripted_policy_runs_the_envs_clock_at_the_tuned_frequency():
+    """evaluate.py policy=trot: each env's gait clock runs at the robot's tuned trot frequency, not the env's."""
+    from agents.controller_policy import ControllerPolicy
+    from agents.vec_env import make_vec_env
+
+    venv = make_vec_env("OpenClaw/Quadruped-v1", {"robot": "go2"}, 2)
+    policy = ControllerPolicy("trot", 2, venv.get_attr("controller_spec", indices=[0])[0])
+    tuned = TrotParams.for_robot("go2").frequency_hz
+    assert tuned != QuadrupedEnv.GAIT_FREQUENCY_HZ and venv.get_attr("gait_frequency_hz") == [2.5, 2.5]
+    for i in range(2):
+        policy.sync_env(venv, i)
+    venv.reset()
+    assert venv.get_attr("gait_frequency_hz") == [tuned, tuned]
+    venv.close()

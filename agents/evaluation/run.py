@@ -258,6 +258,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         policy, venv, ckpt = load_intact(cfg, saved, ckpt, venv)
     else:
         policy = ControllerPolicy(cfg.policy, cfg.envs, venv.get_attr("controller_spec", indices=[0])[0])
+        for i in range(cfg.envs):  # the envs' settings the controllers' params need (the trot's gait frequency)
+            policy.sync_env(venv, i)
 
     staging = _staging_dir(out)  # only now: a bad env argument or checkpoint leaves ``out`` untouched
 

@@ -55,8 +55,7 @@ class ControllerTeacher(VecEnvWrapper):
 
     def sync_env(self, i: int) -> None:
         """Make env ``i`` match its controller's params (e.g. the gait clock runs at the trot's frequency)."""
-        for name, args in self.policy.controllers[i].env_settings().items():
-            self.venv.env_method(name, *args, indices=[i])
+        self.policy.sync_env(self.venv, i)
 
     def reset(self):
         self._obs = self.venv.reset()
