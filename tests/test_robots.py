@@ -164,6 +164,9 @@ def test_go2_sim2real_config_trains_and_exports(tmp_path):
     assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-2000:]
     saved = (run / "config.yaml").read_text()
     assert "robot: go2" in saved and "obs_noise: 1.0" in saved and "action_delay_steps:" in saved
+    # the trot teaches (env=go2's default): its tuned gait frequency is in the env's arguments, so evaluations
+    # and evaluate.py run= tick the clock the student learned with
+    assert f"gait_frequency_hz: {TrotParams.for_robot('go2').frequency_hz}" in saved
     export = subprocess.run([sys.executable, "export.py", f"run={run}"], capture_output=True, text=True, timeout=600)
     assert export.returncode == 0, export.stdout[-2000:] + export.stderr[-2000:]
     import onnx

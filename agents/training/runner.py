@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -86,7 +86,22 @@ def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | None]:
     except ConfigError:
         venv.close()
         raise
+    _add_controller_env_kwargs(cfg, teacher)
     return teacher, teacher
+
+
+def _add_controller_env_kwargs(cfg: DictConfig, teacher: ControllerTeacher) -> None:
+    """Add to ``env.kwargs`` what the teacher's controllers set on the training envs (``env_kwargs()``: the
+    trot's gait frequency, tuned per robot), unless the config sets it: the evaluation envs, the saved
+    config and ``evaluate.py run=`` then run the gait clock the student learns with."""
+    wanted = teacher.policy.controllers[0].env_kwargs()
+    with open_dict(cfg):
+        for key, value in wanted.items():
+            if key not in cfg.env.kwargs:
+                cfg.env.kwargs[key] = value
+            elif cfg.env.kwargs[key] != value:
+                print(f"env.kwargs.{key}={cfg.env.kwargs[key]} differs from the teacher's {value}: the training envs "
+                      f"run the teacher's, the evaluation envs yours", file=sys.stderr)
 
 
 def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEnv, BaseAlgorithm]:

@@ -20,7 +20,10 @@ interface:
   ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``;
 * ``env_settings() -> {env method name: args}``: what the env must be told so that it matches
   ``params`` (the trot's gait frequency drives the env's gait clock); whoever sets ``params`` calls
-  them on the controller's env (``venv.env_method(name, *args, indices=[i])``).
+  them on the controller's env (``venv.env_method(name, *args, indices=[i])``); ``env_kwargs()`` says the same
+  as constructor arguments (``{"gait_frequency_hz": f}``), which a training run adds to the env's
+  arguments when the controller teaches, so that its evaluation envs, its saved config and
+  ``evaluate.py run=`` have the gait clock the student learned with.
 
 A new env family with a controller adds its module here and one :class:`ControllerFamily` row.
 """

@@ -153,6 +153,10 @@ class GraspController:
         """Env methods the params need called: none (the claw env has no controller-side settings)."""
         return {}
 
+    def env_kwargs(self) -> dict[str, Any]:
+        """The same as env constructor arguments: none."""
+        return {}
+
     def _goto(self, phase: str) -> None:
         self.phase, self._count = phase, 0
 

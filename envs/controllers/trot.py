@@ -180,6 +180,10 @@ class TrotController:
         """Env methods (name -> arguments) that make the env match ``params``: the gait clock's frequency."""
         return {"set_gait_frequency": (self.params.frequency_hz,)}
 
+    def env_kwargs(self) -> dict[str, Any]:
+        """The same as env constructor arguments (for envs made later, e.g. a training run's evaluation envs)."""
+        return {"gait_frequency_hz": self.params.frequency_hz}
+
     # ------------------------------------------------------------------ gait
     def foot_targets(self, command: np.ndarray, leg_phase: np.ndarray, frequency_hz: np.ndarray | float,
                      gravity: np.ndarray | None = None):
