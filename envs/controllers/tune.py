@@ -51,8 +51,9 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
     """The trot with ``params`` (``None``: the robot's defaults) on seeded episodes of ``ENV_ID``, all at once.
 
     Returns ``episodes``, ``falls``, ``fall_rate``, ``tracking_error`` (m/s: the mean over episodes of
-    each episode's mean |v_xy - cmd_xy|, body frame, as the evaluations report it) and ``fitness``
-    (the mean of tracking error + fell per episode; lower is better).
+    each episode's mean |v_xy - cmd_xy|, body frame, as the evaluations report it), ``fitness`` (the mean
+    of tracking error + fell per episode; lower is better) and ``saturated``: per joint kind (hip, thigh,
+    knee; the four legs together) the fraction of control steps whose action is at the +-1 limit.
     """
     seeds = list(seeds)
     sim = BatchedSimulation(ENV_ID, len(seeds), robot=robot, **env_kwargs)
@@ -64,9 +65,12 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
             sim.reset(i, seed=seed)
         scores = [QuadrupedScore() for _ in seeds]
         running = np.arange(len(seeds))
+        clipped, acted = np.zeros(3), 0
         for _ in range(steps):
             actions = np.zeros((len(seeds), 12), dtype=np.float32)
             actions[running] = trot.act(sim.obs[running])
+            clipped += (np.abs(actions[running]) >= 1.0).reshape(-1, 4, 3).sum(axis=(0, 1))
+            acted += 4 * len(running)
             result = sim.step(actions, running)
             info = result.infos.arrays()
             for j, i in enumerate(running.tolist()):
@@ -80,7 +84,8 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
     falls = int(sum(m["fall"] for m in metrics))
     return {"episodes": len(seeds), "falls": falls, "fall_rate": falls / len(seeds),
             "tracking_error": float(np.mean([m["tracking_error"] for m in metrics])),
-            "fitness": float(np.mean([-m["score"] for m in metrics]))}
+            "fitness": float(np.mean([-m["score"] for m in metrics])),
+            "saturated": dict(zip(("hip", "thigh", "knee"), (clipped / acted).round(4).tolist()))}
 
 
 def to_params(x: np.ndarray) -> TrotParams:
