@@ -194,43 +194,58 @@ def _built_model(name: str) -> mujoco.MjModel:
 def _build(robot: Robot, path: Path) -> mujoco.MjModel:
     """``robot``'s package model attached into the scene of ``assets/quadruped.xml`` (module docstring)."""
     scene = mujoco.MjSpec.from_file(str(asset_path(OPENCLAW_MODEL)))
-    ours = scene.body("trunk")
+    ours = _take_our_robot(scene)
+    child = mujoco.MjSpec.from_file(str(path))
+    trunk_name = _prepare_package_robot(child, robot, scene.option)
+    scene.attach(child, prefix=robot.prefix, frame=scene.worldbody.add_frame())
+    _add_our_parts(scene, scene.body(robot.prefix + trunk_name), robot, ours, _torque_limits(path))
+    scene.modelname = f"openclaw_{robot.name}"
+    return scene.compile()
+
+
+def _take_our_robot(scene: mujoco.MjSpec) -> dict:
+    """Delete our robot (trunk body, servos, sensors, keyframe) from ``scene``; returns what is re-added to the
+    package robot: the tracking camera and light (as keyword arguments), the servos' names and joints, and
+    the sensors (our observation's layout)."""
     camera, light = scene.camera("tracking"), scene.light("spot")
-    view = dict(camera=dict(mode=camera.mode, pos=camera.pos.copy(), fovy=camera.fovy,
-                            xyaxes=camera.alt.xyaxes.copy()),
-                light=dict(mode=light.mode, pos=light.pos.copy(), dir=light.dir.copy(), cutoff=light.cutoff,
-                           exponent=light.exponent, diffuse=light.diffuse.copy(), specular=light.specular.copy(),
-                           castshadow=light.castshadow))
-    sensors = [(s.name, s.type, s.objtype, s.objname, s.reftype, s.refname) for s in scene.sensors]
-    servos = [(a.name, a.target) for a in scene.actuators]
-    scene.delete(ours)
+    parts = {
+        "camera": dict(mode=camera.mode, pos=camera.pos.copy(), fovy=camera.fovy),
+        "camera_xyaxes": camera.alt.xyaxes.copy(),
+        "light": dict(mode=light.mode, pos=light.pos.copy(), dir=light.dir.copy(), cutoff=light.cutoff,
+                      exponent=light.exponent, diffuse=light.diffuse.copy(), specular=light.specular.copy(),
+                      castshadow=light.castshadow),
+        "servos": [(a.name, a.target) for a in scene.actuators],
+        "sensors": [(s.name, s.type, s.objtype, s.objname, s.reftype, s.refname) for s in scene.sensors],
+    }
+    scene.delete(scene.body("trunk"))
     for element in (*scene.actuators, *scene.sensors, *scene.keys):
         scene.delete(element)
+    return parts
 
-    child = mujoco.MjSpec.from_file(str(path))
+
+def _prepare_package_robot(child: mujoco.MjSpec, robot: Robot, option) -> str:
+    """Edit the package's spec (in memory) before it is attached; returns its trunk body's name."""
     for element in (*child.actuators, *child.sensors, *child.keys, *child.cameras, *child.lights):
         child.delete(element)
-    motors = _torque_limits(robot, path)
     for part, (low, high) in robot.joint_limits:
         for leg in LEGS:
             joint = child.joint(f"{leg}_{part}_joint")
             joint.range, joint.limited = (low, high), mujoco.mjtLimited.mjLIMITED_TRUE
-    trunk_name = child.worldbody.first_body().name
-    child.option.cone, child.option.impratio = scene.option.cone, scene.option.impratio  # ours (see the docstring)
+    child.option.cone, child.option.impratio = option.cone, option.impratio  # ours (see the docstring)
     for geom in child.geoms:  # collision geoms (group 3 in all four packages) touch the ground only (contype 1)
         if geom.contype or geom.conaffinity or geom.group == 3:
             geom.contype, geom.conaffinity = 0, 1
     for leg in LEGS:
         foot = child.geom(leg)
         foot.condim, foot.priority = 3, 1
-    frame = scene.worldbody.add_frame()
-    scene.attach(child, prefix=robot.prefix, frame=frame)
+    return child.worldbody.first_body().name
 
-    trunk = scene.body(robot.prefix + trunk_name)
-    cam = trunk.add_camera(name="tracking", mode=view["camera"]["mode"], pos=view["camera"]["pos"],
-                           fovy=view["camera"]["fovy"])
-    cam.alt.type, cam.alt.xyaxes = mujoco.mjtOrientation.mjORIENTATION_XYAXES, view["camera"]["xyaxes"]
-    trunk.add_light(name="spot", **view["light"])
+
+def _add_our_parts(scene: mujoco.MjSpec, trunk, robot: Robot, ours: dict, torque_limits: list[float]) -> None:
+    """Our camera, light, IMU, foot and trunk touch sites, servos and sensors on the attached robot."""
+    camera = trunk.add_camera(name="tracking", **ours["camera"])
+    camera.alt.type, camera.alt.xyaxes = mujoco.mjtOrientation.mjORIENTATION_XYAXES, ours["camera_xyaxes"]
+    trunk.add_light(name="spot", **ours["light"])
     imu = scene.site(robot.prefix + "imu") if _has(scene.sites, robot.prefix + "imu") else None
     trunk.add_site(name="imu", pos=imu.pos.copy() if imu is not None else [0, 0, 0], size=[0.01, 0, 0],
                    rgba=[1, 0, 0, 0], group=5)
@@ -241,25 +256,22 @@ def _build(robot: Robot, path: Path) -> mujoco.MjModel:
     center, half = _trunk_box(scene, trunk.name)
     trunk.add_site(name="trunk_touch", type=mujoco.mjtGeom.mjGEOM_BOX, pos=center, size=half + 0.015,
                    rgba=[0, 0, 0, 0], group=5)
-
-    for (name, target), limit in zip(servos, motors):  # ours are in our joint order, as the limits
-        act = scene.add_actuator(name=name, target=robot.prefix + target, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.set_to_position(kp=robot.kp, kv=robot.kd)
-        act.inheritrange = 1.0
-        act.forcerange, act.forcelimited = (-limit, limit), mujoco.mjtLimited.mjLIMITED_TRUE
-    for name, kind, objtype, objname, reftype, refname in sensors:
+    for (name, joint), limit in zip(ours["servos"], torque_limits):  # both in our joint order
+        servo = scene.add_actuator(name=name, target=robot.prefix + joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        servo.set_to_position(kp=robot.kp, kv=robot.kd)
+        servo.inheritrange = 1.0
+        servo.forcerange, servo.forcelimited = (-limit, limit), mujoco.mjtLimited.mjLIMITED_TRUE
+    for name, kind, objtype, objname, reftype, refname in ours["sensors"]:
         if objtype == mujoco.mjtObj.mjOBJ_JOINT:
             objname = robot.prefix + objname
         scene.add_sensor(name=name, type=kind, objtype=objtype, objname=objname, reftype=reftype, refname=refname)
-    scene.modelname = f"openclaw_{robot.name}"
-    return scene.compile()
 
 
 def _has(elements, name: str) -> bool:
     return any(e.name == name for e in elements)
 
 
-def _torque_limits(robot: Robot, path: Path) -> list[float]:
+def _torque_limits(path: Path) -> list[float]:
     """Per joint in our order, the package motor's torque limit (N·m): ``|ctrlrange| x gear``, capped by its
     ``forcerange`` where the model sets one."""
     model = mujoco.MjModel.from_xml_path(str(path))
