@@ -225,7 +225,7 @@ def robots_section(args: argparse.Namespace) -> dict[str, float]:
     samples: dict[str, list[float]] = {}
     for _ in range(args.repeats):  # interleaved
         for robot in ROBOTS:
-            for key, value in bench_robot(robot, args.steps, n, frames=200).items():
+            for key, value in bench_robot(robot, args.steps, n, frames=60).items():
                 samples.setdefault(f"{robot}/{key}", []).append(value)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}\n")
