@@ -201,7 +201,8 @@ class QuadrupedEnv(MujocoTaskEnv):
     ``step()`` is 0.02 s of simulated time (50 Hz control); the registered episodes last 1000 steps = 20 s.
 
     Frames: *world* is z up, gravity -z, ground at z = 0, the robot heading +x at reset; *body* is the
-    trunk's IMU frame (the trunk body's origin and axes: x forward, y left, z up); *joint* quantities are joint
+    trunk's IMU frame (the trunk's axes: x forward, y left, z up; origin: the trunk body's for ``openclaw_go1``
+    and Mini Cheetah, the robot's own IMU site for Go1, Go2, Aliengo); *joint* quantities are joint
     coordinates (rad, rad/s). Units: m, s, rad, kg, N, N·m.
 
     ## Description
