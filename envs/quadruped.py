@@ -614,9 +614,7 @@ class QuadrupedEnv(MujocoTaskEnv):
         m.actuator_biasprm[:, 2] = self._nominal_kd_bias * strength * rng.uniform(*self.kd_scale, size=m.nu)
 
     def _delayed(self, action: np.ndarray) -> np.ndarray:
-        """The action the servos get this step: ``action`` itself, or the one of ``self._delay`` steps ago."""
-        if not self._max_delay:
-            return action
+        """The action the servos get this step with an action delay on: the one of ``self._delay`` steps ago."""
         self._past_actions[1:] = self._past_actions[:-1]
         self._past_actions[0] = action
         return self._past_actions[self._delay]
@@ -624,7 +622,7 @@ class QuadrupedEnv(MujocoTaskEnv):
     def _apply_action(self, action: np.ndarray) -> None:
         # ctrl = default + scale * action; always inside the joint ranges (checked in __init__).
         ctrl = self._ctrl
-        np.multiply(self._delayed(action), self.ACTION_SCALE, out=ctrl)
+        np.multiply(self._delayed(action) if self._max_delay else action, self.ACTION_SCALE, out=ctrl)
         ctrl += self.default_pose
         self._last_action[:] = action
 
@@ -674,12 +672,12 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._clock_obs[:] = clock_observation(self.gait_phase, self.gait_frequency_hz)
 
     def _observe(self) -> np.ndarray:
-        return self._noisy(observation(self._obs_parts, self._default_pose32))
+        obs = observation(self._obs_parts, self._default_pose32)
+        return self._noisy(obs) if self.obs_noise > 0 else obs
 
     def _noisy(self, obs: np.ndarray) -> np.ndarray:
-        """``obs`` plus uniform noise ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry (when on)."""
-        if self.obs_noise > 0:
-            obs += (self.obs_noise * self._noise_scales * self.np_random.uniform(-1.0, 1.0, obs.shape)).astype(obs.dtype)
+        """``obs`` plus uniform noise ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry (in place)."""
+        obs += (self.obs_noise * self._noise_scales * self.np_random.uniform(-1.0, 1.0, obs.shape)).astype(obs.dtype)
         return obs
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
@@ -753,15 +751,19 @@ class QuadrupedEnv(MujocoTaskEnv):
 
 
 def _range_pair(name: str, value: Any, low: float, high: float, kind: type) -> tuple:
-    """``value`` as a ``(lo, hi)`` pair of ``kind`` with ``low <= lo <= hi <= high``; ``ValueError`` naming ``name``."""
+    """``value`` as a ``(lo, hi)`` pair of finite ``kind`` with ``low <= lo <= hi <= high``; ``ValueError``
+    naming ``name`` and what it must be."""
     try:
         lo, hi = (kind(v) for v in value)
-        ok = all(float(v) == kind(v) for v in value) and low <= lo <= hi <= high
-    except (TypeError, ValueError):
+        ok = (all(float(v) == kind(v) for v in value) and math.isfinite(lo) and math.isfinite(hi)
+              and low <= lo <= hi <= high)
+    except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
-        kinds = "whole numbers" if kind is int else "numbers"
-        raise ValueError(f"{name}={value!r} must be a (low, high) pair of {kinds} with {low} <= low <= high <= {high}")
+        kinds = "whole numbers" if kind is int else "finite numbers"
+        within = f" within [{low}, {high}]" if math.isfinite(low) and math.isfinite(high) else ""
+        raise ValueError(f"{name}={value!r} must be a (low, high) pair of {kinds} with low <= high{within}; "
+                         "swap or fix the bounds")
     return lo, hi
 
 
@@ -800,14 +802,7 @@ class QuadrupedConfig(EnvConfig):
         if not 0.0 <= self.terrain_bump_height <= 0.2:
             raise ValueError(f"terrain_bump_height={self.terrain_bump_height} m must be in [0, 0.2]")
         for name in ("command_vx", "command_vy", "command_yaw_rate"):
-            value = getattr(self, name)
-            try:
-                lo, hi = (float(v) for v in value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name} must be a (low, high) pair of numbers, got {value!r}") from None
-            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-                raise ValueError(f"{name}=({lo}, {hi}) needs finite low <= high; swap or fix the bounds")
-            setattr(self, name, (lo, hi))
+            setattr(self, name, _range_pair(name, getattr(self, name), -math.inf, math.inf, float))
         scales = dict(QuadrupedEnv.DEFAULT_REWARD_SCALES)
         if self.reward_scales is not None:
             unknown = sorted(set(self.reward_scales) - set(scales))

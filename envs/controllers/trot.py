@@ -35,6 +35,7 @@ Servo sag: Go1's servos are soft (Kp 35 N·m/rad), so a stance leg carrying half
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, fields
@@ -47,6 +48,13 @@ from envs.quadruped import QuadrupedEnv
 from envs.robots import LegGeometry, default_leg_geometry
 
 PARAMS_DIR = Path(__file__).resolve().parent / "trot_params"  # <robot>.json: tuned parameters (tune.py)
+
+
+@functools.lru_cache(maxsize=None)
+def _tuned_params(robot: str) -> tuple[tuple[str, float], ...] | None:
+    """The parameters in ``trot_params/<robot>.json`` (read once per process), or ``None`` without a file."""
+    path = PARAMS_DIR / f"{robot}.json"
+    return tuple(json.loads(path.read_text())["params"].items()) if path.is_file() else None
 
 
 @dataclass
@@ -134,10 +142,8 @@ class TrotParams:
         """The robot's defaults: its tuned parameters (``trot_params/<robot>.json``, written by
         ``python -m envs.controllers.tune``) where they exist, else the class defaults (tuned by hand for
         ``openclaw_go1``)."""
-        path = PARAMS_DIR / f"{robot}.json"
-        if not path.is_file():
-            return cls()
-        return cls.from_dict(json.loads(path.read_text())["params"])
+        tuned = _tuned_params(robot)
+        return cls() if tuned is None else cls.from_dict(dict(tuned))
 
 
 class TrotController:
