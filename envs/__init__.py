@@ -6,6 +6,8 @@ id                              task
 ``OpenClaw/Quadruped-v1``       12-joint Go1-class quadruped tracks a commanded base velocity (flat); the
                                 observation carries the gait clock (57 dims)
 ``OpenClaw/QuadrupedRough-v1``  the same on a rough heightfield terrain
+``OpenClaw/QuadrupedTerrain-v1`` the same on legged_gym's terrain curriculum (slopes, stairs, obstacles; 10
+                                levels), with privileged observations (height scan, friction, true velocity)
 ``OpenClaw/Quadruped-v0``       ``Quadruped-v1`` without the gait clock (48 dims); out of date, make warns
 ``OpenClaw/QuadrupedRough-v0``  ``QuadrupedRough-v1`` without the gait clock; out of date, make warns
 ``OpenClaw/Claw-v0``            gantry claw grasps a box and lifts it to a target height (goal-conditioned)
@@ -35,6 +37,7 @@ ENV_IDS = (
     "OpenClaw/QuadrupedRough-v0",
     "OpenClaw/Quadruped-v1",
     "OpenClaw/QuadrupedRough-v1",
+    "OpenClaw/QuadrupedTerrain-v1",
     "OpenClaw/Claw-v0",
     "OpenClaw/ClawPlace-v0",
 )
@@ -53,6 +56,7 @@ _SPECS = {
         max_episode_steps=1000,
         kwargs={"terrain": "rough", "gait_clock": True},
     ),
+    "OpenClaw/QuadrupedTerrain-v1": dict(entry_point="envs.quadruped_terrain:QuadrupedTerrainEnv", max_episode_steps=1000),
     "OpenClaw/Claw-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=100),
     "OpenClaw/ClawPlace-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=150, kwargs={"task": "place"}),
 }

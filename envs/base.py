@@ -198,6 +198,23 @@ class Metric:
         return f"{self.label} {value:.3f} {self.unit}"
 
 
+@dataclass(frozen=True)
+class Curriculum:
+    """How an env with a difficulty curriculum reports it, declared by the env (``CURRICULUM``) and read by
+    generic code (training logs, checkpoints, evaluation tables).
+
+    Every step's ``info[level_key]`` is the env copy's current level (int, 0 = easiest, ``levels - 1`` the
+    hardest) and ``info[group_key]`` the index of its group in ``groups`` (e.g. terrain types). An env with a
+    curriculum also has ``curriculum_state() -> dict`` (JSON-serialisable: what a resumed run needs to continue
+    where the copy was) and ``set_curriculum_state(state)``, which its next reset keeps.
+    """
+
+    level_key: str
+    group_key: str
+    groups: tuple[str, ...]
+    levels: int
+
+
 RENDER_MODES = ("human", "rgb_array", "depth_array")
 
 
@@ -281,6 +298,7 @@ class MujocoTaskEnv(gym.Env):
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
     METRICS: ClassVar[tuple[Metric, ...]] = ()  # what evaluations report besides return and length
+    CURRICULUM: ClassVar[Curriculum | None] = None  # an env with a difficulty curriculum declares it
 
     def __init__(self, model: str | mujoco.MjModel, frame_skip: int, action_dim: int, config: EnvConfig,
                  scene_file: str | None = None) -> None:

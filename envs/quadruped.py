@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import mujoco
@@ -410,6 +410,7 @@ class QuadrupedEnv(MujocoTaskEnv):
         "termination": -50.0,
     }
     REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)
+    RESET_OPTIONS = ("command",)  # the keys reset(options=...) takes
     METRICS = (
         Metric("tracking_error", "tracking_error", "mean", "m/s", "tracking error"),  # |v_xy - cmd_xy|, body frame
         Metric("fall_rate", "fell", "last", "fraction", "falls"),
@@ -417,10 +418,10 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`QuadrupedConfig`'s fields (the class docstring's Arguments table)."""
-        config = QuadrupedConfig.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
+        config = self.CONFIG.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
         # model: the robot in our scene, terrain, spawn height
         self.robot_info = robot_named(config.robot)  # self.robot: its name (the argument)
-        super().__init__(robot_model(config.robot), self.FRAME_SKIP, 12, config, scene_file=OPENCLAW_MODEL)
+        super().__init__(self._make_model(config), self.FRAME_SKIP, 12, config, scene_file=OPENCLAW_MODEL)
         m, d = self.model, self.data
         self.default_pose = np.array(self.robot_info.default_pose)
         joints = [m.joint(self.robot_info.joint_name(leg, part)).id for leg in LEGS for part in PARTS]
@@ -457,11 +458,7 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._past_actions = np.zeros((self._max_delay + 1, 12))  # newest first
 
         # spaces (actions: the base's Box(-1, 1, (12,)))
-        if config.gait_clock:
-            self.OBS_SLICES = {**self.OBS_SLICES, **self.CLOCK_SLICES}
-        self.observation_space = gym.spaces.Box(
-            -np.inf, np.inf, shape=(self.CLOCK_OBS_DIM if config.gait_clock else self.OBS_DIM,), dtype=np.float32
-        )
+        self._set_observation_layout(self.CLOCK_SLICES if config.gait_clock else {})
 
         # settings the episodes and steps read, derived from the config
         self._cmd_lo = np.array([config.command_vx[0], config.command_vy[0], config.command_yaw_rate[0]])
@@ -477,13 +474,25 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
         self._update_clock_obs()
         self._default_pose32 = self.default_pose.astype(np.float32)
-        self._noise_scales = np.zeros(self.observation_space.shape, dtype=np.float32)  # half-widths at obs_noise=1
-        for name, sl in self.OBS_SLICES.items():
-            self._noise_scales[sl] = self.OBS_NOISE_SCALES.get(name, 0.0)
         self._bind_views()
         self._air_time = [0.0, 0.0, 0.0, 0.0]
         self._last_contact = [False, False, False, False]
         self._steps = 0
+
+    def _set_observation_layout(self, appended: dict[str, slice]) -> None:
+        """``OBS_SLICES`` = the class's 0-47 plus ``appended`` (name -> slice, contiguous from 48), the
+        observation space and the noise half-widths at ``obs_noise=1`` per entry (``OBS_NOISE_SCALES``; 0 for
+        the names it lacks)."""
+        self.OBS_SLICES = {**type(self).OBS_SLICES, **appended}
+        dim = max(sl.stop for sl in self.OBS_SLICES.values())
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
+        self._noise_scales = np.zeros(dim, dtype=np.float32)
+        for name, sl in self.OBS_SLICES.items():
+            self._noise_scales[sl] = self.OBS_NOISE_SCALES.get(name, 0.0)
+
+    def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
+        """The compiled model this env runs (a copy of its own): the robot in our scene."""
+        return robot_model(config.robot)
 
     def _bind_views(self) -> None:
         """Cache numpy views into MjData for the hot path (valid for the life of ``self.data``)."""
@@ -507,6 +516,16 @@ class QuadrupedEnv(MujocoTaskEnv):
         self._obs_parts = (self._s_base, self._command, self._s_joints, self._last_action)
         if self.gait_clock:
             self._obs_parts += (self._clock_obs,)
+        self._obs_parts += self._extra_obs_parts()
+
+    def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
+        """Arrays (views kept current) appended to the observation after the clock; none here."""
+        return ()
+
+    @classmethod
+    def _extra_obs_batch(cls, tasks, base: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`_extra_obs_parts` of N envs as (N, k) arrays; ``base`` (N, 9): their base sensor readings."""
+        return ()
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -565,7 +584,7 @@ class QuadrupedEnv(MujocoTaskEnv):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
-        reject_unknown_options(type(self), options, ("command",))
+        reject_unknown_options(type(self), options, self.RESET_OPTIONS)
         d, rng = self.data, self.np_random
         if self.domain_randomization:
             self._randomize_physics()
@@ -684,10 +703,19 @@ class QuadrupedEnv(MujocoTaskEnv):
         """This env's reward, fall flag and info: :func:`evaluate` on its floats (the batch runs it on arrays)."""
         # the base's self._action still holds the previous action here
         reward, fell, info, self._air_time, self._last_contact = evaluate(
-            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._s_trunk_z.item(),
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._trunk_height(),
             self._act_force, action, self._action, self._air_time, self._last_contact, self._qvel.item(0), self,
             ScalarMath)
         return reward, fell, info
+
+    def _trunk_height(self) -> float:
+        """The trunk's height (m) that the base-height reward and the fall check read: world z here."""
+        return self._s_trunk_z.item()
+
+    @classmethod
+    def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
+        """:meth:`_trunk_height` of N envs from their trunk z sensor readings ``trunk_z`` (N,) (m, world)."""
+        return trunk_z
 
     @classmethod
     def _apply_batch(cls, tasks, actions, qpos):
@@ -701,6 +729,7 @@ class QuadrupedEnv(MujocoTaskEnv):
         base, joints, touch, trunk_z = (derived["sensordata"][:, k] for k in first._sensor_slices)
         command = np.stack([task._command for task in tasks])
         parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
+        parts += cls._extra_obs_batch(tasks, base)
         obs = observation(parts, first._default_pose32)
         if first.obs_noise > 0:
             for task, row in zip(tasks, obs):
@@ -709,7 +738,8 @@ class QuadrupedEnv(MujocoTaskEnv):
         air = np.array([task._air_time for task in tasks]).T
         last = np.array([task._last_contact for task in tasks]).T
         reward, fell, info, air, last = evaluate(
-            base.T, command.T, touch.T, trunk_z[:, 0], derived["actuator_force"], actions, previous, air, last,
+            base.T, command.T, touch.T, cls._trunk_heights(tasks, trunk_z[:, 0]), derived["actuator_force"], actions,
+            previous, air, last,
             qvel[:, 0], first, BatchMath)
         for task, action, air_row, last_row in zip(tasks, actions, np.array(air).T.tolist(), np.array(last).T.tolist()):
             task._action[:] = action  # the previous action of the next step
@@ -795,10 +825,12 @@ class QuadrupedConfig(EnvConfig):
     kd_scale: tuple[float, float] = (1.0, 1.0)
     camera: str | int | None = "tracking"
 
+    TERRAINS: ClassVar[tuple[str, ...]] = ("flat", "rough")  # the env's choices of ``terrain``
+
     def __post_init__(self) -> None:
         robot_named(self.robot)  # ValueError listing the robots
-        if self.terrain not in ("flat", "rough"):
-            raise ValueError(f"terrain={self.terrain!r} is not supported; use 'flat' or 'rough'")
+        if self.terrain not in self.TERRAINS:
+            raise ValueError(f"terrain={self.terrain!r} is not supported; use one of: {', '.join(self.TERRAINS)}")
         if not 0.0 <= self.terrain_bump_height <= 0.2:
             raise ValueError(f"terrain_bump_height={self.terrain_bump_height} m must be in [0, 0.2]")
         for name in ("command_vx", "command_vy", "command_yaw_rate"):
@@ -844,3 +876,5 @@ class QuadrupedConfig(EnvConfig):
 
 
 QuadrupedEnv.__init__.__signature__ = QuadrupedConfig.signature()  # help(), inspect: the keyword arguments
+
+QuadrupedEnv.CONFIG = QuadrupedConfig  # the constructor's arguments (a subclass env sets its own)

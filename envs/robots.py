@@ -185,13 +185,19 @@ def robot_model(name: str) -> mujoco.MjModel:
 
 @functools.lru_cache(maxsize=None)
 def _built_model(name: str) -> mujoco.MjModel:
+    return robot_spec(name).compile()
+
+
+def robot_spec(name: str) -> mujoco.MjSpec:
+    """A new, uncompiled spec of robot ``name`` in our scene (what :func:`robot_model` compiles), for callers
+    that edit the scene first (the terrain env's heightfield)."""
     robot = robot_named(name)
     if robot.package_model is None:
-        return mujoco.MjModel.from_xml_path(str(asset_path(OPENCLAW_MODEL)))
+        return mujoco.MjSpec.from_file(str(asset_path(OPENCLAW_MODEL)))
     return _build(robot, package_model_path(robot))
 
 
-def _build(robot: Robot, path: Path) -> mujoco.MjModel:
+def _build(robot: Robot, path: Path) -> mujoco.MjSpec:
     """``robot``'s package model attached into the scene of ``assets/quadruped.xml`` (module docstring)."""
     scene = mujoco.MjSpec.from_file(str(asset_path(OPENCLAW_MODEL)))
     ours = _take_our_robot(scene)
@@ -200,7 +206,7 @@ def _build(robot: Robot, path: Path) -> mujoco.MjModel:
     scene.attach(child, prefix=robot.prefix, frame=scene.worldbody.add_frame())
     _add_our_parts(scene, scene.body(robot.prefix + trunk_name), robot, ours, _torque_limits(path))
     scene.modelname = f"openclaw_{robot.name}"
-    return scene.compile()
+    return scene
 
 
 def _take_our_robot(scene: mujoco.MjSpec) -> dict:

@@ -272,10 +272,10 @@ class TrotController:
         """Action in ``[-1, 1]^12`` for ``obs`` (a QuadrupedEnv observation with the gait clock), or actions
         (N, 12) for a batch of observations (N, obs_dim): the trot keeps no state, so one call serves N robots."""
         obs = np.asarray(obs)
-        if obs.shape[-1:] != (QuadrupedEnv.CLOCK_OBS_DIM,) or obs.ndim > 2:
+        if obs.ndim not in (1, 2) or obs.shape[-1] < QuadrupedEnv.CLOCK_OBS_DIM:
             raise ValueError(
-                f"the trot needs the gait clock in the observation ({QuadrupedEnv.CLOCK_OBS_DIM} values, "
-                f"OpenClaw/Quadruped-v1 or QuadrupedRough-v1); got shape {obs.shape}"
+                f"the trot needs the gait clock in the observation (at least {QuadrupedEnv.CLOCK_OBS_DIM} values: "
+                f"OpenClaw/Quadruped-v1, QuadrupedRough-v1 or QuadrupedTerrain-v1); got shape {obs.shape}"
             )
         sl = self._sl
         leg_phase = (np.arctan2(obs[..., sl["phase_sin"]], obs[..., sl["phase_cos"]]) / (2.0 * np.pi)) % 1.0

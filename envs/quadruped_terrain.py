@@ -1,0 +1,370 @@
+"""The quadruped on legged_gym's terrain curriculum, with privileged observations: :class:`QuadrupedTerrainEnv`.
+
+The spec is :class:`QuadrupedTerrainEnv`'s docstring (``help(envs.quadruped_terrain.QuadrupedTerrainEnv)``);
+the tiles are :mod:`envs.terrain`'s. :func:`terrain_state` computes the height scan, the ground under the
+trunk and the heading command of one copy or of N at once, from the heightfield array (no ray casts).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from envs.base import BatchMath, Curriculum, ScalarMath
+from envs.quadruped import QuadrupedConfig, QuadrupedEnv, _range_pair
+from envs.robots import LegGeometry, robot_model, robot_named, robot_spec
+from envs.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES, TerrainGrid, size_scale, terrain_grid
+
+SCAN_X = 11  # height-scan points along the body's x (forward)
+SCAN_Y = 7  # and y (left)
+SCAN_SPACING = 0.15  # m between scan points, times the robot's size scale (Go1: 0.1 m)
+HEADING_GAIN = 0.5  # yaw-rate command per rad of heading error (legged_gym)
+BORDER = 50.0  # m of flat ground around the grid
+
+
+@dataclass(frozen=True, eq=False)
+class TerrainLegGeometry(LegGeometry):
+    """:class:`~envs.robots.LegGeometry` plus where the height scan lies: ``scan_points`` (P, 2) in the trunk's
+    yaw frame (m: x forward, y left, origin under the trunk origin) and ``scan_obs``, its slice of the
+    observation (each entry: trunk height above the ground at that point, m)."""
+
+    scan_points: np.ndarray
+    scan_obs: slice
+
+
+def scan_points(scale: float) -> np.ndarray:
+    """The (SCAN_X * SCAN_Y, 2) scan points (m, trunk yaw frame), x-major: point ``k`` is
+    ``(i - 5, j - 3) * SCAN_SPACING * scale`` for ``k = i * SCAN_Y + j``."""
+    i, j = np.meshgrid(np.arange(SCAN_X) - SCAN_X // 2, np.arange(SCAN_Y) - SCAN_Y // 2, indexing="ij")
+    return np.stack([i.ravel(), j.ravel()], axis=1) * SCAN_SPACING * scale
+
+
+def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading: np.ndarray,
+                  yaw_range: tuple[float, float], m: type[ScalarMath] | type[BatchMath]):
+    """Height scan, ground height under the trunk and heading command of N copies (``qpos`` (N, nq), the
+    free joint first; ``heading`` (N,) rad, world) at once, elementwise per copy (any N gives the same bits).
+
+    Returns ``scan`` (N, P): trunk z minus the ground at each point (m), clipped to [-1, 1]; ``ground`` (N,):
+    the mean ground height of the scan (m, world; the trunk's height reference); ``yaw_rate`` (N,): the yaw
+    command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the heading error wrapped to
+    [-pi, pi].
+    """
+    x, y, z = qpos[:, 0], qpos[:, 1], qpos[:, 2]
+    qw, qx, qy, qz = qpos[:, 3], qpos[:, 4], qpos[:, 5], qpos[:, 6]
+    fx, fy = 1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy + qw * qz)  # the body x axis, world xy
+    norm = np.sqrt(fx * fx + fy * fy)
+    c, s = (fx / norm)[:, None], (fy / norm)[:, None]
+    px = x[:, None] + c * points[:, 0] - s * points[:, 1]
+    py = y[:, None] + s * points[:, 0] + c * points[:, 1]
+    heights = grid.heights_at(px, py)
+    scan = np.clip(z[:, None] - heights, -1.0, 1.0)
+    ground = np.fromiter((row.sum() for row in heights), dtype=np.float64, count=len(heights)) / len(points)
+    error = heading - m.atan2(fy, fx)
+    error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
+    yaw_rate = np.minimum(np.maximum(HEADING_GAIN * error, yaw_range[0]), yaw_range[1])
+    return scan, ground, yaw_rate
+
+
+@functools.lru_cache(maxsize=2)
+def _terrain_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
+    """The robot in our scene on the grid of ``seed`` sized for its legs (built once per process)."""
+    geometry = LegGeometry.from_model(robot_model(robot), robot_named(robot), 0.02, QuadrupedEnv.ACTION_SCALE)
+    grid = terrain_grid(seed, size_scale(float(geometry.thigh[0] + np.hypot(*geometry.calf[0]))))
+    spec = robot_spec(robot)
+    nx, ny = grid.heights.shape
+    low, high = float(grid.heights.min()), float(grid.heights.max())
+    field = spec.hfield("terrain")
+    field.nrow, field.ncol = ny, nx  # MuJoCo's rows run along y, its columns along x
+    field.size = (grid.extent[0] / 2, grid.extent[1] / 2, max(high - low, 1e-6), 0.1)
+    field.userdata = ((grid.heights.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
+    geom = spec.geom("terrain")
+    geom.pos = (grid.extent[0] / 2, grid.extent[1] / 2, low)
+    geom.contype, geom.group, geom.rgba = 1, 0, (0.72, 0.68, 0.6, 1.0)
+    floor = spec.geom("floor")  # hidden and inert: the heightfield and the border are the ground
+    floor.contype = floor.conaffinity = 0
+    floor.rgba = (0, 0, 0, 0)
+    floor.material = ""
+    ex, ey = grid.extent
+    for name, cx, cy, hx, hy in (("border_south", -BORDER / 2, ey / 2, BORDER / 2, ey / 2 + BORDER),
+                                 ("border_north", ex + BORDER / 2, ey / 2, BORDER / 2, ey / 2 + BORDER),
+                                 ("border_west", ex / 2, -BORDER / 2, ex / 2, BORDER / 2),
+                                 ("border_east", ex / 2, ey + BORDER / 2, ex / 2, BORDER / 2)):
+        spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=(cx, cy, -0.5), size=(hx, hy, 0.5),
+                                material="floor", contype=1, conaffinity=0, condim=3)
+    spec.modelname = f"{spec.modelname}_terrain"
+    return spec.compile(), grid
+
+
+class QuadrupedTerrainEnv(QuadrupedEnv):
+    """Velocity tracking on legged_gym's terrain curriculum (``OpenClaw/QuadrupedTerrain-v1``), any ``robot=``.
+
+    Everything of :class:`~envs.quadruped.QuadrupedEnv` (action space, reward terms, gait clock, sim-to-real
+    arguments, robots) holds, with the changes below.
+
+    ## Terrain
+
+    One heightfield (:mod:`envs.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
+    difficulty (rows along world +x) by 22 columns of six types (along +y) - rough ground, smooth slope,
+    rough slope, stairs up, stairs down, discrete obstacles - each tile ``8 s`` m square, every length
+    legged_gym's times the robot's size scale ``s`` = leg length / ANYmal C's (Go1: 0.671; stairs risers
+    3.4 cm at level 0 to 15.4 cm at level 9, treads 21 cm), on a 0.05 m grid, surrounded by flat ground at
+    z = 0. ``env.tiles`` is the :class:`~envs.terrain.TerrainGrid`.
+
+    ## Curriculum (legged_gym's, per env copy)
+
+    Each copy keeps a column (its terrain type; drawn at a seeded reset, with probability proportional to
+    the type's columns) and a level (drawn in ``[0, max_init_level]`` at a seeded reset). Every episode starts
+    on its tile's central platform, heading +x, within +-0.25 s m of the centre. At each following reset,
+    with ``curriculum`` on: the copy moves up a level when the episode took its trunk more than half a tile
+    (horizontal distance from the spawn), down when less than half of the commanded distance (``|cmd_xy|``
+    x the episode's full length, 20 s); a copy that moves up from the top level goes to a random level.
+    With ``curriculum`` off each episode draws its level uniformly (evaluation over all levels).
+    ``reset(options={"terrain_level": l, "terrain_type": "stairs_up"})`` puts the episode on a fixed tile.
+    ``info["terrain_level"]`` and ``info["terrain_type"]`` (index into :data:`envs.terrain.TERRAIN_TYPES`)
+    report it every step (``CURRICULUM``). ``curriculum_state()`` / ``set_curriculum_state()`` save and
+    restore a copy's column and level (training checkpoints them; a resume continues at the same levels).
+
+    ## Commands
+
+    ``heading_command`` (default on, legged_gym's): the episode draws a heading ``U(-pi, pi)`` rad (world) and
+    the yaw-rate command becomes ``clip(0.5 * (heading - yaw), *command_yaw_rate)`` every step (the
+    observation's command is the current one), so that a robot walks across tiles instead of in circles.
+    ``vx``, ``vy`` come from the usual ranges (body frame).
+
+    ## Observation space: ``Box(-inf, inf, (138,), float32)``
+
+    Indices 0-56 are the quadruped's (``OpenClaw/Quadruped-v1``'s layout, ``QuadrupedEnv``'s docstring): the
+    *proprioceptive* part, which a blind policy reads and a robot measures. The rest is *privileged*
+    (``env.privileged_obs``: name -> slice), known to the simulator:
+
+    =======  ============  ==========================================================================  =====
+    indices  name          meaning                                                                     unit
+    =======  ============  ==========================================================================  =====
+    57-133   height_scan   trunk z minus the ground height at 11 x 7 points ``scan_points(s)``, 0.15 s   m
+                           m apart (Go1: 0.1 m; a 1.0 m x 0.6 m window), in the trunk's yaw frame, x
+                           major; clipped to [-1, 1]
+    134      friction      the episode's foot-ground friction coefficient                              -
+    135-137  true_lin_vel  trunk linear velocity (IMU site, body frame), without observation noise    m/s
+    =======  ============  ==========================================================================  =====
+
+    The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
+    instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
+    heightfield array for all copies at once (:func:`terrain_state`).
+
+    ## Changes to rewards and termination
+
+    The trunk height that ``base_height`` rewards and the fall check (below ``fall_height``) reads is its
+    height above the mean ground of the scan (legged_gym), not world z. Outside the heightfield's 53.5 m x
+    117.7 m (Go1) the ground is flat.
+
+    ## Arguments (besides ``QuadrupedEnv``'s; ``terrain`` is ``"tiles"``)
+
+    ===============  ============  =======================================================================
+    argument         default       meaning
+    ===============  ============  =======================================================================
+    terrain_seed     0             seed of the tile grid (deterministic)
+    curriculum       True          move copies between levels (above); False: a random level per episode
+    max_init_level   5             highest level of a seeded reset's draw (legged_gym: 5)
+    ground_friction  (0.5, 1.25)   per episode, the feet's friction coefficient ~ U(lo, hi) (legged_gym)
+    heading_command  True          yaw-rate command from a random heading (above)
+    ===============  ============  =======================================================================
+    """
+
+    CURRICULUM: ClassVar[Curriculum] = Curriculum("terrain_level", "terrain_type", TERRAIN_TYPES, LEVELS)
+    RESET_OPTIONS = ("command", "terrain_level", "terrain_type", "heading")
+    TERRAIN_OBS_DIM = QuadrupedEnv.CLOCK_OBS_DIM + SCAN_X * SCAN_Y + 4
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
+        super().__init__(**kwargs)
+        config = self.config
+        self.scan_points = scan_points(self.tiles.scale)
+        start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
+        self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
+                               "true_lin_vel": slice(start + n + 1, start + n + 4)}
+        self._set_observation_layout({**self.CLOCK_SLICES, **self.privileged_obs})
+        base = {f.name: getattr(self.controller_spec, f.name) for f in fields(LegGeometry)}
+        self.controller_spec = TerrainLegGeometry(**base, scan_points=self.scan_points,
+                                                  scan_obs=self.privileged_obs["height_scan"])
+        self._columns = {kind: [c for c, t in enumerate(COLUMN_TYPES) if t == kind] for kind in TERRAIN_TYPES}
+        self._column, self._level = 0, 0
+        self._origin = np.zeros(3)  # this episode's spawn point (m, world)
+        self._heading = np.zeros(1)  # this episode's heading (rad, world)
+        self._ground = 0.0  # mean ground height of the scan (m, world)
+        self._started = self._seeded = self._keep_state = False
+        self._spawn_noise = 0.25 * self.tiles.scale  # m
+        self._bind_views()
+
+    def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
+        model, self.tiles = _terrain_model(config.robot, int(config.terrain_seed))
+        return copy.deepcopy(model)
+
+    def _bind_views(self) -> None:
+        if not hasattr(self, "privileged_obs"):  # QuadrupedEnv.__init__'s call: the layout comes after it
+            self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)
+        super()._bind_views()
+
+    def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
+        if not hasattr(self, "privileged_obs"):
+            return ()
+        return (self._scan_friction, self._s_base[0:3])
+
+    @classmethod
+    def _extra_obs_batch(cls, tasks, base: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.stack([task._scan_friction for task in tasks]), base[:, 0:3])
+
+    # ------------------------------------------------------------------ episodes and the curriculum
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if self._started and self.curriculum and seed is None and not self._keep_state:
+            self._level = self._next_level()  # the episode that ended moves the level, before the state resets
+        self._seeded = seed is not None
+        return super().reset(seed=seed, options=options)
+
+    def _next_level(self) -> int:
+        """legged_gym's rule (class docstring) for the episode that just ended."""
+        walked = float(np.hypot(*(self.data.qpos[0:2] - self._origin[0:2])))
+        commanded = float(np.hypot(*self._command[0:2])) * self._episode_length_s()
+        up = walked > self.tiles.tile_size / 2
+        level = self._level + 1 if up else self._level - 1 if walked < 0.5 * commanded else self._level
+        return int(self.np_random.integers(LEVELS)) if level >= LEVELS else max(level, 0)
+
+    def _episode_length_s(self) -> float:
+        steps = self.spec.max_episode_steps if self.spec is not None else None
+        return (steps if steps else 1000) * self.dt
+
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        super()._reset_task(options)
+        rng, d = self.np_random, self.data
+        if self._keep_state:  # restored by set_curriculum_state: continue there
+            self._keep_state = False
+        elif self._seeded or not self._started:
+            self._column = int(rng.integers(len(COLUMN_TYPES)))
+            self._level = int(rng.integers(self.max_init_level + 1))
+        elif not self.curriculum:
+            self._level = int(rng.integers(LEVELS))
+        if "terrain_type" in options:
+            kind = options["terrain_type"]
+            if kind not in self._columns:
+                raise ValueError(f"options['terrain_type']={kind!r} is unknown; choose one of: {', '.join(TERRAIN_TYPES)}")
+            self._column = int(rng.choice(self._columns[kind]))
+        if "terrain_level" in options:
+            level = options["terrain_level"]
+            if not (isinstance(level, (int, np.integer)) and 0 <= level < LEVELS):
+                raise ValueError(f"options['terrain_level']={level!r} must be a whole number in [0, {LEVELS - 1}]")
+            self._level = int(level)
+        self._started = True
+        origin = self.tiles.origins[self._level, self._column]
+        d.qpos[0:2] = origin[0:2] + rng.uniform(-self._spawn_noise, self._spawn_noise, 2)
+        d.qpos[2] += origin[2]
+        self._origin[:] = d.qpos[0:3]
+        friction = rng.uniform(*self.ground_friction)
+        self.model.geom_friction[self._foot_geoms, 0] = friction
+        self._scan_friction[-1] = friction
+        if "heading" in options:
+            self._heading[0] = float(options["heading"])
+        elif self.heading_command:
+            self._heading[0] = rng.uniform(-math.pi, math.pi)
+        self._update_terrain()
+
+    def curriculum_state(self) -> dict[str, int]:
+        """This copy's place in the curriculum: ``{"column": c, "level": l}`` (JSON)."""
+        return {"column": self._column, "level": self._level}
+
+    def set_curriculum_state(self, state: dict[str, int]) -> None:
+        """Continue from ``state`` (:meth:`curriculum_state`) at the next reset, seeded or not."""
+        column, level = int(state["column"]), int(state["level"])
+        if not (0 <= column < len(COLUMN_TYPES) and 0 <= level < LEVELS):
+            raise ValueError(f"curriculum state {state!r}: column must be in [0, {len(COLUMN_TYPES) - 1}], "
+                             f"level in [0, {LEVELS - 1}]")
+        self._column, self._level, self._keep_state = column, level, True
+
+    @property
+    def terrain_type(self) -> str:
+        """The type of this copy's tile."""
+        return COLUMN_TYPES[self._column]
+
+    @property
+    def terrain_level(self) -> int:
+        """The level of this copy's tile."""
+        return self._level
+
+    # ------------------------------------------------------------------ steps
+    def _update_terrain(self) -> None:
+        scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos[None], self._heading,
+                                               self.command_yaw_rate, BatchMath)
+        self._scan_friction[:-1] = scan[0]
+        self._ground = float(ground[0])
+        if self.heading_command:
+            self._command[2] = yaw_rate[0]
+
+    def _finish_step(self, action: np.ndarray) -> tuple:
+        self._update_terrain()
+        return super()._finish_step(action)
+
+    def _trunk_height(self) -> float:
+        return self._s_trunk_z.item() - self._ground
+
+    @classmethod
+    def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
+        return trunk_z - np.array([task._ground for task in tasks])
+
+    def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+        reward, fell, info = super()._evaluate(action)
+        info["terrain_level"] = self._level
+        info["terrain_type"] = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
+        return reward, fell, info
+
+    @classmethod
+    def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
+        first = tasks[0]
+        heading = np.concatenate([task._heading for task in tasks])
+        scan, ground, yaw_rate = terrain_state(first.tiles, first.scan_points, qpos, heading,
+                                               first.command_yaw_rate, BatchMath)
+        for task, row, g, w in zip(tasks, scan, ground.tolist(), yaw_rate.tolist()):
+            task._scan_friction[:-1] = row
+            task._ground = g
+            if first.heading_command:
+                task._command[2] = w
+        obs, reward, fell, info = super()._finish_batch(tasks, actions, qpos, qvel, derived)
+        info["terrain_level"] = np.array([task._level for task in tasks])
+        info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
+        return obs, reward, fell, info
+
+    def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
+        """The quadruped's lines and the tile: type and level."""
+        return super().overlay_lines(obs, info) + [f"{self.terrain_type} level {self._level}"]
+
+
+@dataclass(kw_only=True)
+class QuadrupedTerrainConfig(QuadrupedConfig):
+    """:class:`QuadrupedTerrainEnv`'s constructor arguments: :class:`~envs.quadruped.QuadrupedConfig`'s (``terrain``
+    is ``"tiles"``, the gait clock on) and the terrain ones of the class docstring, checked."""
+
+    terrain: str = "tiles"
+    gait_clock: bool = True
+    curriculum: bool = True
+    max_init_level: int = 5
+    ground_friction: tuple[float, float] = (0.5, 1.25)
+    heading_command: bool = True
+
+    TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.gait_clock:
+            raise ValueError("gait_clock=False: the terrain env's observation always carries the gait clock")
+        self.curriculum, self.heading_command = bool(self.curriculum), bool(self.heading_command)
+        self.max_init_level = _range_pair("max_init_level", (self.max_init_level, self.max_init_level), 0,
+                                          LEVELS - 1, int)[0]
+        self.ground_friction = _range_pair("ground_friction", self.ground_friction, 0.05, 3.0, float)
+
+
+QuadrupedTerrainEnv.CONFIG = QuadrupedTerrainConfig
+QuadrupedTerrainEnv.__init__.__signature__ = QuadrupedTerrainConfig.signature()

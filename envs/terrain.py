@@ -1,0 +1,173 @@
+"""The terrain grid of ``OpenClaw/QuadrupedTerrain-v1``: legged_gym's curriculum tiles, sized for a robot's legs.
+
+:class:`TerrainGrid` is a deterministic, seeded heightfield of ``LEVELS`` rows of difficulty by
+``sum(COLUMNS.values())`` columns of terrain types (legged_gym's ``Terrain`` with ``curriculum=True``;
+Isaac Lab's ``ROUGH_TERRAINS_CFG``): row ``l`` has difficulty ``d = l / (LEVELS - 1)``, so level 0 is
+nearly flat and level 9 the hardest. Columns, in this order (legged_gym's split of 20 columns for the
+five types, plus two of plain rough ground):
+
+===============  =======  ============================================================================
+type             columns  tile (d: difficulty in [0, 1], s: the robot's size scale below)
+===============  =======  ============================================================================
+rough            2        uniform bumps on a 0.1 m grid, bilinear between, heights in [0, (0.025 + 0.075 d) s] m
+smooth_slope     2        a pyramid valley: the robot starts in its flat centre and walks out uphill, slope
+                          0.4 d (rise over run)
+rough_slope      2        a pyramid hill (walks out downhill), slope 0.4 d, plus bumps of +-0.05 s m
+stairs_up        7        pyramid stairs down into a pit: the robot starts at the bottom and climbs out;
+                          treads 0.31 s m, risers (0.05 + 0.18 d) s m
+stairs_down      5        pyramid stairs up to a platform: the robot starts on top and walks down
+obstacles        4        20 boxes 1-2 s m wide, heights drawn from (-1, -1/2, 1/2, 1) x (0.05 + 0.2 d) s m
+===============  =======  ============================================================================
+
+Every tile but the rough ones has a flat platform of 2 s m x 2 s m at its centre, where the robot
+spawns (legged_gym: 3 m for ANYmal); the tiles are ``8 s`` m square (legged_gym: 8 m).
+
+**Sizes from leg length.** legged_gym's numbers are for ANYmal C, whose leg (hip pitch axis to foot:
+thigh 0.285 m + shank 0.35 m) is ``ANYMAL_LEG_LENGTH`` = 0.635 m long. Every length above (tile, platform,
+tread, riser, obstacle height, bump height) is legged_gym's times ``s = leg / ANYMAL_LEG_LENGTH`` with
+``leg`` the robot's thigh + calf length; slopes (rise over run) are kept. Go1's 0.213 + 0.213 m give
+s = 0.671: tiles 5.35 m, risers 3.4 - 15.4 cm, obstacles up to 16.8 cm.
+
+**Grid.** Heights are sampled on a ``CELL`` = 0.05 m grid (half legged_gym's 0.1 m: a stair edge rises
+within one 5 cm cell, and a 0.21 m Go1 tread keeps 16 cm of flat top). MuJoCo's heightfield interpolates
+linearly between samples. World frame: the grid spans ``x`` in [0, levels x tile] (rows: levels, along
++x) and ``y`` in [0, columns x tile] (columns: types, along +y); ground level outside the tiles' features
+is z = 0 and the env surrounds the grid with flat ground at z = 0.
+
+Heights are queried without ray casts: :meth:`TerrainGrid.heights_at` interpolates the array bilinearly
+at any number of points at once (the privileged height scan, the curriculum's spawn heights).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+ANYMAL_LEG_LENGTH = 0.635  # m, ANYmal C thigh 0.285 + shank-to-foot 0.35 (anymal_c_simple_description)
+LEVELS = 10
+CELL = 0.05  # m between height samples
+COLUMNS = {"rough": 2, "smooth_slope": 2, "rough_slope": 2, "stairs_up": 7, "stairs_down": 5, "obstacles": 4}
+TERRAIN_TYPES = tuple(COLUMNS)
+COLUMN_TYPES = tuple(t for t, n in COLUMNS.items() for _ in range(n))  # the type of each column
+# legged_gym's terrain numbers (ANYmal, metres; the tile builders scale them by s)
+TILE = 8.0
+PLATFORM = 3.0
+TREAD = 0.31
+OBSTACLES = 20
+
+
+def size_scale(leg_length: float) -> float:
+    """``s``: a robot's leg length (thigh + calf, m) over ANYmal C's (module docstring)."""
+    if not leg_length > 0:
+        raise ValueError(f"leg length {leg_length} m must be > 0")
+    return float(leg_length) / ANYMAL_LEG_LENGTH
+
+
+def riser_height(level: int, scale: float) -> float:
+    """Stair riser (m) at ``level``: legged_gym's 0.05 + 0.18 d, times ``scale``."""
+    return (0.05 + 0.18 * level / (LEVELS - 1)) * scale
+
+
+def _coarse_noise(rng: np.random.Generator, n: int, step: int, low: float, high: float) -> np.ndarray:
+    """``n x n`` heights: uniform draws in [low, high] every ``step`` samples, bilinear in between."""
+    k = (n - 1) // step + 2
+    coarse = rng.uniform(low, high, size=(k, k))
+    t = np.arange(n) / step
+    i = t.astype(int)
+    f = t - i
+    rows = coarse[i] * (1 - f)[:, None] + coarse[i + 1] * f[:, None]  # (n, k): along the first axis
+    return rows[:, i] * (1 - f)[None, :] + rows[:, i + 1] * f[None, :]
+
+
+def _edge_distance(n: int) -> np.ndarray:
+    """Each sample's distance (m) to the tile's nearest edge, ``n x n`` (a pyramid)."""
+    r = np.arange(n) * CELL
+    half = (n - 1) * CELL / 2
+    d = half - np.abs(r - half)
+    return np.minimum(d[:, None], d[None, :])
+
+
+def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Heights (m) of one ``n x n`` tile of type ``kind`` at ``level`` (module docstring)."""
+    d = level / (LEVELS - 1)
+    half = (n - 1) * CELL / 2
+    plateau = half - PLATFORM * scale / 2  # edge distance where the central platform begins
+    step = max(1, int(round(0.1 / CELL)))  # bumps every 0.1 m
+    if kind == "rough":
+        return _coarse_noise(rng, n, step, 0.0, (0.025 + 0.075 * d) * scale)
+    edge = _edge_distance(n)
+    if kind in ("smooth_slope", "rough_slope"):
+        hill = 0.4 * d * np.minimum(edge, plateau)
+        if kind == "smooth_slope":
+            return -hill
+        return hill + _coarse_noise(rng, n, step, -0.05 * scale, 0.05 * scale)
+    if kind in ("stairs_up", "stairs_down"):
+        rings = np.floor(np.minimum(edge, plateau) / (TREAD * scale))
+        stairs = rings * riser_height(level, scale)
+        return -stairs if kind == "stairs_up" else stairs
+    if kind == "obstacles":
+        height = (0.05 + 0.2 * d) * scale
+        heights = np.zeros((n, n))
+        for _ in range(OBSTACLES):
+            w, h = (rng.uniform(1.0, 2.0, size=2) * scale / CELL).astype(int)
+            i, j = rng.integers(0, n - w), rng.integers(0, n - h)
+            heights[i : i + w, j : j + h] = rng.choice((-1.0, -0.5, 0.5, 1.0)) * height
+        heights[edge >= plateau] = 0.0
+        return heights
+    raise ValueError(f"terrain type {kind!r} is unknown; choose one of: {', '.join(TERRAIN_TYPES)}")
+
+
+@dataclass(frozen=True, eq=False)
+class TerrainGrid:
+    """The heights (m, world z) of the whole grid, ``heights[i, j]`` at ``x = i * CELL``, ``y = j * CELL``,
+    and each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground."""
+
+    seed: int
+    scale: float
+    tile_samples: int
+    heights: np.ndarray
+    origins: np.ndarray
+
+    @property
+    def tile_size(self) -> float:
+        """Side of a tile (m)."""
+        return self.tile_samples * CELL
+
+    @property
+    def extent(self) -> tuple[float, float]:
+        """The grid's size along x and y (m), from the first sample to the last."""
+        return ((self.heights.shape[0] - 1) * CELL, (self.heights.shape[1] - 1) * CELL)
+
+    def heights_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples; points
+        off the grid get the ground outside it, z = 0. Elementwise, so any batch gives the same bits per point."""
+        h = self.heights
+        u, v = x / CELL, y / CELL
+        i = np.clip(np.floor(u), 0, h.shape[0] - 2).astype(np.intp)
+        j = np.clip(np.floor(v), 0, h.shape[1] - 2).astype(np.intp)
+        fu, fv = np.clip(u - i, 0.0, 1.0), np.clip(v - j, 0.0, 1.0)
+        z = (h[i, j] * (1 - fu) + h[i + 1, j] * fu) * (1 - fv) + (h[i, j + 1] * (1 - fu) + h[i + 1, j + 1] * fu) * fv
+        off = (u < 0) | (v < 0) | (u > h.shape[0] - 1) | (v > h.shape[1] - 1)
+        return np.where(off, 0.0, z)
+
+
+@functools.lru_cache(maxsize=4)
+def terrain_grid(seed: int, scale: float) -> TerrainGrid:
+    """The grid of ``seed`` for size scale ``scale`` (built once per process; treat it as read-only)."""
+    n = int(round(TILE * scale / CELL))
+    columns = len(COLUMN_TYPES)
+    heights = np.zeros((LEVELS * n, columns * n))
+    origins = np.zeros((LEVELS, columns, 3))
+    centre = slice(n // 2 - int(0.5 / CELL), n // 2 + int(0.5 / CELL) + 1)  # +-0.5 m around the tile centre
+    for level in range(LEVELS):
+        for column, kind in enumerate(COLUMN_TYPES):
+            rng = np.random.default_rng((seed, level, column))
+            tile = _tile(kind, level, scale, n, rng)
+            heights[level * n : (level + 1) * n, column * n : (column + 1) * n] = tile
+            origins[level, column] = ((level * n + (n - 1) / 2) * CELL, (column * n + (n - 1) / 2) * CELL,
+                                      tile[centre, centre].max())
+    heights.flags.writeable = False
+    origins.flags.writeable = False
+    return TerrainGrid(seed, scale, n, heights, origins)
