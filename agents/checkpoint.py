@@ -32,6 +32,7 @@ MODEL = "model.zip"
 NORMALIZATION = "vecnormalize.pkl"
 REPLAY = "replay_buffer.pkl"
 TEACHER = "teacher.pt"
+CURRICULUM = "curriculum.json"  # an env with a curriculum (envs.base.Curriculum): each copy's curriculum_state()
 META = "meta.json"
 COMMIT_KEY = "git_commit"  # meta.json: the commit of the code that trained the checkpoint ("unknown" outside git)
 WALL_KEY = "wall_time_s"  # meta.json (training saves): s of training wall clock up to the save, over all resumes
@@ -76,6 +77,19 @@ class Checkpoint:
         p = self.path / TEACHER
         return p if p.is_file() else None
 
+    def restore_curriculum(self, venv: VecEnv) -> bool:
+        """Put each env copy of ``venv`` back where this checkpoint's copies were in their curriculum (their next
+        reset continues there); False when the checkpoint has no curriculum or ``venv`` another number of copies."""
+        p = self.path / CURRICULUM
+        if not p.is_file() or not venv.has_attr("set_curriculum_state"):
+            return False
+        states = json.loads(p.read_text())
+        if len(states) != venv.num_envs:
+            return False
+        for i, state in enumerate(states):
+            venv.env_method("set_curriculum_state", state, indices=[i])
+        return True
+
 
 def _write_text_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
@@ -93,6 +107,8 @@ def _write_dir(destination: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict
         venv.save(str(tmp / NORMALIZATION))
     if replay and isinstance(model, OffPolicyAlgorithm):
         model.save_replay_buffer(tmp / REPLAY)
+    if venv.has_attr("curriculum_state"):  # each env copy's level must survive a resume
+        (tmp / CURRICULUM).write_text(json.dumps(venv.env_method("curriculum_state")))
     teacher = getattr(getattr(model, "distillation", None), "teacher", None)
     if hasattr(teacher, "state_dict"):  # a teacher that learns (EMA) must survive a resume
         torch.save(teacher.state_dict(), tmp / TEACHER)

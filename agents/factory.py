@@ -13,6 +13,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from agents.errors import ConfigError
 from agents.students import PPOStudent, SACStudent
+from agents.students.observation_masks import MaskedActorCriticPolicy, observation_masks
 from agents.vec_env import is_goal_env
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
@@ -26,8 +27,8 @@ def policy_name(venv: VecEnv) -> str:
     return "MultiInputPolicy" if isinstance(venv.observation_space, gym.spaces.Dict) else "MlpPolicy"
 
 
-def _ppo_kwargs(a: DictConfig) -> dict[str, Any]:
-    return dict(
+def _ppo_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
+    kwargs = dict(
         learning_rate=a.learning_rate,
         n_steps=a.n_steps,
         batch_size=a.batch_size,
@@ -46,6 +47,16 @@ def _ppo_kwargs(a: DictConfig) -> dict[str, Any]:
             ortho_init=a.ortho_init,
         ),
     )
+    privileged = venv.get_attr("privileged_obs", indices=[0])[0] if venv.has_attr("privileged_obs") else None
+    if privileged:
+        actor, critic = observation_masks(venv.observation_space.shape[0], privileged, a.privileged_critic,
+                                          a.perceptive_actor)
+        kwargs["policy_kwargs"].update(actor_keep=actor, critic_keep=critic)
+        kwargs["policy"] = MaskedActorCriticPolicy
+    elif a.privileged_critic or a.perceptive_actor:
+        raise ConfigError("agent.privileged_critic / agent.perceptive_actor need an env with privileged observations "
+                          "(env=quadruped_terrain); set them to false")
+    return kwargs
 
 
 def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
@@ -72,7 +83,7 @@ def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
 
 def learner_kwargs(cfg: DictConfig, venv: VecEnv) -> dict[str, Any]:
     """The PPO or SAC constructor's hyper-parameter keyword arguments for ``cfg.agent`` on ``venv``."""
-    return _ppo_kwargs(cfg.agent) if cfg.agent.name == "ppo" else _sac_kwargs(cfg.agent, venv)
+    return _ppo_kwargs(cfg.agent, venv) if cfg.agent.name == "ppo" else _sac_kwargs(cfg.agent, venv)
 
 
 def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> BaseAlgorithm:
@@ -80,7 +91,7 @@ def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> B
     agent = cfg.agent
     kwargs = learner_kwargs(cfg, venv)
     return ALGORITHMS[agent.name](
-        policy_name(venv),
+        kwargs.pop("policy", policy_name(venv)),
         venv,
         seed=cfg.seed,
         device=cfg.train.device,

@@ -128,7 +128,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     With ``curriculum`` off each episode draws its level uniformly (evaluation over all levels).
     ``reset(options={"terrain_level": l, "terrain_type": "stairs_up"})`` puts the episode on a fixed tile.
     ``info["terrain_level"]`` and ``info["terrain_type"]`` (index into :data:`envs.terrain.TERRAIN_TYPES`)
-    report it every step (``CURRICULUM``). ``curriculum_state()`` / ``set_curriculum_state()`` save and
+    report it every step (``CURRICULUM``), and ``info["left_tile"]`` whether the trunk has left the tile in this
+    episode (a 20 s episode at 1 m/s crosses ~4 tiles: per-tile evaluations count what happened before). ``curriculum_state()`` / ``set_curriculum_state()`` save and
     restore a copy's column and level (training checkpoints them; a resume continues at the same levels).
 
     ## Commands
@@ -260,6 +261,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
                 raise ValueError(f"options['terrain_level']={level!r} must be a whole number in [0, {LEVELS - 1}]")
             self._level = int(level)
         self._started = True
+        self._left_tile = False
         origin = self.tiles.origins[self._level, self._column]
         d.qpos[0:2] = origin[0:2] + rng.uniform(-self._spawn_noise, self._spawn_noise, 2)
         d.qpos[2] += origin[2]
@@ -317,9 +319,16 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._evaluate(action)
+        self._left_tile |= self._off_tile(self.data.qpos[0], self.data.qpos[1])
         info["terrain_level"] = self._level
         info["terrain_type"] = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
+        info["left_tile"] = self._left_tile
         return reward, fell, info
+
+    def _off_tile(self, x: float, y: float) -> bool:
+        """Whether world point (x, y) (m) lies outside this episode's tile."""
+        centre, half = self.tiles.origins[self._level, self._column], self.tiles.tile_size / 2
+        return abs(x - centre[0]) > half or abs(y - centre[1]) > half
 
     @classmethod
     def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
@@ -333,8 +342,11 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             if first.heading_command:
                 task._command[2] = w
         obs, reward, fell, info = super()._finish_batch(tasks, actions, qpos, qvel, derived)
+        for task, (x, y) in zip(tasks, qpos[:, 0:2].tolist()):
+            task._left_tile |= task._off_tile(x, y)
         info["terrain_level"] = np.array([task._level for task in tasks])
         info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
+        info["left_tile"] = np.array([task._left_tile for task in tasks])
         return obs, reward, fell, info
 
     def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:

@@ -75,6 +75,9 @@ def zoo_entry(cfg: DictConfig) -> dict[str, Any]:
         kwargs = learner_kwargs(cfg, venv)
     finally:
         venv.close()
+    if "policy" in kwargs:  # our masked actor-critic (privileged observations): RL Zoo's MlpPolicy reads them all
+        del kwargs["policy"]
+        kwargs["policy_kwargs"] = {k: v for k, v in kwargs["policy_kwargs"].items() if k not in ("actor_keep", "critic_keep")}
     normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"  # as the runner wraps the envs
     if cfg.env.normalize_obs or normalize_reward:
         entry["normalize"] = f"dict(norm_obs={bool(cfg.env.normalize_obs)}, norm_reward={bool(normalize_reward)})"

@@ -106,6 +106,51 @@ class InfoTermLogger(BaseCallback):
         self._last_dump_step, self._last_dump_time = self.num_timesteps, now
 
 
+class CurriculumLogger(BaseCallback):
+    """For an env with a curriculum (its ``CURRICULUM``, :class:`envs.base.Curriculum`): the env copies' levels
+    at each PPO rollout end (off-policy: every ``every_steps`` env steps) under ``curriculum/``: ``mean_level``,
+    ``max_level``, and per group ``level_<group>`` (the mean over the copies in it; absent while none is) and
+    a TensorBoard histogram ``levels_<group>``. Nothing for other envs."""
+
+    NOT_TEXT = ("stdout", "log", "json", "csv")  # histograms go to TensorBoard only
+
+    def __init__(self, every_steps: int = 1000) -> None:
+        super().__init__()
+        self.every_steps = every_steps
+        self.declared = None
+        self._last = 0
+
+    def _on_training_start(self) -> None:
+        env = self.training_env
+        self.declared = env.get_attr("CURRICULUM", indices=[0])[0] if env.has_attr("CURRICULUM") else None
+        self._last = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        if (self.declared is not None and self.locals.get("rollout_buffer") is None
+                and self.num_timesteps - self._last >= self.every_steps):
+            self._record()
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if self.declared is not None and self.locals.get("rollout_buffer") is not None:
+            self._record()
+
+    def _record(self) -> None:
+        import torch
+
+        c, infos = self.declared, self.locals["infos"]
+        levels = np.array([info[c.level_key] for info in infos], dtype=float)
+        groups = np.array([info[c.group_key] for info in infos])
+        self.logger.record("curriculum/mean_level", float(levels.mean()))
+        self.logger.record("curriculum/max_level", float(levels.max()))
+        for g, name in enumerate(c.groups):
+            mine = levels[groups == g]
+            if len(mine):
+                self.logger.record(f"curriculum/level_{name}", float(mine.mean()))
+                self.logger.record(f"curriculum/levels_{name}", torch.as_tensor(mine), exclude=self.NOT_TEXT)
+        self._last = self.num_timesteps
+
+
 class EvalAndCheckpoint(BaseCallback):
     """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
 

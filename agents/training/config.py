@@ -51,6 +51,10 @@ class PPOConfig:
     activation: str = "elu"  # tanh | relu | elu
     log_std_init: float = -0.5
     ortho_init: bool = True
+    # envs with privileged observations (env.privileged_obs, e.g. QuadrupedTerrain-v1's height scan, friction,
+    # true velocity): the critic reads them (asymmetric actor-critic) / the actor reads the height scan
+    privileged_critic: bool = False
+    perceptive_actor: bool = False
 
 
 @dataclass

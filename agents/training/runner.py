@@ -26,7 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from agents import checkpoint, saved_config
 from agents.signals import signals_deferred, sigterm_as_keyboard_interrupt
 from agents.training import report, run_dir as run_dirs
-from agents.training.callbacks import EvalAndCheckpoint, InfoTermLogger, ProgressBar
+from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.teachers import TEACHERS
@@ -223,6 +223,9 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
     resume = None
     if cfg.resume:
         resume, venv, model = _resume(cfg, venv)
+        if not resume.restore_curriculum(venv) and venv.has_attr("set_curriculum_state"):
+            print(f"{resume.path} has no curriculum state for {venv.num_envs} env copies: they start the "
+                  "curriculum again", file=sys.stderr)
         if same_dir:  # rows logged after that checkpoint are trained again: drop them, and a best saved after it
             run_dirs.truncate_logs(run_dir, model.num_timesteps)
             aside = checkpoint.set_aside_best_after(run_dir, model.num_timesteps)
@@ -246,7 +249,7 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         keep_checkpoints=t.keep_checkpoints, progress=progress, video_episodes=t.video_episodes if t.video else 0,
         start_time=time.time() - trained_before_s,
     )
-    callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger()) if cb is not None]
+    callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger(), CurriculumLogger()) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
     if distillation is not None:
         model.attach_distillation(distillation, teacher_actions=teacher)

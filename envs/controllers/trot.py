@@ -48,6 +48,8 @@ from envs.quadruped import QuadrupedEnv
 from envs.robots import LegGeometry, default_leg_geometry
 
 PARAMS_DIR = Path(__file__).resolve().parent / "trot_params"  # <robot>.json: tuned parameters (tune.py)
+SCAN_REACH = 0.2  # m around a foot's neutral point where the swing looks for the highest ground
+SCAN_BLUR = 0.05  # m: the ground under a foot is the scan averaged with weights exp(-(d / SCAN_BLUR)^2)
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,7 +81,14 @@ class TrotParams:
     lateral_gain        -       lateral velocity feedback: commanded vy += gain * (vy_cmd - v_y)
     max_stride          m       longest stride (foot travel per stance, any direction); longer ones are scaled
                                 down, so velocity feedback cannot drive the thighs past their action range
+    scan_following      -       with a height scan: each leg's length += gain x (the ground under its foot
+                                below the mean ground under the four feet), so the trunk stays level
+    scan_clearance      m       with a height scan: the swing apex is at least this far above the highest
+                                ground within ``SCAN_REACH`` m of the foot's neutral point
     ==================  ======  =====================================================================
+
+    The ``scan_*`` fields (``TERRAIN_FIELDS``) act only on an env whose controller spec carries a height scan
+    (``OpenClaw/QuadrupedTerrain-v1``).
     """
 
     frequency_hz: float = QuadrupedEnv.GAIT_FREQUENCY_HZ
@@ -96,7 +105,10 @@ class TrotParams:
     forward_gain: float = 1.0
     lateral_gain: float = 0.0
     max_stride: float = 0.26
+    scan_following: float = 1.0
+    scan_clearance: float = 0.08
 
+    TERRAIN_FIELDS = ("scan_following", "scan_clearance")
     BOUNDS = {
         "frequency_hz": QuadrupedEnv.GAIT_FREQUENCY_RANGE,
         "duty_factor": (0.35, 0.75),
@@ -112,6 +124,8 @@ class TrotParams:
         "forward_gain": (0.0, 2.0),
         "lateral_gain": (0.0, 2.0),
         "max_stride": (0.05, 0.3),
+        "scan_following": (0.0, 1.5),
+        "scan_clearance": (0.0, 0.15),
     }
 
     def validate(self) -> TrotParams:
@@ -192,12 +206,13 @@ class TrotController:
 
     # ------------------------------------------------------------------ gait
     def foot_targets(self, command: np.ndarray, leg_phase: np.ndarray, frequency_hz: np.ndarray | float,
-                     gravity: np.ndarray | None = None):
+                     gravity: np.ndarray | None = None, terrain: tuple[np.ndarray, np.ndarray] | None = None):
         """Foot positions (..., 4, 3) in each leg's hip frame and the stance mask (..., 4) at the leg phases.
 
         ``command`` (..., 3): vx, vy (m/s), yaw rate (rad/s); ``leg_phase`` (..., 4): each leg's phase (FR, FL,
         RR, RL) in cycles, [0, 1); ``frequency_hz`` (...): the clock's rate; ``gravity`` (..., 3): projected
-        gravity (body frame). Leading dimensions are a batch of robots.
+        gravity (body frame); ``terrain``: (extra leg length, swing apex) (..., 4) each (m) from
+        :meth:`terrain_terms`, or None. Leading dimensions are a batch of robots.
         """
         p = self.params
         T_stance = (p.duty_factor / np.asarray(frequency_hz, dtype=np.float64))[..., None]
@@ -215,9 +230,12 @@ class TrotController:
         u = np.where(stance, leg_phase / p.duty_factor, (leg_phase - p.duty_factor) / (1.0 - p.duty_factor))
         # stance: +S/2 -> -S/2 linearly; swing: -S/2 -> +S/2 along a cosine blend, half-sine height.
         frac = np.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - np.cos(np.pi * u)))
-        lift = np.where(stance, 0.0, p.swing_height * np.sin(np.pi * u))
+        apex = p.swing_height if terrain is None else terrain[1]
+        lift = np.where(stance, 0.0, apex * np.sin(np.pi * u))
 
         depth = np.full(leg_phase.shape, p.body_height - self.spec.foot_radius)
+        if terrain is not None:
+            depth = depth + terrain[0]
         if gravity is not None and p.attitude_gain > 0:
             # Nose down -> g_x > 0: lengthen the front legs. Right side down -> g_y < 0: lengthen the right legs.
             gx, gy = gravity[..., 0:1], gravity[..., 1:2]
@@ -227,6 +245,24 @@ class TrotController:
         feet[..., 1] = side * (self._h2t + p.stance_width) + frac * stride_y
         feet[..., 2] = -depth + lift
         return feet, stance
+
+    def terrain_terms(self, scan: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(extra leg length, swing apex) (..., 4) (m) from the height scan ``scan`` (..., P): trunk height above
+        the ground at the spec's ``scan_points`` (``TrotParams``' ``scan_*`` fields)."""
+        p, points = self.params, self.spec.scan_points
+        neutral_x = self._leg_x + p.foot_x_offset
+        neutral_y = self._leg_y + self._side * (self._h2t + p.stance_width)
+        dx = points[None, :, 0] - neutral_x[:, None]  # (4, P)
+        dy = points[None, :, 1] - neutral_y[:, None]
+        distance = np.hypot(dx, dy)
+        under = np.exp(-(distance / SCAN_BLUR) ** 2)
+        under /= under.sum(axis=1, keepdims=True)  # (4, P): weights of the points under each foot
+        height = scan @ under.T  # (..., 4): trunk height above the ground under each foot
+        near = np.where(distance <= SCAN_REACH, 0.0, np.inf)  # (4, P)
+        lowest = (scan[..., None, :] + near).min(axis=-1)  # (..., 4): above the highest ground near the foot
+        longer = p.scan_following * (height - height.mean(axis=-1, keepdims=True))
+        apex = np.maximum(p.swing_height, height - lowest + p.scan_clearance)
+        return longer, apex
 
     # ------------------------------------------------------------------ kinematics
     def inverse_kinematics(self, feet: np.ndarray) -> np.ndarray:
@@ -289,11 +325,14 @@ class TrotController:
         command[..., 2] += p.yaw_rate_gain * (command[..., 2] - obs[..., sl["ang_vel"]][..., 2])
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
         # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
-        feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity)
+        terrain = None
+        if getattr(self.spec, "scan_obs", None) is not None:
+            terrain = self.terrain_terms(obs[..., self.spec.scan_obs].astype(np.float64))
+        feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity, terrain)
         # the phase a control period later, in the phase's own precision (float32 from the env: at a
         # stance/swing boundary the rounding decides which half of the cycle a leg aims for)
         advance = (frequency[..., None] * self.dt).astype(leg_phase.dtype)
-        feet1, stance = self.foot_targets(command, (leg_phase + advance) % 1.0, frequency, gravity)
+        feet1, stance = self.foot_targets(command, (leg_phase + advance) % 1.0, frequency, gravity, terrain)
         q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
         q = 0.5 * (q0 + q1)
         if p.damping_compensation > 0:

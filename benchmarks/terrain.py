@@ -1,0 +1,188 @@
+"""Terrain-curriculum benchmarks (issue 25; long, not run in CI). Results go to ``benchmarks/RESULTS.md``.
+
+``reach``  the scripted trot on ``OpenClaw/QuadrupedTerrain-v1``'s fixed tiles, with the privileged height
+           scan (the terrain-aware trot) and without it (``--blind``): per terrain type and level, falls and
+           tracking error over ``--episodes`` seeded episodes while on the tile
+           (:func:`agents.evaluation.tiles.evaluate_tiles`), and the highest level with <= 10 % falls.
+``learn``  PPO on the curriculum (``env=quadruped_terrain``) for ``--steps`` env steps per arm and seed, the
+           arms ``--parallel`` at a time (learning benchmarks compare steps, so they may share the machine):
+           ``none`` (plain PPO), ``scripted`` (the terrain-aware trot teaches, ``distill=scripted``, alpha 0.5 -> 0 over the first 1 M steps),
+           ``scripted_critic`` (the same with the asymmetric critic, ``agent.privileged_critic=true``), ``ema``
+           (an EMA teacher of the student itself, ``distill=ema``). Then, per run: the mean-level curve
+           (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
+           the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
+``report`` the second half of ``learn`` for runs already made.
+
+Usage::
+
+    python benchmarks/terrain.py reach --episodes 20
+    python benchmarks/terrain.py reach --episodes 20 --blind
+    python benchmarks/terrain.py learn --arms none scripted scripted_critic ema --seeds 0 --steps 2000000 --parallel 4
+    python benchmarks/terrain.py report --arms none scripted scripted_critic ema --seeds 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import numpy as np
+
+import runs
+
+ROOT = runs.ROOT
+ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
+ARMS = {
+    "none": ["distill=none"],
+    "scripted": ["distill=scripted", "distill.schedule_steps=1000000"],
+    "scripted_critic": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true"],
+    "ema": ["distill=ema"],
+}
+FIXED_LEVELS = (0, 3, 6, 9)
+
+
+def _table(results) -> str:
+    from agents.evaluation.tiles import highest_levels
+
+    levels = sorted({r.level for r in results})
+    lines = ["| type | " + " | ".join(f"level {lv}: falls, m/s" for lv in levels) + " | highest level walked |",
+             "|---|" + "---|" * (len(levels) + 1)]
+    best = highest_levels(results)
+    for group in dict.fromkeys(r.group for r in results):
+        cells = [f"{r.fall_rate:.0%}, {r.tracking_error:.3f}" for r in results if r.group == group]
+        lines.append(f"| {group} | " + " | ".join(cells) + f" | {best[group]} |")
+    return "\n".join(lines)
+
+
+def reach(episodes: int, levels: list[int], blind: bool) -> list:
+    """The trot's tile table (module docstring)."""
+    import envs  # noqa: F401
+    from agents.evaluation.tiles import evaluate_tiles
+    from envs.controllers.trot import TrotController
+    from envs.robots import LegGeometry
+    from envs.terrain import TERRAIN_TYPES
+
+    def make_act(sim):
+        spec = sim.tasks[0].controller_spec
+        if blind:  # the same robot without the scan: the flat env's trot
+            spec = LegGeometry(**{f.name: getattr(spec, f.name) for f in fields(LegGeometry)})
+        return TrotController(spec=spec).act
+
+    results = evaluate_tiles(None, ENV_ID, {}, TERRAIN_TYPES, levels, episodes, make_act=make_act)
+    print(f"trot ({'blind' if blind else 'with the height scan'}), {episodes} episodes per tile")
+    print(_table(results))
+    return results
+
+
+def run_dir(arm: str, seed: int) -> Path:
+    return ROOT / "runs" / "benchmarks" / "terrain" / f"{arm}_s{seed}"
+
+
+def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str]) -> None:
+    """Train every (arm, seed), ``parallel`` processes at a time."""
+    jobs = [(arm, seed) for seed in seeds for arm in arms]
+    running: list[subprocess.Popen] = []
+    for arm, seed in jobs:
+        while len(running) >= parallel:
+            running[0].wait()
+            running = [p for p in running if p.poll() is None]
+        out = run_dir(arm, seed)
+        cmd = [sys.executable, str(ROOT / "train.py"), "env=quadruped_terrain", "agent=ppo", *ARMS[arm], f"seed={seed}",
+               f"train.total_timesteps={steps}", "train.eval_freq=250000", "train.eval_episodes=20", "train.video=false",
+               "train.progress_bar=false", *extra, f"hydra.run.dir={out}"]
+        print(" ".join(cmd[1:]), flush=True)
+        running.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL))
+    for p in running:
+        p.wait()
+
+
+def level_curve(run: Path) -> list[tuple[int, float]]:
+    """``(env steps, curriculum/mean_level)`` of a run's ``progress.csv``."""
+    rows = list(csv.DictReader((run / "progress.csv").open()))
+    return [(int(float(r["time/total_timesteps"])), float(r["curriculum/mean_level"]))
+            for r in rows if r.get("curriculum/mean_level")]
+
+
+def policy_act(run: Path):
+    """The run's latest checkpoint as a deterministic ``act(raw obs batch)`` (the exported actor's maths)."""
+    import torch
+    from omegaconf import OmegaConf
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from agents import checkpoint
+    from agents.export.run import deployed_actor
+    from agents.factory import load_agent
+    from agents.vec_env import env_kwargs, make_vec_env
+
+    cfg = OmegaConf.load(run / "config.yaml")
+    found = checkpoint.latest(run)
+    venv = make_vec_env(cfg.env.id, env_kwargs(cfg), 1)
+    if found.normalization is not None:
+        venv = VecNormalize.load(str(found.normalization), venv)
+    actor = deployed_actor(load_agent(cfg.agent.name, str(found.model), venv, "cpu"), venv)
+    kwargs = {k: v for k, v in env_kwargs(cfg, evaluation=True).items()}
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+    return act, kwargs, int(found.meta["num_timesteps"])
+
+
+def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
+    import envs  # noqa: F401
+    from agents.evaluation.tiles import evaluate_tiles, highest_levels
+    from envs.terrain import TERRAIN_TYPES
+
+    out = {}
+    for arm in arms:
+        for seed in seeds:
+            run = run_dir(arm, seed)
+            curve = level_curve(run)
+            act, kwargs, step = policy_act(run)
+            results = evaluate_tiles(act, ENV_ID, kwargs, TERRAIN_TYPES, FIXED_LEVELS, episodes, seed=10_000)
+            last = list(csv.DictReader((run / "progress.csv").open()))[-1]
+            per_type = {t: last.get(f"curriculum/level_{t}") for t in TERRAIN_TYPES}
+            print(f"\n## {arm}, seed {seed}: step {step}; mean level curve (every ~250 k): "
+                  + ", ".join(f"{s // 1000}k {lv:.2f}" for s, lv in curve[:: max(1, len(curve) // 12)]))
+            print(f"final mean level {curve[-1][1]:.2f}; per type: "
+                  + ", ".join(f"{t} {float(v):.1f}" for t, v in per_type.items() if v))
+            print(_table(results))
+            out[f"{arm}_s{seed}"] = {"curve": curve, "per_type": per_type, "tiles": [asdict(r) for r in results],
+                                     "highest": highest_levels(results)}
+    path = ROOT / "runs" / "benchmarks" / "terrain" / "report.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"\nwritten {path}")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", choices=("reach", "learn", "report"))
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--levels", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--blind", action="store_true")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--steps", type=int, default=5_000_000)
+    parser.add_argument("--parallel", type=int, default=1)
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = parser.parse_args(argv[:cut])
+    a.extra = argv[cut + 1 :]  # train.py overrides after --
+    if a.task == "reach":
+        reach(a.episodes, a.levels, a.blind)
+    elif a.task == "learn":
+        learn(a.arms, a.seeds, a.steps, a.parallel, a.extra)
+        report(a.arms, a.seeds, a.episodes)
+    else:
+        report(a.arms, a.seeds, a.episodes)
+
+
+if __name__ == "__main__":
+    main()
