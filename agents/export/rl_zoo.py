@@ -97,8 +97,12 @@ def zoo_files() -> dict[str, tuple[dict[str, Any], list[str]]]:
         entries, notes = files.setdefault(agent, ({}, []))
         entries[cfg.env.id] = zoo_entry(cfg)
         venv = make_vec_env(cfg.env.id, env_kwargs(cfg), 1)
-        ours_only = sorted(set(learner_kwargs(cfg, venv)) - sb3_parameters(agent))
+        ours = learner_kwargs(cfg, venv)
+        ours_only = sorted(set(ours) - sb3_parameters(agent))
         venv.close()
+        if "policy" in ours:
+            notes.append(f"{cfg.env.id}: OpenClaw's student hides the privileged observations from its actor (and "
+                         "critic unless agent.privileged_critic); RL Zoo's MlpPolicy reads every entry")
         if ours_only:
             notes.append(f"{cfg.env.id}: not in RL Zoo (OpenClaw student settings): {', '.join(ours_only)}")
         defaults = env_kwargs(training_config(env, agent, tuned=False))

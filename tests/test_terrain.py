@@ -1,0 +1,248 @@
+"""OpenClaw/QuadrupedTerrain-v1: the tile grid, the curriculum, the privileged observations, their use in
+training (masked actor-critic, checkpointed levels) and the terrain-aware trot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+import envs  # noqa: F401  (registers OpenClaw/*)
+from envs.quadruped_terrain import QuadrupedTerrainEnv
+from envs.terrain import CELL, COLUMN_TYPES, COLUMNS, LEVELS, TERRAIN_TYPES, riser_height, size_scale, terrain_grid
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
+GO1_SCALE = size_scale(0.213 + 0.213)
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = gym.make(ENV_ID)
+    yield e
+    e.close()
+
+
+def test_grid_is_seeded_and_sized_from_the_legs():
+    a, b, c = terrain_grid(0, GO1_SCALE), terrain_grid(0, GO1_SCALE), terrain_grid(1, GO1_SCALE)
+    assert a is b and not np.array_equal(a.heights, c.heights)
+    assert GO1_SCALE == pytest.approx(0.671, abs=1e-3)
+    assert a.tile_size == pytest.approx(8 * GO1_SCALE, abs=CELL)  # legged_gym's 8 m tiles, scaled
+    assert a.heights.shape == (LEVELS * a.tile_samples, len(COLUMN_TYPES) * a.tile_samples)
+    assert riser_height(LEVELS - 1, GO1_SCALE) == pytest.approx(0.154, abs=1e-3)  # ~15 cm steps for Go1
+    assert list(COLUMNS.values())[1:] == [2, 2, 7, 5, 4]  # legged_gym's 0.1/0.1/0.35/0.25/0.2 of 20 columns
+
+
+def test_stair_edges_rise_within_one_cell_and_levels_get_harder():
+    grid = terrain_grid(0, GO1_SCALE)
+    n = grid.tile_samples
+    column = COLUMN_TYPES.index("stairs_down")
+    for level in (0, 9):
+        row = grid.heights[level * n : (level + 1) * n, column * n + n // 2]  # across the tile through its centre
+        steps = np.diff(row)
+        riser = riser_height(level, GO1_SCALE)
+        # every change between two neighbouring samples is a whole riser: the edge is vertical within one cell
+        assert np.allclose(np.abs(steps[steps != 0]), riser)
+        assert row.max() - row.min() >= 5 * riser
+    tops = [grid.heights[lv * n : (lv + 1) * n, column * n : (column + 1) * n].max() for lv in range(LEVELS)]
+    assert np.all(np.diff(tops) > 0)
+
+
+def test_observation_layout_and_spec(env):
+    u = env.unwrapped
+    assert env.observation_space.shape == (QuadrupedTerrainEnv.TERRAIN_OBS_DIM,) == (138,)
+    assert list(u.privileged_obs) == ["height_scan", "friction", "true_lin_vel"]
+    assert u.privileged_obs["height_scan"] == slice(57, 134)
+    assert QuadrupedTerrainEnv.__doc__.count("height_scan") >= 1
+    assert u.controller_spec.scan_obs == u.privileged_obs["height_scan"]
+
+
+def test_height_scan_matches_ray_casts_on_the_heightfield(env):
+    """The scan comes from the height array (no ray casts): it must agree with MuJoCo's own heightfield."""
+    u = env.unwrapped
+    for kind in ("stairs_up", "obstacles", "rough_slope"):
+        obs, _ = env.reset(seed=3, options={"terrain_type": kind, "terrain_level": 8})
+        m, d = u.model, u.data
+        x, y, z = d.qpos[0:3]
+        hit = np.empty(len(u.scan_points))
+        for k, (px, py) in enumerate(u.scan_points):  # heading +x at reset: the yaw frame is the world's
+            geom = np.array([-1], dtype=np.int32)
+            distance = mujoco.mj_ray(m, d, np.array([x + px, y + py, 3.0]), np.array([0.0, 0.0, -1.0]),
+                                     np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8), 1, -1, geom)
+            hit[k] = 3.0 - distance
+        scan = obs[u.privileged_obs["height_scan"]]
+        error = np.abs((z - hit) - scan)
+        assert np.median(error) < 1e-3, kind  # the same surface ...
+        assert np.mean(error < 0.01) > 0.9, kind  # ... but inside a cell MuJoCo's triangles differ from bilinear
+
+
+def test_privileged_friction_and_velocity(env):
+    u = env.unwrapped
+    frictions = []
+    for seed in range(5):
+        obs, _ = env.reset(seed=seed)
+        f = obs[u.privileged_obs["friction"]][0]
+        assert u.model.geom_friction[u._foot_geoms, 0] == pytest.approx([f] * 4)
+        frictions.append(f)
+    assert 0.5 <= min(frictions) < max(frictions) <= 1.25
+    obs, *_ = env.step(np.zeros(12))
+    assert np.array_equal(obs[u.privileged_obs["true_lin_vel"]], obs[u.OBS_SLICES["lin_vel"]])
+    noisy = gym.make(ENV_ID, obs_noise=1.0)
+    obs, _ = noisy.reset(seed=0)
+    obs, *_ = noisy.step(np.zeros(12))
+    n = noisy.unwrapped
+    assert not np.array_equal(obs[n.privileged_obs["true_lin_vel"]], obs[n.OBS_SLICES["lin_vel"]])
+    assert np.array_equal(obs[n.privileged_obs["true_lin_vel"]], n._s_base[0:3].astype(np.float32))
+    noisy.close()
+
+
+def test_curriculum_moves_levels_as_legged_gym():
+    env = gym.make(ENV_ID)
+    u = env.unwrapped
+    go = {"command": (0.5, 0.0, 0.0)}
+    env.reset(seed=0, options={"terrain_type": "rough", "terrain_level": 4, **go})
+    assert (u.terrain_type, u.terrain_level) == ("rough", 4)
+    u.data.qpos[0] += 0.6 * u.tiles.tile_size  # walked more than half a tile: up
+    env.reset(options=go)
+    assert u.terrain_level == 5
+    env.reset(options=go)  # walked 0 m of the commanded 0.5 m/s x 20 s: down
+    assert u.terrain_level == 4
+    env.reset(options={"command": (0.0, 0.0, 0.0)})  # (down again for the last episode)
+    assert u.terrain_level == 3
+    env.reset()  # nothing commanded, nothing walked: stays
+    assert u.terrain_level == 3
+    info = env.step(np.zeros(12))[-1]
+    assert (info["terrain_level"], TERRAIN_TYPES[info["terrain_type"]], info["left_tile"]) == (u.terrain_level, "rough", False)
+    top = []
+    for _ in range(20):  # past the top level: a random level
+        env.reset(options={"terrain_level": LEVELS - 1})
+        u.data.qpos[0] += u.tiles.tile_size
+        env.reset()
+        top.append(u.terrain_level)
+    assert len(set(top)) > 3 and max(top) < LEVELS
+    spawn = u.tiles.origins[u.terrain_level, u._column]
+    assert np.hypot(*(u.data.qpos[0:2] - spawn[0:2])) < 0.25 * u.tiles.scale * 1.5
+    with pytest.raises(ValueError, match="terrain_type"):
+        env.reset(options={"terrain_type": "lava"})
+    with pytest.raises(ValueError, match="terrain_level"):
+        env.reset(options={"terrain_level": 10})
+    env.close()
+
+
+def test_seeded_reset_draws_the_start_and_a_restored_state_survives_it():
+    a, b = gym.make(ENV_ID), gym.make(ENV_ID)
+    starts = set()
+    for seed in range(12):
+        a.reset(seed=seed)
+        b.reset(seed=seed)
+        assert a.unwrapped.curriculum_state() == b.unwrapped.curriculum_state()
+        starts.add(a.unwrapped.terrain_level)
+    assert starts <= set(range(6)) and len(starts) > 2  # max_init_level 5
+    a.unwrapped.set_curriculum_state({"column": 3, "level": 7})
+    a.reset(seed=99)
+    assert a.unwrapped.curriculum_state() == {"column": 3, "level": 7}
+    with pytest.raises(ValueError, match="level"):
+        a.unwrapped.set_curriculum_state({"column": 3, "level": 12})
+    fixed = gym.make(ENV_ID, curriculum=False)
+    fixed.reset(seed=0)
+    levels = {fixed.reset()[1] is not None and fixed.unwrapped.terrain_level for _ in range(30)}
+    assert len(levels) > 5  # without the curriculum every episode draws its level
+    for e in (a, b, fixed):
+        e.close()
+
+
+def test_bad_arguments_name_the_fix():
+    with pytest.raises(ValueError, match="ground_friction"):
+        gym.make(ENV_ID, ground_friction=(1.0, 0.5))
+    with pytest.raises(ValueError, match="max_init_level"):
+        gym.make(ENV_ID, max_init_level=10)
+    with pytest.raises(ValueError, match="terrain="):
+        gym.make(ENV_ID, terrain="rough")
+    with pytest.raises(ValueError, match="gait_clock"):
+        gym.make(ENV_ID, gait_clock=False)
+
+
+def test_masked_policy_hides_privileged_entries():
+    from agents.students.observation_masks import MaskedActorCriticPolicy, observation_masks
+
+    space = gym.spaces.Box(-np.inf, np.inf, (10,), np.float32)
+    privileged = {"height_scan": slice(5, 8), "friction": slice(8, 9), "true_lin_vel": slice(9, 10)}
+    obs = torch.randn(4, 10)
+    changed = obs.clone()
+    changed[:, 5:] += 3.0
+    changed_scan = obs.clone()
+    changed_scan[:, 5:8] += 3.0
+
+    def policy(**switches):
+        actor, critic = observation_masks(10, privileged, **switches)
+        return MaskedActorCriticPolicy(space, gym.spaces.Box(-1, 1, (2,)), lambda _: 3e-4, actor_keep=actor,
+                                       critic_keep=critic)
+
+    blind = policy(privileged_critic=False, perceptive_actor=False)
+    asymmetric = policy(privileged_critic=True, perceptive_actor=False)
+    perceptive = policy(privileged_critic=True, perceptive_actor=True)
+    with torch.no_grad():
+        for p in (blind, asymmetric):
+            assert torch.equal(p.get_distribution(obs).distribution.mean, p.get_distribution(changed).distribution.mean)
+        assert torch.equal(blind.predict_values(obs), blind.predict_values(changed))
+        assert not torch.equal(asymmetric.predict_values(obs), asymmetric.predict_values(changed))
+        assert not torch.equal(perceptive.get_distribution(obs).distribution.mean,
+                               perceptive.get_distribution(changed_scan).distribution.mean)
+
+
+def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
+    run = tmp_path / "run"
+    common = ["env=quadruped_terrain", "train=smoke", "train.num_envs=4", "agent.privileged_critic=true",
+              f"hydra.run.dir={run}"]
+    first = subprocess.run([sys.executable, str(ROOT / "train.py"), *common], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = sorted((run / "checkpoints").glob("step_*"))[-1]
+    states = json.loads((saved / "curriculum.json").read_text())
+    assert len(states) == 4 and all(set(s) == {"column", "level"} for s in states)
+    header = (run / "progress.csv").read_text().splitlines()[0]
+    assert "curriculum/mean_level" in header and "curriculum/max_level" in header
+
+    from agents import checkpoint
+    from agents.vec_env import make_vec_env
+
+    venv = make_vec_env(ENV_ID, {}, 4, mode="batched")
+    assert checkpoint.latest(run).restore_curriculum(venv)
+    venv.seed(123)  # a seeded reset, as a resumed run's first one, keeps the restored levels
+    venv.reset()
+    assert list(venv.env_method("curriculum_state")) == states
+    venv.close()
+
+    steps = int(json.loads((saved / "meta.json").read_text())["num_timesteps"])
+    resumed = subprocess.run([sys.executable, str(ROOT / "train.py"), f"resume={run}",
+                              f"train.total_timesteps={steps + 2048}"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "start the curriculum again" not in resumed.stderr
+
+
+def test_terrain_aware_trot_falls_less_on_stairs_than_the_blind_one():
+    from dataclasses import fields
+
+    from agents.evaluation.tiles import evaluate_tiles
+    from envs.controllers.trot import TrotController
+    from envs.robots import LegGeometry
+
+    def trot(scan: bool):
+        def make(sim):
+            spec = sim.tasks[0].controller_spec
+            if not scan:
+                spec = LegGeometry(**{f.name: getattr(spec, f.name) for f in fields(LegGeometry)})
+            return TrotController(spec=spec).act
+        return evaluate_tiles(None, ENV_ID, {}, ["stairs_up"], [1], episodes=10, make_act=make)[0]
+
+    aware, blind = trot(True), trot(False)
+    assert aware.fall_rate < blind.fall_rate
+    assert aware.seconds_on_tile > 1.0
