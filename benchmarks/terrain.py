@@ -38,10 +38,10 @@ import runs
 ROOT = runs.ROOT
 ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
 ARMS = {
-    "none": ["distill=none"],
-    "scripted": ["distill=scripted", "distill.schedule_steps=1000000"],
+    "none": ["distill=none", "agent.privileged_critic=false"],
+    "scripted": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=false"],
     "scripted_critic": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true"],
-    "ema": ["distill=ema"],
+    "ema": ["distill=ema", "agent.privileged_critic=false"],
 }
 FIXED_LEVELS = (0, 3, 6, 9)
 

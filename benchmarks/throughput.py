@@ -16,6 +16,9 @@ envs as ``train.py`` builds them, and ours: ``envs.batched.BatchedVecEnv`` and t
 threads, from their reset states with the controls held (no Python per env), and ``batched / physics``
 the fraction of it our vector env reaches.
 
+``--terrain`` prints the terrain section instead: ``OpenClaw/QuadrupedTerrain-v1`` (height scan, curriculum)
+beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the step-time ratios.
+
 ``--robots`` prints the robots section instead: for each ``robot=`` of ``OpenClaw/Quadruped-v1``
 (``envs.robots.ROBOTS``), one env's steps/s through ``gymnasium.make``, ``BatchedVecEnv`` x16 total
 steps/s (``--vec`` sizes), and rgb frames/s at 480 x 480 from the tracking camera with the robot's meshes
@@ -28,6 +31,7 @@ Usage::
     python benchmarks/throughput.py --envs quadruped --vec 2 4 8 16 32
     python benchmarks/throughput.py --batched --quick --envs quadruped claw
     python benchmarks/throughput.py --robots --repeats 3
+    python benchmarks/throughput.py --terrain --repeats 5
 
 Results and the machine they were measured on live in ``benchmarks/RESULTS.md``.
 """
@@ -191,11 +195,10 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
     return results
 
 
-def bench_robot(robot: str, steps: int, num_envs: int, frames: int) -> dict[str, float]:
-    """``robot``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s."""
-    env_id = "OpenClaw/Quadruped-v1"
-    single = bench_env(env_id, steps, unwrapped=False, robot=robot)
-    vec = BatchedVecEnv(env_id, num_envs, robot=robot)
+def bench_variant(env_id: str, steps: int, num_envs: int, frames: int, **kwargs) -> dict[str, float]:
+    """``env_id(**kwargs)``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s."""
+    single = bench_env(env_id, steps, unwrapped=False, **kwargs)
+    vec = BatchedVecEnv(env_id, num_envs, **kwargs)
     vec.reset(seed=0)
     batch = _actions(vec.action_space, max(steps // num_envs, 50))
     t0 = time.perf_counter()
@@ -203,7 +206,7 @@ def bench_robot(robot: str, steps: int, num_envs: int, frames: int) -> dict[str,
         vec.step(a)
     batched = len(batch) * num_envs / (time.perf_counter() - t0)
     vec.close()
-    env = gym.make(env_id, robot=robot, render_mode="rgb_array", width=480, height=480)
+    env = gym.make(env_id, render_mode="rgb_array", width=480, height=480, **kwargs)
     env.reset(seed=0)
     zero = np.zeros(env.action_space.shape, dtype=np.float32)
     env.render()  # the first frame builds the GL context
@@ -225,7 +228,7 @@ def robots_section(args: argparse.Namespace) -> dict[str, float]:
     samples: dict[str, list[float]] = {}
     for _ in range(args.repeats):  # interleaved
         for robot in ROBOTS:
-            for key, value in bench_robot(robot, args.steps, n, frames=60).items():
+            for key, value in bench_variant("OpenClaw/Quadruped-v1", args.steps, n, frames=60, robot=robot).items():
                 samples.setdefault(f"{robot}/{key}", []).append(value)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}\n")
@@ -236,6 +239,30 @@ def robots_section(args: argparse.Namespace) -> dict[str, float]:
         row = [results[f"{robot}/{k}"] for k in ref]
         ratios = " / ".join(f"{v / r:.2f}x" for v, r in zip(row, ref.values()))
         print(f"| {robot} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {ratios} |")
+    return results
+
+
+TERRAIN_VARIANTS = {"flat": "OpenClaw/Quadruped-v1", "terrain": "OpenClaw/QuadrupedTerrain-v1"}
+
+
+def terrain_section(args: argparse.Namespace) -> dict[str, float]:
+    """Run and print the ``--terrain`` comparison (the terrain curriculum vs flat ground); the medians by key."""
+    n = (args.vec or [16])[0]
+    print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
+    samples: dict[str, list[float]] = {}
+    for _ in range(args.repeats):  # interleaved
+        for name, env_id in TERRAIN_VARIANTS.items():
+            for key, value in bench_variant(env_id, args.steps, n, frames=60).items():
+                samples.setdefault(f"{name}/{key}", []).append(value)
+    results = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"load average at end {os.getloadavg()[0]:.1f}\n")
+    flat = {k.split("/")[1]: v for k, v in results.items() if k.startswith("flat/")}
+    print(f"| env | env steps/s (one env) | batched x{n} steps/s | render 480x480 fps | step time / flat's |")
+    print("|---|---:|---:|---:|---|")
+    for name, env_id in TERRAIN_VARIANTS.items():
+        row = [results[f"{name}/{k}"] for k in flat]
+        slower = " / ".join(f"{r / v:.2f}x" for v, r in zip(row[:2], list(flat.values())[:2]))
+        print(f"| {env_id} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {slower} |")
     return results
 
 
@@ -253,6 +280,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1000 steps, 3 repeats (--batched: process-based up to 8 copies)")
     parser.add_argument("--batched", action="store_true", help="the vector section: every vectorisation incl. ours")
     parser.add_argument("--robots", action="store_true", help="the robots section: every robot= of Quadruped-v1")
+    parser.add_argument("--terrain", action="store_true", help="the terrain section: QuadrupedTerrain-v1 vs flat")
     parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
@@ -262,8 +290,9 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
     print(f"steps per timing {args.steps}, median of {args.repeats} interleaved repeats\n")
-    if args.batched or args.robots:
-        results = vector_section(args) if args.batched else robots_section(args)
+    if args.batched or args.robots or args.terrain:
+        section = vector_section if args.batched else robots_section if args.robots else terrain_section
+        results = section(args)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"results": results, "args": vars(args)}, f, indent=2)

@@ -46,30 +46,31 @@ def scan_points(scale: float) -> np.ndarray:
     return np.stack([i.ravel(), j.ravel()], axis=1) * SCAN_SPACING * scale
 
 
-def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading: np.ndarray,
-                  yaw_range: tuple[float, float], m: type[ScalarMath] | type[BatchMath]):
-    """Height scan, ground height under the trunk and heading command of N copies (``qpos`` (N, nq), the
-    free joint first; ``heading`` (N,) rad, world) at once, elementwise per copy (any N gives the same bits).
+def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading, yaw_range: tuple[float, float],
+                  m: type[ScalarMath] | type[BatchMath]):
+    """Height scan, ground height under the trunk and heading command of one copy (``qpos`` (nq,), the free
+    joint first, and ``heading`` (rad, world) a float, ``m=ScalarMath``) or of N at once (``qpos`` (N, nq),
+    ``heading`` (N,), ``m=BatchMath``), with the same bits per copy.
 
-    Returns ``scan`` (N, P): trunk z minus the ground at each point (m), clipped to [-1, 1]; ``ground`` (N,):
-    the mean ground height of the scan (m, world; the trunk's height reference); ``yaw_rate`` (N,): the yaw
-    command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the heading error wrapped to
-    [-pi, pi].
+    Returns ``scan`` ((P,) or (N, P)): trunk z minus the ground at each point (m), clipped to [-1, 1];
+    ``ground`` (a float or (N,)): the mean ground height of the scan (m, world; the trunk's height
+    reference); ``yaw_rate``: the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the
+    heading error wrapped to [-pi, pi].
     """
-    x, y, z = qpos[:, 0], qpos[:, 1], qpos[:, 2]
-    qw, qx, qy, qz = qpos[:, 3], qpos[:, 4], qpos[:, 5], qpos[:, 6]
+    one = m is ScalarMath
+    x, y, z, qw, qx, qy, qz = qpos[0:7].tolist() if one else qpos[:, 0:7].T
     fx, fy = 1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy + qw * qz)  # the body x axis, world xy
-    norm = np.sqrt(fx * fx + fy * fy)
-    c, s = (fx / norm)[:, None], (fy / norm)[:, None]
-    px = x[:, None] + c * points[:, 0] - s * points[:, 1]
-    py = y[:, None] + s * points[:, 0] + c * points[:, 1]
-    heights = grid.heights_at(px, py)
-    scan = np.clip(z[:, None] - heights, -1.0, 1.0)
-    ground = np.fromiter((row.sum() for row in heights), dtype=np.float64, count=len(heights)) / len(points)
+    norm = m.sqrt(fx * fx + fy * fy)
+    c, s = fx / norm, fy / norm
+    if not one:  # a column per copy
+        x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
+    ahead, left = points[:, 0], points[:, 1]
+    heights = grid.heights_at(x + (c * ahead - s * left), y + (s * ahead + c * left))
+    scan = np.minimum(np.maximum(z - heights, -1.0), 1.0)
+    ground = heights.sum(axis=-1) / len(points)  # row by row: the same bits for any number of rows
     error = heading - m.atan2(fy, fx)
     error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
-    yaw_rate = np.minimum(np.maximum(HEADING_GAIN * error, yaw_range[0]), yaw_range[1])
-    return scan, ground, yaw_rate
+    return scan, ground, m.clip(HEADING_GAIN * error, yaw_range[0], yaw_range[1])
 
 
 @functools.lru_cache(maxsize=2)
@@ -197,7 +198,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._columns = {kind: [c for c, t in enumerate(COLUMN_TYPES) if t == kind] for kind in TERRAIN_TYPES}
         self._column, self._level = 0, 0
         self._origin = np.zeros(3)  # this episode's spawn point (m, world)
-        self._heading = np.zeros(1)  # this episode's heading (rad, world)
+        self._heading = 0.0  # this episode's heading (rad, world)
         self._ground = 0.0  # mean ground height of the scan (m, world)
         self._started = self._seeded = self._keep_state = False
         self._spawn_noise = 0.25 * self.tiles.scale  # m
@@ -270,9 +271,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self.model.geom_friction[self._foot_geoms, 0] = friction
         self._scan_friction[-1] = friction
         if "heading" in options:
-            self._heading[0] = float(options["heading"])
+            self._heading = float(options["heading"])
         elif self.heading_command:
-            self._heading[0] = rng.uniform(-math.pi, math.pi)
+            self._heading = float(rng.uniform(-math.pi, math.pi))
         self._update_terrain()
 
     def curriculum_state(self) -> dict[str, int]:
@@ -299,12 +300,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     # ------------------------------------------------------------------ steps
     def _update_terrain(self) -> None:
-        scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos[None], self._heading,
-                                               self.command_yaw_rate, BatchMath)
-        self._scan_friction[:-1] = scan[0]
-        self._ground = float(ground[0])
+        scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos, self._heading,
+                                               self.command_yaw_rate, ScalarMath)
+        self._scan_friction[:-1] = scan
+        self._ground = float(ground)
         if self.heading_command:
-            self._command[2] = yaw_rate[0]
+            self._command[2] = yaw_rate
 
     def _finish_step(self, action: np.ndarray) -> tuple:
         self._update_terrain()
@@ -328,12 +329,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _off_tile(self, x: float, y: float) -> bool:
         """Whether world point (x, y) (m) lies outside this episode's tile."""
         centre, half = self.tiles.origins[self._level, self._column], self.tiles.tile_size / 2
-        return abs(x - centre[0]) > half or abs(y - centre[1]) > half
+        return bool(abs(x - centre[0]) > half or abs(y - centre[1]) > half)
 
     @classmethod
     def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
         first = tasks[0]
-        heading = np.concatenate([task._heading for task in tasks])
+        heading = np.array([task._heading for task in tasks])
         scan, ground, yaw_rate = terrain_state(first.tiles, first.scan_points, qpos, heading,
                                                first.command_yaw_rate, BatchMath)
         for task, row, g, w in zip(tasks, scan, ground.tolist(), yaw_rate.tolist()):

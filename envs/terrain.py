@@ -141,16 +141,28 @@ class TerrainGrid:
         return ((self.heights.shape[0] - 1) * CELL, (self.heights.shape[1] - 1) * CELL)
 
     def heights_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples; points
-        off the grid get the ground outside it, z = 0. Elementwise, so any batch gives the same bits per point."""
-        h = self.heights
+        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples; off the
+        grid the ground outside it, z = 0 (within one cell of the edge: a ramp to it). Elementwise, so any
+        batch gives the same bits per point."""
         u, v = x / CELL, y / CELL
-        i = np.clip(np.floor(u), 0, h.shape[0] - 2).astype(np.intp)
-        j = np.clip(np.floor(v), 0, h.shape[1] - 2).astype(np.intp)
-        fu, fv = np.clip(u - i, 0.0, 1.0), np.clip(v - j, 0.0, 1.0)
-        z = (h[i, j] * (1 - fu) + h[i + 1, j] * fu) * (1 - fv) + (h[i, j + 1] * (1 - fu) + h[i + 1, j + 1] * fu) * fv
-        off = (u < 0) | (v < 0) | (u > h.shape[0] - 1) | (v > h.shape[1] - 1)
-        return np.where(off, 0.0, z)
+        i, j = np.floor(u), np.floor(v)
+        fu, fv = u - i, v - j
+        rows, cols = self._padded.shape
+        # sample (i, j) is padded entry (i + 2, j + 2); clamped, points off the grid read the zero ring only
+        k = np.minimum(np.maximum(i, -2.0), rows - 4.0) * cols + np.minimum(np.maximum(j, -2.0), cols - 4.0)
+        k = k.astype(np.intp) + (2 * cols + 2)
+        flat = self._padded.reshape(-1)
+        near, right = flat[k], flat[k + 1]
+        low = near + (right - near) * fv
+        high = flat[k + cols] + (flat[k + cols + 1] - flat[k + cols]) * fv
+        return low + (high - low) * fu
+
+    @functools.cached_property
+    def _padded(self) -> np.ndarray:
+        """``heights`` inside a ring of zero samples two wide (the flat ground around the grid)."""
+        padded = np.zeros((self.heights.shape[0] + 4, self.heights.shape[1] + 4))
+        padded[2:-2, 2:-2] = self.heights
+        return padded
 
 
 @functools.lru_cache(maxsize=4)

@@ -37,6 +37,8 @@ CASES = {  # id: (env id, env kwargs with a short TimeLimit, vector steps)
     # every sim-to-real randomization on (noise, action delay, motor strength, Kp/Kd), on our robot and a meshed one
     "quadruped-sim2real": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 40, **SIM2REAL}, 200),
     "go2-sim2real": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 40, "robot": "go2", **SIM2REAL}, 200),
+    # the terrain curriculum: height scans, heading commands, levels moving at every autoreset
+    "terrain": ("OpenClaw/QuadrupedTerrain-v1", {"max_episode_steps": 40, "obs_noise": 1.0, "max_init_level": 9}, 240),
     "claw": ("OpenClaw/Claw-v0", {"max_episode_steps": 40, "reward_type": "dense"}, 300),
     "claw-place": ("OpenClaw/ClawPlace-v0", {"max_episode_steps": 50}, 200),
 }
@@ -93,7 +95,7 @@ def test_gymnasium_matches_sync_vector_env(case):
     ours.close()
 
 
-@pytest.mark.parametrize("case", ["quadruped", "claw"])
+@pytest.mark.parametrize("case", ["quadruped", "terrain", "claw"])
 def test_sb3_matches_dummy_vec_env(case):
     env_id, kwargs, steps = CASES[case]
     ref = make_vec_env(env_id, kwargs, 3, mode="dummy")

@@ -53,9 +53,9 @@ SCAN_BLUR = 0.05  # m: the ground under a foot is the scan averaged with weights
 
 
 @functools.lru_cache(maxsize=None)
-def _tuned_params(robot: str) -> tuple[tuple[str, float], ...] | None:
-    """The parameters in ``trot_params/<robot>.json`` (read once per process), or ``None`` without a file."""
-    path = PARAMS_DIR / f"{robot}.json"
+def _tuned_params(name: str) -> tuple[tuple[str, float], ...] | None:
+    """The parameters in ``trot_params/<name>.json`` (read once per process), or ``None`` without a file."""
+    path = PARAMS_DIR / f"{name}.json"
     return tuple(json.loads(path.read_text())["params"].items()) if path.is_file() else None
 
 
@@ -152,11 +152,11 @@ class TrotParams:
         return asdict(self)
 
     @classmethod
-    def for_robot(cls, robot: str) -> TrotParams:
+    def for_robot(cls, robot: str, terrain: bool = False) -> TrotParams:
         """The robot's defaults: its tuned parameters (``trot_params/<robot>.json``, written by
         ``python -m envs.controllers.tune``) where they exist, else the class defaults (tuned by hand for
-        ``openclaw_go1``)."""
-        tuned = _tuned_params(robot)
+        ``openclaw_go1``). ``terrain``: on the terrain curriculum, ``trot_params/<robot>_terrain.json`` first."""
+        tuned = (_tuned_params(f"{robot}_terrain") if terrain else None) or _tuned_params(robot)
         return cls() if tuned is None else cls.from_dict(dict(tuned))
 
 
@@ -180,7 +180,8 @@ class TrotController:
         self.spec = spec = spec if spec is not None else default_leg_geometry()
         if not spec.dt > 0:
             raise ValueError(f"dt={spec.dt} must be > 0 (the env's control period, 0.02 s)")
-        self.params = (params or TrotParams.for_robot(spec.robot)).validate()
+        scan = getattr(spec, "scan_obs", None) is not None  # the terrain env's spec carries a height scan
+        self.params = (params or TrotParams.for_robot(spec.robot, terrain=scan)).validate()
         self.dt = float(spec.dt)
         self._sl = {**QuadrupedEnv.OBS_SLICES, **QuadrupedEnv.CLOCK_SLICES}
         # per leg (FR, FL, RR, RL): abduction axis x, y and side (+1 left); lengths; servo lag and stiffness
