@@ -17,6 +17,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
+from envs import headless
 from envs.base import BatchMath, Curriculum, ScalarMath
 from envs.quadruped import QuadrupedConfig, QuadrupedEnv, _range_pair
 from envs.robots import LegGeometry, robot_model, robot_named, robot_spec
@@ -27,6 +28,8 @@ SCAN_Y = 7  # and y (left)
 SCAN_SPACING = 0.15  # m between scan points, times the robot's size scale (Go1: 0.1 m)
 HEADING_GAIN = 0.5  # yaw-rate command per rad of heading error (legged_gym)
 BORDER = 50.0  # m of flat ground around the grid
+VIEW_SAMPLES = 81  # the rendered window of the terrain: 81 x 81 samples ...
+VIEW_CELL = 0.1  # ... 0.1 m apart (an 8 m square around the robot; software OpenGL draws ~10 k cells fast)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +90,12 @@ def _terrain_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     field.userdata = ((grid.heights.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
     geom = spec.geom("terrain")
     geom.pos = (grid.extent[0] / 2, grid.extent[1] / 2, low)
-    geom.contype, geom.group, geom.rgba = 1, 0, (0.72, 0.68, 0.6, 1.0)
+    geom.contype = 1  # collides, never drawn (group 3, transparent): the view below is what renders
+    half = (VIEW_SAMPLES - 1) * VIEW_CELL / 2
+    spec.add_hfield(name="terrain_view", nrow=VIEW_SAMPLES, ncol=VIEW_SAMPLES, size=(half, half, max(high - low, 1e-6), 0.1),
+                    userdata=np.zeros(VIEW_SAMPLES * VIEW_SAMPLES, dtype=np.float32))
+    spec.worldbody.add_geom(name="terrain_view", type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname="terrain_view",
+                            pos=(0, 0, low), material="terrain", rgba=(0.72, 0.68, 0.6, 1.0), contype=0, conaffinity=0)
     floor = spec.geom("floor")  # hidden and inert: the heightfield and the border are the ground
     floor.contype = floor.conaffinity = 0
     floor.rgba = (0, 0, 0, 0)
@@ -202,6 +210,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._ground = 0.0  # mean ground height of the scan (m, world)
         self._started = self._seeded = self._keep_state = False
         self._spawn_noise = 0.25 * self.tiles.scale  # m
+        self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
         self._bind_views()
 
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
@@ -349,6 +358,36 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
         info["left_tile"] = np.array([task._left_tile for task in tasks])
         return obs, reward, fell, info
+
+    # ------------------------------------------------------------------ rendering
+    def render(self):
+        """As ``QuadrupedEnv``'s; the terrain drawn is an 8 m x 8 m window of it around the robot at 0.1 m
+        (:meth:`_follow_view`: drawing the whole 2.5-million-sample heightfield would take ~1 s a frame)."""
+        if self.render_mode in ("rgb_array", "depth_array") and self._renderer is None:
+            self._renderer = headless.make_renderer(self.model, self.height, self.width)
+        self._follow_view()
+        return super().render()
+
+    def _follow_view(self) -> None:
+        """Re-centre the rendered window on the trunk once it is more than a quarter window away (or never set)."""
+        m, d = self.model, self.data
+        x, y = d.qpos[0:2]
+        centre = self._view_centre
+        quarter = (VIEW_SAMPLES - 1) * VIEW_CELL / 4
+        if centre is None or max(abs(x - centre[0]), abs(y - centre[1])) > quarter:
+            centre = self._view_centre = (round(x / VIEW_CELL) * VIEW_CELL, round(y / VIEW_CELL) * VIEW_CELL)
+            offsets = (np.arange(VIEW_SAMPLES) - VIEW_SAMPLES // 2) * VIEW_CELL
+            gx, gy = np.meshgrid(centre[0] + offsets, centre[1] + offsets)  # rows along y, as MuJoCo's
+            field, geom = m.hfield("terrain_view").id, m.geom("terrain_view").id
+            low, span = m.geom_pos[m.geom("terrain").id, 2], m.hfield_size[field, 2]
+            start = m.hfield_adr[field]
+            m.hfield_data[start : start + VIEW_SAMPLES**2] = ((self.tiles.heights_at(gx, gy) - low) / span).ravel()
+            m.geom_pos[geom, 0:2] = centre
+            if self._renderer is not None:
+                mujoco.mjr_uploadHField(m, self._renderer._mjr_context, field)
+            if self._viewer is not None:
+                self._viewer.update_hfield(field)
+        d.geom_xpos[m.geom("terrain_view").id, 0:2] = centre
 
     def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
         """The quadruped's lines and the tile: type and level."""

@@ -75,7 +75,7 @@ def test_height_scan_matches_ray_casts_on_the_heightfield(env):
         for k, (px, py) in enumerate(u.scan_points):  # heading +x at reset: the yaw frame is the world's
             geom = np.array([-1], dtype=np.int32)
             distance = mujoco.mj_ray(m, d, np.array([x + px, y + py, 3.0]), np.array([0.0, 0.0, -1.0]),
-                                     np.array([1, 0, 0, 0, 0, 0], dtype=np.uint8), 1, -1, geom)
+                                     np.array([0, 0, 0, 1, 0, 0], dtype=np.uint8), 1, -1, geom)  # group 3: the colliding field
             hit[k] = 3.0 - distance
         scan = obs[u.privileged_obs["height_scan"]]
         error = np.abs((z - hit) - scan)
@@ -246,3 +246,18 @@ def test_terrain_aware_trot_falls_less_on_stairs_than_the_blind_one():
     aware, blind = trot(True), trot(False)
     assert aware.fall_rate < blind.fall_rate
     assert aware.seconds_on_tile > 1.0
+
+
+def test_rendering_draws_the_terrain_around_the_robot():
+    env = gym.make(ENV_ID, render_mode="rgb_array", width=96, height=96)
+    u = env.unwrapped
+    env.reset(seed=0, options={"terrain_type": "stairs_down", "terrain_level": 9})
+    frame = env.render()
+    assert frame.shape == (96, 96, 3) and frame.std() > 5
+    m = u.model
+    view, field = m.geom("terrain_view").id, m.hfield("terrain_view").id
+    assert np.allclose(m.geom_pos[view, 0:2], u.data.qpos[0:2], atol=0.1)
+    data = m.hfield_data[m.hfield_adr[field] : m.hfield_adr[field] + m.hfield_nrow[field] * m.hfield_ncol[field]]
+    assert data.max() - data.min() > 0.1  # the platform and its stairs, not a flat patch
+    assert m.geom_contype[view] == m.geom_conaffinity[view] == 0  # drawn only: the physics is untouched
+    env.close()
