@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -37,11 +37,13 @@ from agents import checkpoint, saved_config
 from agents.signals import signals_deferred
 from agents.errors import ConfigError, check_seed, env_error
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
+from agents.evaluation.tiles import TileResult, evaluate_tiles, highest_levels
 from agents.factory import check_device, check_observation_space, load_agent
 from agents.controller_policy import ControllerPolicy
 from agents.export.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
+from envs.base import Curriculum
 from envs.controllers import CONTROLLER_NAMES, controller_named, family_of_id
 
 matplotlib.use("Agg")
@@ -71,6 +73,10 @@ class EvalConfig:
     shadows: bool = False  # shadows halve the rendering speed with software OpenGL (480x480 quadruped: 37 vs 74 fps)
     device: str = "cpu"
     out_dir: Optional[str] = None  # default: <run>/eval; scripted without a run: runs/<policy>/eval
+    # envs with a curriculum (QuadrupedTerrain-v1): also this many seeded episodes on each fixed tile (group x
+    # level), falls and tracking error while on it, and the highest level walked per group (0: skip)
+    tile_episodes: int = 10
+    tile_levels: list[int] = field(default_factory=lambda: [0, 3, 6, 9])
 
 
 def register_config() -> None:
@@ -79,6 +85,8 @@ def register_config() -> None:
 
 def validate(cfg: DictConfig) -> None:
     """Check values a type cannot; raise :class:`ConfigError` naming the key and the fix."""
+    if cfg.tile_episodes < 0:
+        raise ConfigError(f"tile_episodes={cfg.tile_episodes} must be >= 0 (0: no fixed-tile evaluation)")
     for key in ("episodes", "envs", "width", "height"):
         if cfg[key] <= 0:
             raise ConfigError(f"{key}={cfg[key]} is invalid: it must be a positive integer")
@@ -261,12 +269,17 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for i in range(cfg.envs):  # the envs' settings the controllers' params need (the trot's gait frequency)
             policy.sync_env(venv, i)
 
+    curriculum = venv.get_attr("CURRICULUM", indices=[0])[0] if venv.has_attr("CURRICULUM") else None
+    if curriculum is not None and cfg.tile_episodes and not all(0 <= lv < curriculum.levels for lv in cfg.tile_levels):
+        venv.close()
+        raise ConfigError(f"tile_levels={list(cfg.tile_levels)}: {env_id}'s levels are 0 .. {curriculum.levels - 1}")
     staging = _staging_dir(out)  # only now: a bad env argument or checkpoint leaves ``out`` untouched
 
     t0 = time.time()
     venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
     with recording(venv, staging, "video", cfg.videos) as clips:
         result = evaluate(policy, venv, cfg.episodes)
+    tiles = _tiles(cfg, policy, venv, env_id, kwargs, curriculum)
     venv.close()
 
     source = ckpt.path if ckpt is not None else exported.path if exported is not None else None
@@ -283,6 +296,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "videos": [_describe(c, staging) for c in clips],
         "wall_time_s": round(time.time() - t0, 2),
     }
+    if tiles is not None:
+        metrics.update(tiles=[asdict(r) for r in tiles], highest_level_walked=highest_levels(tiles))
     plot_episodes(result, staging / "episodes.png", f"{what} on {env_id}")
     if clips:
         imageio.imwrite(staging / "contact_sheet.png", contact_sheet(clips))
@@ -290,6 +305,28 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     _publish(staging, out)
     metrics.update(out_dir=str(out), declared=result.declared)
     return metrics
+
+
+def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs: dict[str, Any],
+           declared: Curriculum | None) -> list[TileResult] | None:
+    """For an env with a curriculum (``declared``), :func:`agents.evaluation.tiles.evaluate_tiles` of ``policy`` on
+    every group at ``cfg.tile_levels``; else (or with ``tile_episodes=0``) None."""
+    if declared is None or not cfg.tile_episodes:
+        return None
+    normalize = venv.normalize_obs if isinstance(venv, VecNormalize) else (lambda obs: obs)
+
+    def make_act(sim):
+        chosen = policy
+        if isinstance(policy, ControllerPolicy):  # one controller per tile episode, its env told its settings
+            chosen = ControllerPolicy(cfg.policy, sim.num_envs, sim.tasks[0].controller_spec)
+            for task in sim.tasks:
+                for name, args in chosen.controllers[0].env_settings().items():
+                    getattr(task, name)(*args)
+        return lambda obs: chosen.predict(normalize(obs), deterministic=True)[0]
+
+    levels = [int(level) for level in cfg.tile_levels]
+    return evaluate_tiles(None, env_id, kwargs, declared.groups, levels, cfg.tile_episodes, seed=cfg.seed,
+                          make_act=make_act)
 
 
 def _staging_dir(out: Path) -> Path:
@@ -324,6 +361,11 @@ def format_metrics(m: dict[str, Any]) -> str:
     reported = [metric.format(m[metric.name]) for metric in m["declared"] if m[metric.name] is not None]
     if reported:
         lines.append(", ".join(reported))
+    if m.get("tiles"):
+        lines.append("fixed tiles (falls, tracking error m/s while on the tile):")
+        for group, best in m["highest_level_walked"].items():
+            cells = [f"level {r['level']} {r['fall_rate']:.0%} {r['tracking_error']:.3f}" for r in m["tiles"] if r["group"] == group]
+            lines.append(f"  {group:13s} " + " | ".join(cells) + f" | highest level walked: {best}")
     lines += [f"video: {Path(m['out_dir']) / v['file']}" for v in m["videos"]]
     lines.append(f"metrics, contact_sheet.png, episodes.png: {m['out_dir']}")
     return "\n".join(lines)
