@@ -199,7 +199,7 @@ def test_masked_policy_hides_privileged_entries():
 
 def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
     run = tmp_path / "run"
-    common = ["env=quadruped_terrain", "train=smoke", "train.num_envs=4", "agent.privileged_critic=true",
+    common = ["env=quadruped_terrain", "train=smoke", "train.num_envs=4", "agent.privileged_critic=true", "train.video=false",
               f"hydra.run.dir={run}"]
     first = subprocess.run([sys.executable, str(ROOT / "train.py"), *common], cwd=ROOT, capture_output=True,
                            text=True, timeout=300)
@@ -226,6 +226,19 @@ def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
                              timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "start the curriculum again" not in resumed.stderr
+
+    # the blind actor exports, and its file ignores the privileged entries (a robot passes zeros there)
+    exported = subprocess.run([sys.executable, str(ROOT / "export.py"), f"run={run}", f"out_dir={tmp_path / 'export'}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    from agents.export.onnx_policy import OnnxPolicy
+
+    policy = OnnxPolicy(tmp_path / "export" / "policy.onnx")
+    assert json.loads(policy.metadata["ignored_inputs"]) == ["height_scan", "friction", "true_lin_vel"]
+    obs = np.random.default_rng(0).normal(size=(5, 138)).astype(np.float32)
+    blind = obs.copy()
+    blind[:, 57:] = 0.0
+    assert np.array_equal(policy(obs), policy(blind))
 
 
 def test_terrain_aware_trot_falls_less_on_stairs_than_the_blind_one():

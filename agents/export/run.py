@@ -24,7 +24,9 @@ units per unit action, see the env's docstring), ``control_rate_hz``, ``algorith
 ``num_timesteps`` and ``training_commit`` (the git commit that trained it, ``unknown`` if not recorded);
 then what the env declares for deployment (``env.deploy_metadata()``, each value JSON): the quadruped's
 ``robot``, ``joint_names`` (our order), ``sdk_joint_names`` and ``sdk_index`` (the robot's SDK order and
-the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit`` and ``gains_source``.
+the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit`` and ``gains_source``; and for an actor that does not read
+the privileged observation entries (``OpenClaw/QuadrupedTerrain-v1`` without ``agent.perceptive_actor``),
+``ignored_inputs`` (JSON list of the layout's names it never reads: a robot may pass zeros there).
 """
 
 from __future__ import annotations
@@ -211,6 +213,18 @@ def export_metadata(env_id: str, kwargs: dict[str, Any], algorithm: str, meta: d
         env.close()
 
 
+def ignored_inputs(actor: DeployedActor, layout: dict[str, list[int]]) -> dict[str, str]:
+    """``{"ignored_inputs": [...]}`` for an actor that masks observation entries (a blind actor on an env with
+    privileged observations, ``agents.students.observation_masks``): the names of the layout's entries it never
+    reads, which a deploy script may fill with zeros; ``{}`` for an actor that reads every entry."""
+    keep = getattr(actor.features, "keep", None)
+    if keep is None:
+        return {}
+    keep = keep.numpy()
+    names = [name for name, (start, stop) in layout.items() if not keep[start:stop].any()]
+    return {"ignored_inputs": json.dumps(names)}
+
+
 # ---------------------------------------------------------------------------------------- writers
 def write_onnx(actor: DeployedActor, obs_dim: int, metadata: dict[str, str], path: Path, opset: int = 17) -> Path:
     """Write ``actor`` as ONNX (dynamic batch) with ``metadata`` in ``metadata_props``."""
@@ -277,6 +291,7 @@ def run(cfg: DictConfig) -> dict[str, Path]:
     learned.venv.close()
     saved = learned.saved
     metadata = export_metadata(saved.env.id, env_kwargs(saved, evaluation=True), saved.agent.name, learned.checkpoint.meta)
+    metadata.update(ignored_inputs(actor, json.loads(metadata["observation_layout"])))
     obs_dim = int(metadata["observation_dim"])
     out = Path(cfg.out_dir) if cfg.out_dir else learned.run_dir / "export"
     saved_config.check_output_dir("out_dir", out, out if cfg.out_dir else f"{out} (the default)")
