@@ -17,7 +17,7 @@ threads, from their reset states with the controls held (no Python per env), and
 the fraction of it our vector env reaches.
 
 ``--terrain`` prints the terrain section instead: ``OpenClaw/QuadrupedTerrain-v1`` (height scan, curriculum)
-beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the step-time ratios.
+beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios.
 
 ``--robots`` prints the robots section instead: for each ``robot=`` of ``OpenClaw/Quadruped-v1``
 (``envs.robots.ROBOTS``), one env's steps/s through ``gymnasium.make``, ``BatchedVecEnv`` x16 total
@@ -219,51 +219,40 @@ def bench_variant(env_id: str, steps: int, num_envs: int, frames: int, **kwargs)
     return {"single": single, f"batched_x{num_envs}": batched, "render_480": render}
 
 
-def robots_section(args: argparse.Namespace) -> dict[str, float]:
-    """Run and print the ``--robots`` comparison; returns the medians by key."""
-    from envs.robots import ROBOTS
-
+def compare_variants(args: argparse.Namespace, variants: dict[str, tuple[str, dict]], label: str) -> dict[str, float]:
+    """Interleaved :func:`bench_variant` medians of each ``name: (env id, kwargs)`` and a table of them, each beside
+    the first variant's (speed ratios: 0.5x = half the steps/s of the first); returns the medians by key."""
     n = (args.vec or [16])[0]
     print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
     samples: dict[str, list[float]] = {}
     for _ in range(args.repeats):  # interleaved
-        for robot in ROBOTS:
-            for key, value in bench_variant("OpenClaw/Quadruped-v1", args.steps, n, frames=60, robot=robot).items():
-                samples.setdefault(f"{robot}/{key}", []).append(value)
-    results = {k: statistics.median(v) for k, v in samples.items()}
-    print(f"load average at end {os.getloadavg()[0]:.1f}\n")
-    ref = {k.split("/")[1]: v for k, v in results.items() if k.startswith("openclaw_go1/")}
-    print(f"| robot | env steps/s (one env) | batched x{n} steps/s | render 480x480 fps | each / openclaw_go1 |")
-    print("|---|---:|---:|---:|---|")
-    for robot in ROBOTS:
-        row = [results[f"{robot}/{k}"] for k in ref]
-        ratios = " / ".join(f"{v / r:.2f}x" for v, r in zip(row, ref.values()))
-        print(f"| {robot} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {ratios} |")
-    return results
-
-
-TERRAIN_VARIANTS = {"flat": "OpenClaw/Quadruped-v1", "terrain": "OpenClaw/QuadrupedTerrain-v1"}
-
-
-def terrain_section(args: argparse.Namespace) -> dict[str, float]:
-    """Run and print the ``--terrain`` comparison (the terrain curriculum vs flat ground); the medians by key."""
-    n = (args.vec or [16])[0]
-    print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
-    samples: dict[str, list[float]] = {}
-    for _ in range(args.repeats):  # interleaved
-        for name, env_id in TERRAIN_VARIANTS.items():
-            for key, value in bench_variant(env_id, args.steps, n, frames=60).items():
+        for name, (env_id, kwargs) in variants.items():
+            for key, value in bench_variant(env_id, args.steps, n, frames=60, **kwargs).items():
                 samples.setdefault(f"{name}/{key}", []).append(value)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}\n")
-    flat = {k.split("/")[1]: v for k, v in results.items() if k.startswith("flat/")}
-    print(f"| env | env steps/s (one env) | batched x{n} steps/s | render 480x480 fps | step time / flat's |")
+    first = next(iter(variants))
+    ref = {k.split("/")[1]: v for k, v in results.items() if k.startswith(f"{first}/")}
+    print(f"| {label} | env steps/s (one env) | batched x{n} steps/s | render 480x480 fps | each / {first} |")
     print("|---|---:|---:|---:|---|")
-    for name, env_id in TERRAIN_VARIANTS.items():
-        row = [results[f"{name}/{k}"] for k in flat]
-        slower = " / ".join(f"{r / v:.2f}x" for v, r in zip(row[:2], list(flat.values())[:2]))
-        print(f"| {env_id} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {slower} |")
+    for name in variants:
+        row = [results[f"{name}/{k}"] for k in ref]
+        ratios = " / ".join(f"{v / r:.2f}x" for v, r in zip(row, ref.values()))
+        print(f"| {name} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {ratios} |")
     return results
+
+
+def robots_section(args: argparse.Namespace) -> dict[str, float]:
+    """The ``--robots`` comparison: every ``robot=`` of ``OpenClaw/Quadruped-v1``."""
+    from envs.robots import ROBOTS
+
+    return compare_variants(args, {robot: ("OpenClaw/Quadruped-v1", {"robot": robot}) for robot in ROBOTS}, "robot")
+
+
+def terrain_section(args: argparse.Namespace) -> dict[str, float]:
+    """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``)."""
+    variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": ("OpenClaw/QuadrupedTerrain-v1", {})}
+    return compare_variants(args, variants, "env")
 
 
 def median_of(fn: Callable[[], float], repeats: int) -> float:
