@@ -11,7 +11,7 @@
            (an EMA teacher of the student itself, ``distill=ema``). Then, per run: the mean-level curve
            (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
            the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
-``report`` the second half of ``learn`` for runs already made.
+``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
 
 Usage::
 
@@ -153,11 +153,10 @@ def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
             print(f"final mean level {curve[-1][1]:.2f}; per type: "
                   + ", ".join(f"{t} {float(v):.1f}" for t, v in per_type.items() if v))
             print(_table(results))
-            out[f"{arm}_s{seed}"] = {"curve": curve, "per_type": per_type, "tiles": [asdict(r) for r in results],
-                                     "highest": highest_levels(results)}
-    path = ROOT / "runs" / "benchmarks" / "terrain" / "report.json"
-    path.write_text(json.dumps(out, indent=1))
-    print(f"\nwritten {path}")
+            out[f"{arm}_s{seed}"] = {"step": step, "curve": curve, "per_type": per_type,
+                                     "tiles": [asdict(r) for r in results], "highest": highest_levels(results)}
+            (run / "report.json").write_text(json.dumps(out[f"{arm}_s{seed}"], indent=1))
+            print(f"written {run / 'report.json'}")
     return out
 
 

@@ -241,7 +241,7 @@ def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
     assert np.array_equal(policy(obs), policy(blind))
 
 
-def test_terrain_aware_trot_falls_less_on_stairs_than_the_blind_one():
+def test_terrain_aware_trot_walks_down_stairs_where_the_blind_one_falls():
     from dataclasses import fields
 
     from agents.evaluation.tiles import evaluate_tiles
@@ -254,11 +254,11 @@ def test_terrain_aware_trot_falls_less_on_stairs_than_the_blind_one():
             if not scan:
                 spec = LegGeometry(**{f.name: getattr(spec, f.name) for f in fields(LegGeometry)})
             return TrotController(spec=spec).act
-        return evaluate_tiles(None, ENV_ID, {}, ["stairs_up"], [1], episodes=10, make_act=make)[0]
+        return evaluate_tiles(None, ENV_ID, {}, ["stairs_down"], [1], episodes=10, make_act=make)[0]
 
-    aware, blind = trot(True), trot(False)
-    assert aware.fall_rate < blind.fall_rate
-    assert aware.seconds_on_tile > 1.0
+    aware, blind = trot(True), trot(False)  # benchmarks/RESULTS.md (20 episodes): 0 % vs 50 % falls
+    assert aware.fall_rate <= 0.2 < blind.fall_rate
+    assert aware.tracking_error < 0.3 and aware.seconds_on_tile > 1.0
 
 
 def test_rendering_draws_the_terrain_around_the_robot():
