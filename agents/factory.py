@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -83,7 +84,13 @@ def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
 
 def learner_kwargs(cfg: DictConfig, venv: VecEnv) -> dict[str, Any]:
     """The PPO or SAC constructor's hyper-parameter keyword arguments for ``cfg.agent`` on ``venv``."""
-    return _ppo_kwargs(cfg.agent, venv) if cfg.agent.name == "ppo" else _sac_kwargs(cfg.agent, venv)
+    if cfg.agent.name == "ppo":
+        return _ppo_kwargs(cfg.agent, venv)
+    if venv.has_attr("privileged_obs") and venv.get_attr("privileged_obs", indices=[0])[0]:
+        warnings.warn("SAC's actor reads the env's privileged observations too (height scan, friction, true "
+                      "velocity): only the PPO student masks them (agent.privileged_critic / perceptive_actor)",
+                      stacklevel=2)
+    return _sac_kwargs(cfg.agent, venv)
 
 
 def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> BaseAlgorithm:

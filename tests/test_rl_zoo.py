@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from agents.factory import learner_kwargs
-from agents.export.rl_zoo import OUT_DIR, sb3_parameters, training_config, tuned_pairs, zoo_files
+from agents.export.rl_zoo import OUT_DIR, sb3_parameters, training_config, tuned_pairs, zoo_equivalent, zoo_files
 from agents.vec_env import env_kwargs, make_vec_env
 
 
@@ -37,7 +37,7 @@ def test_each_entry_reproduces_our_learner_settings():
         entry = yaml.safe_load((OUT_DIR / f"{agent}.yml").read_text())[cfg.env.id]
         venv = make_vec_env(cfg.env.id, env_kwargs(cfg), 1)
         accepted = sb3_parameters(agent)
-        ours = {k: v for k, v in learner_kwargs(cfg, venv).items() if k in accepted}
+        ours = {k: v for k, v in zoo_equivalent(learner_kwargs(cfg, venv)).items() if k in accepted}
         venv.close()
         assert entry["n_envs"] == cfg.train.num_envs and entry["n_timesteps"] == cfg.train.total_timesteps
         assert _zoo_eval(entry.pop("policy_kwargs")) == ours.pop("policy_kwargs")

@@ -274,3 +274,18 @@ def test_rendering_draws_the_terrain_around_the_robot():
     assert data.max() - data.min() > 0.1  # the platform and its stairs, not a flat patch
     assert m.geom_contype[view] == m.geom_conaffinity[view] == 0  # drawn only: the physics is untouched
     env.close()
+
+
+def test_evaluate_py_tables_the_fixed_tiles_and_checks_their_levels(tmp_path):
+    out = tmp_path / "eval"
+    args = [sys.executable, str(ROOT / "evaluate.py"), "policy=trot", f"env_id={ENV_ID}", "episodes=2", "videos=0",
+            "tile_episodes=2", f"out_dir={out}"]
+    bad = subprocess.run([*args, "tile_levels=[0,10]"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "tile_levels" in bad.stderr and "0 .. 9" in bad.stderr
+    assert not out.exists()  # refused before anything was written
+    done = subprocess.run([*args, "tile_levels=[0]"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [t["group"] for t in metrics["tiles"]] == list(TERRAIN_TYPES)
+    assert set(metrics["highest_level_walked"]) == set(TERRAIN_TYPES)
+    assert "highest level walked" in done.stdout

@@ -64,6 +64,17 @@ def sb3_parameters(agent: str) -> set[str]:
     return set(inspect.signature(getattr(stable_baselines3, agent.upper())).parameters)
 
 
+def zoo_equivalent(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Our learner's keyword arguments less what RL Zoo cannot express: the masked actor-critic of envs with
+    privileged observations (its policy class and masks; RL Zoo's ``MlpPolicy`` reads every entry)."""
+    if "policy" not in kwargs:
+        return kwargs
+    masks = ("actor_keep", "critic_keep")
+    kept = {k: v for k, v in kwargs.items() if k != "policy"}
+    kept["policy_kwargs"] = {k: v for k, v in kwargs["policy_kwargs"].items() if k not in masks}
+    return kept
+
+
 def zoo_entry(cfg: DictConfig) -> dict[str, Any]:
     """The RL Zoo hyper-parameters (one env's entry) equivalent to the training config ``cfg``.
 
@@ -72,12 +83,9 @@ def zoo_entry(cfg: DictConfig) -> dict[str, Any]:
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), 1)
     try:
         entry: dict[str, Any] = {"policy": policy_name(venv), "n_envs": cfg.train.num_envs, "n_timesteps": cfg.train.total_timesteps}
-        kwargs = learner_kwargs(cfg, venv)
+        kwargs = zoo_equivalent(learner_kwargs(cfg, venv))
     finally:
         venv.close()
-    if "policy" in kwargs:  # our masked actor-critic (privileged observations): RL Zoo's MlpPolicy reads them all
-        del kwargs["policy"]
-        kwargs["policy_kwargs"] = {k: v for k, v in kwargs["policy_kwargs"].items() if k not in ("actor_keep", "critic_keep")}
     normalize_reward = cfg.env.normalize_reward and cfg.agent.name == "ppo"  # as the runner wraps the envs
     if cfg.env.normalize_obs or normalize_reward:
         entry["normalize"] = f"dict(norm_obs={bool(cfg.env.normalize_obs)}, norm_reward={bool(normalize_reward)})"
