@@ -194,7 +194,6 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
-        config = self.config
         self.scan_points = scan_points(self.tiles.scale)
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
@@ -211,20 +210,13 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._started = self._seeded = self._keep_state = False
         self._spawn_noise = 0.25 * self.tiles.scale  # m
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
-        self._bind_views()
 
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
         model, self.tiles = _terrain_model(config.robot, int(config.terrain_seed))
+        self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
         return copy.deepcopy(model)
 
-    def _bind_views(self) -> None:
-        if not hasattr(self, "privileged_obs"):  # QuadrupedEnv.__init__'s call: the layout comes after it
-            self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)
-        super()._bind_views()
-
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
-        if not hasattr(self, "privileged_obs"):
-            return ()
         return (self._scan_friction, self._s_base[0:3])
 
     @classmethod
