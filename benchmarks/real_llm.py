@@ -11,7 +11,7 @@ Without ``--base-url`` both run against the bundled coach. ``--model`` is only a
 ignores model names (default ``gemma-3-270m``).
 
 ``channel``: claw hint requests (random-action episodes, as an untrained student's, with the default grasp
-parameters) go through our channel and :class:`distill.llm.service.HintService` (m answers, vote), once per
+parameters) go through our channel and :class:`distill.llm.proposer.LLMProposer` (m answers, vote) in a :class:`distill.proposals.ProposalService`, once per
 ``llm.structured_output`` mode (``json_schema``: a response_format with the answer's schema; ``off``: the plain
 prompt). Every accepted proposal that changes the parameters is checked by the
 :class:`agents.teachers.verifier.ShadowVerifier` (the training defaults), so the same answers give both arms: without
@@ -49,7 +49,8 @@ from agents.teachers.verifier import ShadowVerifier  # noqa: E402
 from distill.llm.channel import open_channel  # noqa: E402
 from distill.llm.check import load_config  # noqa: E402
 from distill.llm.hints import build_request  # noqa: E402
-from distill.llm.service import HintService  # noqa: E402
+from distill.llm.proposer import LLMProposer  # noqa: E402
+from distill.proposals import ProposalService  # noqa: E402
 from envs.controllers.grasp import GraspParams  # noqa: E402
 
 ENV_ID, ENV_KWARGS = "OpenClaw/Claw-v0", {"reward_type": "dense"}  # the tuned claw (configs/tuned/claw_sac.yaml)
@@ -76,7 +77,7 @@ def claw_requests(n: int) -> list[tuple[dict, dict]]:
 
 
 def channel_arm(overrides: list[str], requests: list[tuple[dict, dict]], records: Path) -> dict:
-    """Run ``requests`` through a HintService with the verifier; figures from its stats and records."""
+    """Run ``requests`` through the LLM proposer with the verifier; figures from its stats and records."""
     cfg = load_config(None, overrides).with_env_overrides()
     channel, server = open_channel(cfg)
     family = FAMILIES["claw"]
@@ -86,10 +87,10 @@ def channel_arm(overrides: list[str], requests: list[tuple[dict, dict]], records
     verifier = ShadowVerifier(ENV_ID, ENV_KWARGS, family, spec, DISTILL.verify_rollouts, DISTILL.verify_steps,
                               DISTILL.verify_margin)
     records.unlink(missing_ok=True)
-    service = HintService(channel, cfg, hint_schema(family), records_path=records, verifier=verifier)
+    service = ProposalService(LLMProposer(channel, cfg, hint_schema(family)), records_path=records, verifier=verifier)
     t0 = time.monotonic()
     for i, (request, start) in enumerate(requests):
-        service.submit(i, 0, request, start)
+        service.submit(str(i), 0, request, family.episode_start(start))
     service.wait_idle(len(requests) * cfg.num_answers * cfg.timeout_s * (cfg.max_retries + 1))
     wall = time.monotonic() - t0
     stats, chan = service.stats(), channel.stats()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -215,6 +215,23 @@ class Curriculum:
     levels: int
 
 
+@dataclass(frozen=True)
+class TaskContext:
+    """The class of task an episode belongs to, as far as a scripted controller may need its own parameters
+    for it (``env.task_context()``, for the current episode; read by generic code: the adaptive teachers
+    keep one parameter set per context).
+
+    Args:
+        name: the context's name, stable across runs and processes: what the episode shares with every
+            episode of its class, ``/``-separated (``"go2"``; ``"go1/stairs_up/level3"``; ``"gantry/heavy"``).
+        options: the ``reset(options=...)`` that put an episode in this context (``{}`` where every
+            episode of the env is in one context), so that a check in simulation can replay the class.
+    """
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
 RENDER_MODES = ("human", "rgb_array", "depth_array")
 
 
@@ -394,6 +411,11 @@ class MujocoTaskEnv(gym.Env):
         policy on the real system (JSON-serialisable values; ``export.py`` writes each as a metadata entry).
         Default: nothing."""
         return {}
+
+    def task_context(self) -> TaskContext:
+        """The current episode's :class:`TaskContext` (after ``reset``). Default: one context for the whole env,
+        named by the env class."""
+        return TaskContext(type(self).__name__)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 
 from envs.base import (
@@ -24,14 +26,17 @@ from envs.base import (
     Metric,
     MujocoTaskEnv,
     ScalarMath,
+    TaskContext,
     reject_unknown_options,
     reset_option,
 )
 
 # ---------------------------------------------------------------- model constants (see claw.xml)
 TABLE_TOP_Z = 0.40  # m, table top height
-OBJECT_HALF_SIZE = 0.02  # m, cube half edge
-OBJECT_REST_Z = TABLE_TOP_Z + OBJECT_HALF_SIZE  # m, cube centre height when resting on the table
+OBJECT_HALF_SIZE = 0.02  # m, cube half edge (nominal: object_size's default)
+OBJECT_MASS = 0.15  # kg, cube mass (nominal: object_mass's default)
+PAD_FRICTION = 1.0  # sliding friction coefficient of the rubber pads (nominal: object_friction's default)
+OBJECT_REST_Z = TABLE_TOP_Z + OBJECT_HALF_SIZE  # m, nominal cube centre height when resting on the table
 GRIP_HOME = (0.0, 0.0, 0.65)  # m, grip centre when every gantry joint is 0
 MAX_OPENING = 0.085  # m, jaw stroke
 GRIP_FORCE_LIMIT = 20.0  # N, grip actuator force limit
@@ -39,7 +44,28 @@ WORKSPACE_LOW = np.array([-0.25, -0.25, TABLE_TOP_Z + 0.015])  # m, grip centre
 WORKSPACE_HIGH = np.array([0.25, 0.25, TABLE_TOP_Z + 0.35])  # m, grip centre
 YAW_LIMIT = 1.5708  # rad, wrist yaw servo range
 OBJECT_XY_LIMIT = 0.22  # m, |x|, |y| of a cube start position that stays on the table within reach
-GOAL_LOW = np.array([WORKSPACE_LOW[0], WORKSPACE_LOW[1], OBJECT_REST_Z])  # m, lowest cube-centre target
+
+
+class ObjectProperty(NamedTuple):
+    """One physical property of the cube that :class:`ClawConfig` makes an argument (fixed or drawn per episode)."""
+
+    argument: str  # the ClawConfig field
+    nominal: float  # claw.xml's value, the argument's default
+    limits: tuple[float, float]  # the values the argument may take
+    unit: str
+    halves: tuple[str, str]  # task-context words of a draw in the lower / upper half of the argument's range
+
+
+#: The cube's randomizable properties, in task-context order: mass (kg), sliding friction on the pads, half edge (m).
+#: Half edges stay within the 85 mm jaw stroke with 15 mm to spare and keep the cube's centre above the
+#: grip's lowest point minus the pads' half height.
+OBJECT_PROPERTIES = {
+    "mass": ObjectProperty("object_mass", OBJECT_MASS, (0.01, 2.0), "kg", ("light", "heavy")),
+    "friction": ObjectProperty("object_friction", PAD_FRICTION, (0.05, 2.0), "", ("low", "high")),
+    "size": ObjectProperty("object_size", OBJECT_HALF_SIZE, (0.01, 0.035), "m", ("small", "large")),
+}
+GOAL_LOW = np.array([WORKSPACE_LOW[0], WORKSPACE_LOW[1], TABLE_TOP_Z + OBJECT_PROPERTIES["size"].limits[0]])
+"""m, lowest cube-centre target: the resting centre of the smallest cube"""
 
 # ---------------------------------------------------------------- action scaling
 FRAME_SKIP = 20  # 20 x 2 ms = 40 ms control period (25 Hz), as Fetch
@@ -177,7 +203,8 @@ class ClawEnv(MujocoTaskEnv):
 
     A Cartesian gantry (x/y/z slides plus a wrist yaw hinge, all position-servoed) carries a two-finger
     parallel claw (coupled jaws, 85 mm stroke, grip force limited to 20 N) above a 0.70 m x 0.70 m table
-    (top at z = 0.40 m). A 40 mm, 0.15 kg cube lies at a random position and yaw on the table. The task
+    (top at z = 0.40 m). A 40 mm, 0.15 kg cube lies at a random position and yaw on the table (its mass, size
+    and friction on the pads are arguments, fixed or drawn per episode: see "Object properties"). The task
     follows Gymnasium-Robotics Fetch: observations are a dict with ``observation``, ``achieved_goal`` (the
     cube's position) and ``desired_goal`` (the target), ``compute_reward`` works on batches so hindsight
     relabelling (SB3's ``HerReplayBuffer``) can recompute rewards, and episodes do not end on success.
@@ -280,7 +307,32 @@ class ClawEnv(MujocoTaskEnv):
     Grip at (0, 0, 0.65) (0.25 m above the table), wrist yaw 0, jaws open. The cube rests on the table
     at x, y ~ U(-``object_range``, ``object_range``) with yaw ~ U(-``object_yaw_range``,
     ``object_yaw_range``). ``reset(options=...)`` accepts ``object_xy`` (2,), ``object_yaw`` (rad) and
-    ``goal`` (3,) to pin them (tests, demonstrations).
+    ``goal`` (3,) to pin them (tests, demonstrations), and ``object_class`` (see below).
+
+    ## Object properties and task contexts
+
+    ``object_mass`` (kg), ``object_friction`` and ``object_size`` (m, half edge) are each a number (fixed)
+    or a ``[low, high]`` pair (``low < high``), drawn uniformly at every reset from the env's seeded RNG
+    (after the start pose and goal, so a seed puts the cube and goal where the default env does, goal
+    heights measured from the episode's resting height ``TABLE_TOP_Z + object_size``). Each value is
+    written into the model (``env.model``, so the batched vector env steps it too): the cube's
+    ``body_mass`` and solid-cube inertia ``m (2h)^2 / 6``, its ``geom_size`` (with its bounding sphere
+    and box), and the pads' sliding friction ``geom_friction[pad, 0]``: the pads' contact parameters
+    take priority over the cube's (``claw.xml``), so this is the coefficient that holds the cube in the
+    grasp, while the cube's sliding on the table keeps the table's 0.5; then ``mj_setConst`` updates
+    the model's derived constants, so it is the model ``claw.xml`` compiles to with those values. The
+    defaults (0.15 kg, 1.0, 0.02 m) leave the model untouched. The episode's values:
+    ``env.object_properties`` (``{"mass": kg, "friction": -, "size": m}``); its resting cube-centre
+    height: ``env.object_rest_z`` (m).
+
+    ``env.task_context()`` is ``TaskContext("gantry")`` when no property is drawn; else its name tells,
+    per drawn property, the half of its range the draw fell in: ``"gantry/mass=heavy/friction=low/size=small"``
+    (words mass ``light|heavy``, friction ``low|high``, size ``small|large``; only drawn properties
+    appear), with options ``{"object_class": {"mass": "heavy", "friction": "low", "size": "small"}}``.
+    The reset option ``object_class`` (a dict of drawn properties to words, all or some) draws each
+    named property uniformly within that half of its range, so ``reset(options=env.task_context().options)``
+    gives another episode of the same class. ``env=claw_hard`` (``configs/env/claw_hard.yaml``) draws heavy,
+    slippery cubes of varied size, from which the default scripted grasp slips in about 40 % of episodes.
 
     ## Arguments (keyword-only; :class:`~envs.claw.ClawConfig` holds them and their checks)
 
@@ -296,6 +348,11 @@ class ClawEnv(MujocoTaskEnv):
     ``target_range``         0.15            half-width of the square of place targets (m)
     ``target_height_range``  (0.0, 0.0)      place target height above the resting cube centre (m)
     ``min_target_distance``  0.10            min. horizontal start-target distance for place (m)
+    ``object_mass``          0.15            cube mass (kg), in [0.01, 2.0], or a ``[low, high]`` range
+    ``object_friction``      1.0             sliding friction coefficient of the pads on the cube, in
+                                             [0.05, 2.0], or a ``[low, high]`` range
+    ``object_size``          0.02            cube half edge (m), in [0.01, 0.035], or a ``[low, high]``
+                                             range
     ``render_mode``          None            ``"rgb_array"``, ``"depth_array"``, ``"human"`` or None
     ``width``, ``height``    480, 480        render size (px, at most 1280)
     ``camera``               ``"overview"``  camera name or id (``"overview"``, ``"front"``, ``"closeup"``, -1 = free)
@@ -322,6 +379,7 @@ class ClawEnv(MujocoTaskEnv):
     #: dyaw (rad) from the current position; jaw opening target 0.0425 m + this * a (m, closes as a grows)
     ACTION_SCALE = (POS_STEP, POS_STEP, POS_STEP, YAW_STEP, -MAX_OPENING / 2)
     TASKS = ("lift", "place")
+    RESET_OPTIONS = ("object_xy", "object_yaw", "goal", "object_class")  # the keys reset(options=...) takes
     REWARD_TYPES = ("dense", "sparse")
     METRICS = (Metric("success_rate", "is_success", "last", "fraction", "success"),)
 
@@ -337,6 +395,18 @@ class ClawEnv(MujocoTaskEnv):
         if names != expected or m.nu != 5 or m.nsensor != 2:
             raise RuntimeError(f"assets/claw.xml joint layout changed: {names}; update envs/claw.py")
         self._target_mocap = m.body("target").mocapid[0]
+        self._object_body, self._object_geom = m.body("object").id, m.geom("object").id
+        self._pad_geoms = [m.geom("pad_l").id, m.geom("pad_r").id]
+        if self._object_values() != {name: p.nominal for name, p in OBJECT_PROPERTIES.items()}:
+            raise RuntimeError("assets/claw.xml cube mass, size or pad friction changed; update envs/claw.py")
+        # Object properties: fixed ones written once (unless nominal: the model stays claw.xml's), drawn ones per reset.
+        fixed = {name: getattr(config, p.argument) for name, p in OBJECT_PROPERTIES.items()}
+        self._drawn = {name: fixed.pop(name) for name in list(fixed) if isinstance(fixed[name], tuple)}
+        if any(value != OBJECT_PROPERTIES[name].nominal for name, value in fixed.items()):
+            self._set_object(fixed)
+        self.object_properties = self._object_values()  # the episode's values (kg, -, m)
+        self.object_rest_z = TABLE_TOP_Z + self.object_properties["size"]  # m, the episode's resting cube centre
+        self._object_class: dict[str, str] = {}  # the episode's half of each drawn property's range
         # Servo target limits (joint coordinates; grip = GRIP_HOME + q for the gantry joints).
         home = np.array(GRIP_HOME)
         lo = np.concatenate([WORKSPACE_LOW - home, [-YAW_LIMIT, 0.0]])
@@ -368,38 +438,104 @@ class ClawEnv(MujocoTaskEnv):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
-        reject_unknown_options(type(self), options, ("object_xy", "object_yaw", "goal"))
+        reject_unknown_options(type(self), options, self.RESET_OPTIONS)
+        object_class = self._object_class_option(options)
         obj_xy = reset_option(options, "object_xy", (2,), -OBJECT_XY_LIMIT, OBJECT_XY_LIMIT,
                               "the cube's start x, y on the table (m)")
         yaw = reset_option(options, "object_yaw", (), -math.pi, math.pi, "the cube's start yaw (rad)")
         goal = reset_option(options, "goal", (3,), GOAL_LOW, WORKSPACE_HIGH,
                             "the target x, y, z of the cube centre within the gripper's reach (m)")
         rng = self.np_random
-        d = self.data
-        d.qpos[4] = d.qpos[5] = MAX_OPENING / 2  # jaws open; gantry at home (qpos0 = 0)
-        d.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
-
         if obj_xy is None:
             obj_xy = rng.uniform(-self.object_range, self.object_range, size=2)
         if yaw is None:
             yaw = rng.uniform(-self.object_yaw_range, self.object_yaw_range)
         yaw = float(yaw)
-        d.qpos[6:9] = (obj_xy[0], obj_xy[1], OBJECT_REST_Z)
-        d.qpos[9:13] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
-
         if goal is None and self.task == "lift":
-            goal = np.array([obj_xy[0], obj_xy[1], OBJECT_REST_Z + rng.uniform(*self.lift_height_range)])
+            goal_xy, rise = obj_xy, rng.uniform(*self.lift_height_range)
         elif goal is None:
             for _ in range(1000):
-                xy = rng.uniform(-self.target_range, self.target_range, size=2)
-                if np.hypot(*(xy - obj_xy)) >= self.min_target_distance:
+                goal_xy = rng.uniform(-self.target_range, self.target_range, size=2)
+                if np.hypot(*(goal_xy - obj_xy)) >= self.min_target_distance:
                     break
-            goal = np.array([xy[0], xy[1], OBJECT_REST_Z + rng.uniform(*self.target_height_range)])
+            rise = rng.uniform(*self.target_height_range)
+        if self._drawn:
+            self._draw_object(object_class)  # edits the model and resets the data to it
+        if goal is None:
+            goal = np.array([goal_xy[0], goal_xy[1], self.object_rest_z + rise])
+
+        d = self.data
+        d.qpos[4] = d.qpos[5] = MAX_OPENING / 2  # jaws open; gantry at home (qpos0 = 0)
+        d.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
+        d.qpos[6:9] = (obj_xy[0], obj_xy[1], self.object_rest_z)
+        d.qpos[9:13] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
         self.goal = goal
         self._goal32 = goal.astype(np.float32)
         self._goal_list = self._goal32.tolist()  # float32-exact, as in the observation
         d.mocap_pos[self._target_mocap] = goal
         self._grasped = False
+
+    def _object_class_option(self, options: dict[str, Any]) -> dict[str, str]:
+        """The reset option ``object_class`` (``{property: word}`` of drawn properties), checked; ``{}`` when absent."""
+        chosen = options.get("object_class", {})
+        valid = {name: OBJECT_PROPERTIES[name].halves for name in self._drawn}
+        choices = "; ".join(f"{name}: {' or '.join(words)}" for name, words in valid.items()) or "none"
+        if not isinstance(chosen, dict) or any(valid.get(k) is None or w not in valid[k] for k, w in chosen.items()):
+            raise ValueError(
+                f"options['object_class']={chosen!r} must map drawn object properties to the half of their range; "
+                f"valid: {choices} (a property is drawn when its argument, object_<property>, is a [low, high] range)"
+            )
+        return chosen
+
+    def _draw_object(self, object_class: dict[str, str]) -> None:
+        """Draw the episode's drawn properties (each in its ``object_class`` half, if given), write the model."""
+        rng = self.np_random
+        drawn, self._object_class = {}, {}
+        for name, (low, high) in self._drawn.items():
+            halves, mid = OBJECT_PROPERTIES[name].halves, 0.5 * (low + high)
+            word = object_class.get(name)
+            lo, hi = (low, high) if word is None else (low, mid) if word == halves[0] else (mid, high)
+            drawn[name] = float(rng.uniform(lo, hi))
+            self._object_class[name] = word or halves[drawn[name] >= mid]
+        self._set_object(drawn)
+        mujoco.mj_resetData(self.model, self.data)
+        self.object_properties.update(drawn)
+        self.object_rest_z = TABLE_TOP_Z + self.object_properties["size"]
+
+    def _set_object(self, values: dict[str, float]) -> None:
+        """Write cube properties (``{"mass": kg, "friction": -, "size": m}``, all or some) into the model and
+        recompute what the compiler derives from them (``mj_setConst`` and the solver's scale
+        ``stat.meaninertia``, the mean diagonal of the mass matrix at ``qpos0``), so the model is the one
+        ``claw.xml`` compiles to with these values; ``self.data`` is left to be reset."""
+        m, b, g = self.model, self._object_body, self._object_geom
+        mass, half = values.get("mass", float(m.body_mass[b])), values.get("size", float(m.geom_size[g, 0]))
+        m.body_mass[b] = mass
+        m.body_inertia[b] = mass * (2.0 * half) ** 2 / 6.0  # solid cube
+        m.geom_size[g] = half
+        m.geom_rbound[g] = math.sqrt(3.0) * half
+        m.geom_aabb[g, 3:] = half
+        if "friction" in values:
+            m.geom_friction[self._pad_geoms, 0] = values["friction"]
+        mujoco.mj_setConst(m, self.data)
+        mass_matrix = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, self.data, mass_matrix)
+        m.stat.meaninertia = np.trace(mass_matrix) / m.nv
+
+    def _object_values(self) -> dict[str, float]:
+        """The model's cube properties: mass (kg), the pads' sliding friction, half edge (m)."""
+        m = self.model
+        return {"mass": float(m.body_mass[self._object_body]),
+                "friction": float(m.geom_friction[self._pad_geoms[0], 0]),
+                "size": float(m.geom_size[self._object_geom, 0])}
+
+    def task_context(self) -> TaskContext:
+        """``TaskContext("gantry")`` when no object property is drawn; else the halves of their ranges the episode's
+        draws fell in: ``TaskContext("gantry/mass=heavy/size=small", {"object_class": {"mass": "heavy",
+        "size": "small"}})`` (the options give another episode of that class)."""
+        if not self._drawn:
+            return TaskContext("gantry")
+        name = "/".join(["gantry", *(f"{k}={w}" for k, w in self._object_class.items())])
+        return TaskContext(name, {"object_class": dict(self._object_class)})
 
     def _apply_action(self, action: np.ndarray) -> None:
         self.data.ctrl[:] = servo_targets(self.data.qpos, action.tolist(), self, ScalarMath)
@@ -472,7 +608,8 @@ class ClawEnv(MujocoTaskEnv):
 @dataclass(kw_only=True)
 class ClawConfig(EnvConfig):
     """:class:`ClawEnv`'s constructor arguments, their defaults and their checks (the Arguments table of its
-    docstring; units there). After the checks the numbers are floats and the height ranges float pairs."""
+    docstring; units there). After the checks the numbers are floats, the height ranges float pairs and each
+    object property (``object_mass``, ``object_friction``, ``object_size``) a float or a ``(low, high)`` float pair."""
 
     task: str = "lift"
     reward_type: str = "sparse"
@@ -483,6 +620,9 @@ class ClawConfig(EnvConfig):
     target_range: float = 0.15
     target_height_range: tuple[float, float] = (0.0, 0.0)
     min_target_distance: float = 0.10
+    object_mass: float | tuple[float, float] = OBJECT_MASS
+    object_friction: float | tuple[float, float] = PAD_FRICTION
+    object_size: float | tuple[float, float] = OBJECT_HALF_SIZE
     camera: str | int | None = "overview"
 
     def __post_init__(self) -> None:
@@ -510,6 +650,8 @@ class ClawConfig(EnvConfig):
             )
         self.object_range, self.object_yaw_range = float(self.object_range), float(self.object_yaw_range)
         self.target_range, self.min_target_distance = float(self.target_range), float(self.min_target_distance)
+        for prop in OBJECT_PROPERTIES.values():
+            setattr(self, prop.argument, _check_object_property(prop, getattr(self, prop.argument)))
         super().__post_init__()
 
 
@@ -545,6 +687,22 @@ _MISSING_INFO = (
 def _check_range(name: str, value: float, lo: float, hi: float) -> None:
     if not (isinstance(value, numbers.Real) and lo <= value <= hi):
         raise ValueError(f"{name}={value!r} must be a number in [{lo}, {hi:.3f}]")
+
+
+def _check_object_property(prop: ObjectProperty, value) -> float | tuple[float, float]:
+    """``value`` of argument ``prop.argument``: a number within ``prop.limits`` (float) or a ``(low, high)``
+    pair with ``low < high`` within them (float pair); ``ValueError`` naming the argument and the fix otherwise."""
+    lo, hi = prop.limits
+    unit = f" {prop.unit}" if prop.unit else ""
+    fix = (f"{prop.argument}={value!r} must be a number in [{lo}, {hi}]{unit} (fixed) or a [low, high] pair "
+           f"with {lo} <= low < high <= {hi} (drawn per episode)")
+    pair = isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
+    entries = value if pair else (value,)
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and lo <= v <= hi for v in entries):
+        raise ValueError(fix)
+    if pair and not value[0] < value[1]:
+        raise ValueError(fix)
+    return (float(value[0]), float(value[1])) if pair else float(value)
 
 
 def _check_interval(name: str, value, lo: float, hi: float) -> tuple[float, float]:

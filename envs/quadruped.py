@@ -24,6 +24,7 @@ from envs.base import (
     Metric,
     MujocoTaskEnv,
     ScalarMath,
+    TaskContext,
     reject_unknown_options,
     reset_option,
 )
@@ -756,6 +757,10 @@ class QuadrupedEnv(MujocoTaskEnv):
             f"body  vx {vx:+.2f}  vy {vy:+.2f} m/s  wz {wz:+.2f} rad/s",
         ]
         return lines + (["FELL"] if info.get("fell") else [])
+
+    def task_context(self) -> TaskContext:
+        """One context per robot: ``TaskContext("<robot>")``."""
+        return TaskContext(self.robot)
 
     def deploy_metadata(self) -> dict[str, Any]:
         """The robot and its joints for a deploy script: ``robot``; ``joint_names`` (ours: the action's and

@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from envs import headless
-from envs.base import BatchMath, Curriculum, ScalarMath
+from envs.base import BatchMath, Curriculum, ScalarMath, TaskContext
 from envs.quadruped import QuadrupedConfig, QuadrupedEnv, _range_pair
 from envs.robots import LegGeometry, robot_model, robot_named, robot_spec
 from envs.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES, TerrainGrid, size_scale, terrain_grid
@@ -276,6 +276,13 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         elif self.heading_command:
             self._heading = float(rng.uniform(-math.pi, math.pi))
         self._update_terrain()
+
+    def task_context(self) -> TaskContext:
+        """The robot and the episode's tile class: ``TaskContext("go1/stairs_up/level3", {"terrain_type":
+        "stairs_up", "terrain_level": 3})`` (the options put an episode on a tile of that type and level)."""
+        kind = COLUMN_TYPES[self._column]
+        return TaskContext(f"{self.robot}/{kind}/level{self._level}",
+                           {"terrain_type": kind, "terrain_level": self._level})
 
     def curriculum_state(self) -> dict[str, int]:
         """This copy's place in the curriculum: ``{"column": c, "level": l}`` (JSON)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import envs  # noqa: F401  (registers the ids, selects a headless GL backend before mujoco loads)
 import gymnasium as gym
@@ -10,13 +12,20 @@ import mujoco
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from omegaconf import OmegaConf
 
-from envs.claw import OBJECT_REST_Z, ClawEnv
+from envs.base import TaskContext, asset_path
+from envs.batched import BatchedVecEnv
+from envs.claw import OBJECT_REST_Z, TABLE_TOP_Z, ClawEnv
 from envs.controllers.grasp import CARRY, GraspController, GraspParams
+from test_batched import assert_identical, random_actions
 
 LIFT, PLACE = "OpenClaw/Claw-v0", "OpenClaw/ClawPlace-v0"
 S = ClawEnv.OBS_SLICES
 N_SEEDS = 50
+# the hard object range (drawn per episode) of env=claw_hard
+HARD = OmegaConf.to_container(OmegaConf.load(Path(__file__).resolve().parents[1] / "configs/env/claw_hard.yaml").kwargs)
+RANGES = {"object_mass": (0.3, 0.9), "object_friction": (0.4, 0.8), "object_size": (0.015, 0.025)}
 
 
 def _run(env, policy, seed):
@@ -246,3 +255,123 @@ def test_grasp_params_bounds():
     with pytest.raises(ValueError, match="unknown GraspParams field"):
         GraspParams.from_dict({"grip_strength": 1.0})
     assert set(GraspParams.BOUNDS) == set(GraspParams().to_dict())
+
+
+def test_object_arguments_and_the_object_class_option_are_checked():
+    for name, bad in (("object_mass", 0.0), ("object_mass", 5), ("object_mass", (0.9, 0.3)), ("object_mass", "heavy"),
+                      ("object_friction", -1.0), ("object_friction", (0.5, 0.5)), ("object_friction", (0.1, 0.2, 0.3)),
+                      ("object_size", 0.05), ("object_size", (0.005, 0.02)), ("object_size", math.nan)):
+        with pytest.raises(ValueError, match=rf"{name}=.* must be a number in .* or a \[low, high\] pair"):
+            ClawEnv(**{name: bad})
+    assert ClawEnv(object_mass=[0.2, 0.4], object_size=0.03).config.object_mass == (0.2, 0.4)
+    for kwargs, option, valid in (({}, {"mass": "heavy"}, "valid: none"),
+                                  (RANGES, {"mass": "big"}, "mass: light or heavy; friction: low or high"),
+                                  ({"object_size": (0.015, 0.025)}, {"mass": "heavy"}, "valid: size: small or large"),
+                                  (RANGES, "mass=heavy", "valid: mass")):
+        with pytest.raises(ValueError, match=rf"options\['object_class'\].*{valid}"):
+            ClawEnv(**kwargs).reset(seed=0, options={"object_class": option})
+
+
+def _model_values(env) -> tuple[float, float, list[float]]:
+    """The model's cube mass (kg), cube half edge (m) and the two pads' sliding friction."""
+    m = env.unwrapped.model
+    pads = [m.geom("pad_l").id, m.geom("pad_r").id]
+    cube_body, cube_geom = m.body("object").id, m.geom("object").id
+    return float(m.body_mass[cube_body]), float(m.geom_size[cube_geom, 0]), m.geom_friction[pads, 0].tolist()
+
+
+def test_fixed_object_properties_make_the_model_claw_xml_compiles_with_them():
+    default = ClawEnv()
+    assert (default.object_properties, default.object_rest_z) == ({"mass": 0.15, "friction": 1.0, "size": 0.02},
+                                                                  OBJECT_REST_Z)
+    env = ClawEnv(object_mass=0.5, object_friction=0.4, object_size=0.03)
+    spec = mujoco.MjSpec.from_file(str(asset_path("claw.xml")))
+    spec.geom("object").size, spec.geom("object").mass = [0.03] * 3, 0.5
+    for pad in ("pad_l", "pad_r"):
+        spec.geom(pad).friction[0] = 0.4
+    compiled, ours = spec.compile(), env.model
+    for field in ("body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "geom_friction",
+                  "body_invweight0", "dof_invweight0", "body_subtreemass", "actuator_acc0"):
+        np.testing.assert_array_equal(getattr(ours, field), getattr(compiled, field), err_msg=field)
+    assert ours.stat.meaninertia == pytest.approx(compiled.stat.meaninertia, rel=1e-12)
+    assert env.object_properties == {"mass": 0.5, "friction": 0.4, "size": 0.03} and env.task_context().name == "gantry"
+    # the cube rests on the table, the lift goal is measured from its resting height
+    obs, _ = env.reset(seed=0)
+    assert obs["achieved_goal"][2] == np.float32(TABLE_TOP_Z + 0.03) and env.object_rest_z == TABLE_TOP_Z + 0.03
+    assert 0.1 <= obs["desired_goal"][2] - obs["achieved_goal"][2] <= 0.2
+    for _ in range(10):
+        obs, *_ = env.step(np.zeros(5))
+    assert abs(obs["achieved_goal"][2] - env.object_rest_z) < 5e-4
+
+
+def test_object_ranges_are_drawn_per_episode_from_the_seeded_rng():
+    env, again, default = gym.make(LIFT, **RANGES), gym.make(LIFT, **RANGES), gym.make(LIFT)
+    drawn = []
+    for seed in range(8):
+        obs, _ = env.reset(seed=seed)
+        values = dict(env.unwrapped.object_properties)
+        for (name, (low, high)), value in zip(RANGES.items(), values.values()):
+            assert low <= value <= high, (name, value)
+        assert _model_values(env) == (values["mass"], values["size"], [values["friction"]] * 2)
+        assert obs["achieved_goal"][2] == np.float32(TABLE_TOP_Z + values["size"])
+        again.reset(seed=seed)
+        assert again.unwrapped.object_properties == values  # deterministic per seed
+        # drawn after the start pose and goal: the cube and goal where the default env puts them
+        expected, _ = default.reset(seed=seed)
+        np.testing.assert_array_equal(obs["achieved_goal"][:2], expected["achieved_goal"][:2])
+        np.testing.assert_allclose(obs["desired_goal"] - obs["achieved_goal"],
+                                   expected["desired_goal"] - expected["achieved_goal"], atol=1e-6)
+        drawn.append(values)
+    assert len({tuple(v.values()) for v in drawn}) == 8
+
+
+def test_task_context_names_the_object_class_and_its_options_replay_it():
+    assert ClawEnv().task_context() == ClawEnv(object_mass=0.5).task_context() == TaskContext("gantry")
+    env = ClawEnv(**RANGES)
+    words = {"mass": ("light", "heavy"), "friction": ("low", "high"), "size": ("small", "large")}
+    names = set()
+    for seed in range(12):
+        env.reset(seed=seed)
+        context = env.task_context()
+        expected = {prop: words[prop][value >= 0.5 * sum(RANGES[f"object_{prop}"])]
+                    for prop, value in env.object_properties.items()}
+        assert context.options == {"object_class": expected}
+        assert context.name == "gantry/" + "/".join(f"{prop}={word}" for prop, word in expected.items())
+        names.add(context.name)
+        for other_seed in (100, 101, 102):  # the options put episodes of other seeds in the same class
+            env.reset(seed=other_seed, options=context.options)
+            assert env.task_context() == context
+    assert len(names) >= 4
+    partial = ClawEnv(object_mass=(0.3, 0.9), object_size=(0.015, 0.025))  # only the drawn properties are named
+    for seed in range(4):
+        partial.reset(seed=seed, options={"object_class": {"size": "large"}})
+        assert partial.object_properties["size"] >= 0.02
+        assert re.fullmatch(r"gantry/mass=(light|heavy)/size=large", partial.task_context().name)
+
+
+def test_batched_vec_env_matches_sync_with_drawn_objects():
+    kwargs = {"max_episode_steps": 30, **RANGES}
+    ref = gym.make_vec(LIFT, num_envs=3, vectorization_mode="sync", **kwargs)
+    ours = BatchedVecEnv(LIFT, 3, **kwargs)
+    assert_identical(ref.reset(seed=3), ours.reset(seed=3), "reset")
+    for t, action in enumerate(random_actions(ref.action_space.shape, 70)):  # two autoresets redraw the cubes
+        assert_identical(ref.step(action), ours.step(action), f"step {t}")
+    sizes = [env.unwrapped.object_properties["size"] for env in ours.envs]
+    assert len(set(sizes)) == 3 and sizes == [env.unwrapped.object_properties["size"] for env in ref.envs]
+    ref.close()
+    ours.close()
+
+
+def test_default_grasp_drops_heavy_slippery_cubes_that_tuned_params_hold():
+    """The default grasp holds the default cube but drops a meaningful share of env=claw_hard's cubes (the cube
+    slides out of the pads); grasping lower and lifting later (params within GraspParams.BOUNDS) drops fewer."""
+
+    def failures(kwargs, params=None):
+        env = gym.make(LIFT, **kwargs)
+        ctrl = GraspController(params, spec=env.unwrapped.controller_spec)
+        return sum(not _run(env, ctrl, seed)[1]["is_success"] for seed in range(10))
+
+    assert failures({}) <= 1
+    default = failures(HARD)
+    assert default >= 3, f"the default grasp failed on {default} of 10 hard cubes"
+    assert failures(HARD, GraspParams(close_steps=20, grasp_height_offset=-0.006)) < default

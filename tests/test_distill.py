@@ -436,7 +436,7 @@ def test_imports_flow_one_way():
     assert not {"agents", "envs"} & imported_modules("distill/llm")
     llm_at_load = {path.relative_to(ROOT / "agents").as_posix() for path in (ROOT / "agents").rglob("*.py")
                    if {n for n in top_level_imports(path) if n == "openai" or n.startswith("distill.llm")}}
-    assert llm_at_load == {"teachers/hinted.py", "teachers/verifier.py"}  # loaded only for distill=llm_hint
+    assert llm_at_load == {"teachers/hinted.py"}  # loaded only for distill=llm_hint
 
 
 def top_level_imports(path: Path) -> set[str]:

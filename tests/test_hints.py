@@ -26,8 +26,9 @@ from agents.teachers.verifier import ShadowVerifier
 from agents.vec_env import make_vec_env
 from distill.llm.channel import ChannelConfig, LLMChannel
 from distill.llm.server import start_server
-from distill.llm.service import HintService, Verification
-from distill.llm.hints import HintParseError, HintSchema, ParsedHint, build_request, parse_answer, vote
+from distill.llm.hints import HintParseError, ParsedHint, build_request, parse_answer, vote
+from distill.llm.proposer import LLMProposer
+from distill.proposals import HintSchema, ProposalService, Verification
 from distill.teachers import RecordedActions, RecordedActionTeacher
 from envs.base import ControllerSpec
 from envs.controllers import FAMILIES
@@ -103,17 +104,19 @@ def server():
     srv.close()
 
 
-def service_for(server, tmp_path=None, task="claw", **cfg) -> HintService:
+def service_for(server, tmp_path=None, task="claw", **cfg) -> ProposalService:
     settings = {"base_url": server.url, "timeout_s": 0.5, "max_retries": 1, "backoff_s": 0.01, **cfg}
     config = ChannelConfig(**settings)
     records = tmp_path / "records.jsonl" if tmp_path is not None else None
-    return HintService(LLMChannel(config, "unused"), config, hint_schema(FAMILIES[task]), records_path=records)
+    return ProposalService(LLMProposer(LLMChannel(config, "unused"), config, hint_schema(FAMILIES[task])),
+                           records_path=records)
 
 
-def run_one(service: HintService, request=CLAW_FAIL, env=0, timeout=20.0):
-    assert service.submit(env, 0, request)
+def run_one(service: ProposalService, request=CLAW_FAIL, key="gantry", timeout=20.0):
+    assert service.submit(key, 0, request)
     assert service.wait_idle(timeout)
-    return service.poll(env)
+    [outcome] = service.poll()
+    return outcome
 
 
 def test_happy_path_accepts_a_coach_hint_and_records_it(server, tmp_path):
@@ -169,11 +172,11 @@ def test_budget_exhaustion_masks_without_requests(server):
     assert server.request_counts()["total"] == before and service.stats()["budget_exhausted"] == 3
 
 
-def test_one_query_per_env_in_flight(server):
+def test_one_query_per_context_in_flight(server):
     service = service_for(server, hint_model="fault-slow", num_answers=1, max_retries=0)
     assert service.submit(0, 0, CLAW_FAIL)
     assert not service.submit(0, 1, CLAW_FAIL) and service.stats()["skipped"] == 1
-    assert service.submit(1, 0, CLAW_FAIL)  # other envs are not blocked
+    assert service.submit(1, 0, CLAW_FAIL)  # other contexts are not blocked
     assert service.wait_idle(20)
 
 
@@ -188,8 +191,8 @@ def test_64_concurrent_queries_complete():
     for t in threads:
         t.join(10)
     assert service.wait_idle(60)
-    outcomes = [service.poll(i) for i in range(64)]
-    assert all(o is not None and o.accepted for o in outcomes)
+    outcomes = service.poll()
+    assert len(outcomes) == 64 and all(o.accepted for o in outcomes)
     assert server.request_counts()["max_in_flight"] <= 4
     server.close()
 
@@ -197,8 +200,9 @@ def test_64_concurrent_queries_complete():
 def test_records_replay_without_any_llm(server, tmp_path):
     live = service_for(server, tmp_path)
     recorded = run_one(live)
-    replay = HintService(None, live.cfg, CLAW_SCHEMA)
-    assert replay.load_records(tmp_path / "records.jsonl") == 3
+    proposer = LLMProposer(None, live.proposer.cfg, CLAW_SCHEMA)
+    assert proposer.load_records(tmp_path / "records.jsonl") == 3
+    replay = ProposalService(proposer)
     again = run_one(replay)
     assert again.accepted and again.params == recorded.params and replay.stats()["requests"] == 0
     other = build_request(CLAW_SCHEMA, {}, {"min_reach_distance": 0.9}, {"success": False})
@@ -212,9 +216,9 @@ def test_finish_records_queries_in_flight_as_cancelled_and_drops_their_late_answ
         assert service.finish(0.1) == 1 and not service.submit(1, 0, CLAW_FAIL)
         time.sleep(1.5)  # the slow answer arrives after the end: dropped
     [line] = [json.loads(x) for x in (tmp_path / "records.jsonl").read_text().splitlines()]
-    assert line["cancelled"] and line["segment"] == 7 and "training ended" in line["reason"]
+    assert line["cancelled"] and line["version"] == 7 and "training ended" in line["reason"]
     stats = service.stats()
-    assert stats["cancelled"] == 1 and stats["queries"] == 0 and service.poll(0) is None
+    assert stats["cancelled"] == 1 and stats["queries"] == 0 and service.poll() == []
 
 
 def test_most_answers_timing_out_is_reported_with_the_setting_to_raise(server):
@@ -222,13 +226,13 @@ def test_most_answers_timing_out_is_reported_with_the_setting_to_raise(server):
     for env in (0, 1):
         assert slow.submit(env, 0, CLAW_FAIL)
     assert slow.wait_idle(20)
-    warning = slow.timeout_warning()
+    warning = slow.proposer.warning()
     assert "4 of 4" in warning and "llm.timeout_s=0.2" in warning and "no answer came" in warning
-    assert service_for(server).timeout_warning() is None
+    assert service_for(server).proposer.warning() is None
     fine = service_for(server)
     run_one(fine)
     run_one(fine, build_request(CLAW_SCHEMA, {}, {"min_reach_distance": 0.7}, {"success": False}))
-    assert fine.timeout_warning() is None
+    assert fine.proposer.warning() is None
 
 
 # ---------------------------------------------------------------- verification in simulation
@@ -240,10 +244,11 @@ def claw_verifier(**kw) -> ShadowVerifier:
 
 
 def claw_start(seed: int = 5):
+    """The reset options that replay the episode of ``seed`` (its goal and cube pose)."""
     env = gym.make("OpenClaw/Claw-v0")
     obs, _ = env.reset(seed=seed)
     env.close()
-    return obs
+    return FAMILIES["claw"].episode_start(obs)
 
 
 def test_verifier_adopts_what_works_better_in_simulation_and_keeps_what_does_not():
@@ -266,11 +271,10 @@ def test_verification_rejects_fault_random_hints_that_a_plain_run_adopts(server,
     adopted = run_one(plain, request)
     assert adopted.accepted and adopted.verification is None
     assert any(adopted.params[k] != v for k, v in current.items())  # random parameters would teach
-    checked = HintService(plain.channel, plain.cfg, CLAW_SCHEMA, tmp_path / "records.jsonl",
-                          verifier=claw_verifier())
-    assert checked.submit(0, 0, request, claw_start())
+    checked = ProposalService(plain.proposer, tmp_path / "records.jsonl", verifier=claw_verifier())
+    assert checked.submit("gantry", 0, request, claw_start())
     assert checked.wait_idle(60)
-    kept = checked.poll(0)
+    [kept] = checked.poll()
     assert kept.accepted and kept.params == {} and not kept.verification.adopted  # teaches with the current ones
     assert kept.verification.current["success"] == 1.0
     stats = checked.stats()
@@ -290,7 +294,7 @@ def test_coach_learns_from_the_simulators_verdicts_and_unchanged_proposals_are_n
         return Verification(adopted, "", {"score": 0.0}, {"score": 1.0 if adopted else -1.0})
 
     base = service_for(server)
-    service = HintService(base.channel, base.cfg, CLAW_SCHEMA, verifier=verifier)
+    service = ProposalService(base.proposer, verifier=verifier)
     current = GraspParams().to_dict()
     reach = build_request(CLAW_SCHEMA, current, {"min_reach_distance": 0.3, "grasped_steps": 0},
                           {"success": False})
@@ -318,8 +322,7 @@ def test_verification_over_its_cpu_budget_keeps_the_current_parameters(server):
             pass
         return Verification(True, "verified", {"score": 0.0}, {"score": 1.0})
 
-    service = HintService(base.channel, base.cfg, CLAW_SCHEMA, verifier=verifier,
-                          verify_budget_s_per_min=0.01)
+    service = ProposalService(base.proposer, verifier=verifier, verify_budget_s_per_min=0.01)
     first = run_one(service)
     assert first.accepted and first.params and first.verification.adopted
     other = build_request(CLAW_SCHEMA, GraspParams().to_dict(), {"min_reach_distance": 0.5}, {"success": False})
@@ -490,7 +493,7 @@ def test_a_hinted_gait_frequency_drives_the_env_clock_and_the_observation(server
     # The offline coach answers a quadruped segment with a trot frequency of 2 + 1.5 |v_cmd| Hz; once
     # accepted, the env's gait clock runs at it and the student's observation shows it.
     config = ChannelConfig(base_url=server.url, timeout_s=0.5, max_retries=1, backoff_s=0.01)
-    service = HintService(LLMChannel(config, "unused"), config, QUADRUPED_SCHEMA)
+    service = ProposalService(LLMProposer(LLMChannel(config, "unused"), config, QUADRUPED_SCHEMA))
     venv = HintedControllerTeacher(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), FAMILIES["quadruped"], default_leg_geometry(), service,
                                    segment_steps=10)
     controller = venv.policy.controllers[0]

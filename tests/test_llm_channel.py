@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from distill.llm.channel import (ChannelConfig, ChannelError, LLMChannel, latency_percentiles,
-                                 resolve_api_key)
+from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel, resolve_api_key
 from distill.llm.check import check_channel, load_config
 from distill.llm.hints import response_format
 from distill.llm.server import MODELS, ServerQuirks, start_server
+from distill.proposals import latency_percentiles
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-S3CRET-0123456789abcdefXYZ"
@@ -538,8 +538,8 @@ def test_check_cli_with_a_trickling_model_exits_in_time_with_the_mid_body_diagno
 
 # ------------------------------------------------------------------------------- stats add up
 def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
-    from distill.llm.hints import HintSchema
-    from distill.llm.service import HintService
+    from distill.llm.proposer import LLMProposer
+    from distill.proposals import HintSchema, ProposalService
 
     with make(server.url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60) as ch:
         fail(ch, 2)
@@ -552,7 +552,7 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
     cfg = ChannelConfig(base_url=server.url, hint_model="fault-500", max_retries=0, breaker_failures=1,
                         breaker_cooldown_s=60, num_answers=3)
     schema = HintSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
-    service = HintService(LLMChannel(cfg, "unused"), cfg, schema)
+    service = ProposalService(LLMProposer(LLMChannel(cfg, "unused"), cfg, schema))
     assert service.submit(0, 0, REQUEST) and service.wait_idle(20)
     stats = service.stats()
     service.close()
@@ -563,23 +563,22 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
 
 # ------------------------------------------------------------------------------- records stay small
 def test_long_answers_are_capped_in_the_records(server, tmp_path):
-    from distill.llm.hints import HintSchema
+    from distill.llm.proposer import LLMProposer
     from distill.llm.server import LONG_BYTES
-    from distill.llm.service import HintService
+    from distill.proposals import HintSchema, ProposalService
 
     cfg = ChannelConfig(base_url=server.url, hint_model="fault-long", num_answers=2)
     schema = HintSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
     records = tmp_path / "records.jsonl"
-    service = HintService(LLMChannel(cfg, "unused"), cfg, schema, records_path=records)
+    service = ProposalService(LLMProposer(LLMChannel(cfg, "unused"), cfg, schema), records_path=records)
     assert service.submit(0, 0, REQUEST) and service.wait_idle(20)
     service.close()
     [line] = [json.loads(x) for x in records.read_text().splitlines()]
     assert records.stat().st_size < 16 * 1024, f"{records.stat().st_size} bytes of records"
-    from distill.llm.service import RECORD_TEXT_BYTES
+    from distill.llm.proposer import RECORD_TEXT_BYTES
 
     for answer in line["answers"]:
         assert answer["text"].endswith(f"…[truncated, {LONG_BYTES} bytes]")
         assert answer["text_bytes"] == LONG_BYTES and answer["truncated"] is True
         assert len(answer["text"].encode()) <= RECORD_TEXT_BYTES + 64
-    replay = HintService(None, cfg, schema)
-    assert replay.load_records(records) == 0  # a truncated answer is not the answer: never replayed
+    assert LLMProposer(None, cfg, schema).load_records(records) == 0  # a truncated answer is not the answer: never replayed

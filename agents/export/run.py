@@ -27,11 +27,15 @@ then what the env declares for deployment (``env.deploy_metadata()``, each value
 the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit`` and ``gains_source``; and for an actor that does not read
 the privileged observation entries (``OpenClaw/QuadrupedTerrain-v1`` without ``agent.perceptive_actor``),
 ``ignored_inputs`` (JSON list of the layout's names it never reads: a robot may pass zeros there).
+
+A run taught by an adaptive teacher (``distill=llm_hint``) also gets ``context_params.json`` beside the policy:
+the controller parameters its teacher adopted per task context (:mod:`distill.contexts`), from the checkpoint.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,4 +303,7 @@ def run(cfg: DictConfig) -> dict[str, Path]:
     paths = {"onnx": write_onnx(actor, obs_dim, metadata, out / ONNX_FILE, cfg.opset)}
     if cfg.torchscript:
         paths["torchscript"] = write_torchscript(actor, obs_dim, metadata, out / TORCHSCRIPT_FILE)
+    if learned.checkpoint.context_params is not None:  # what the adaptive teacher adopted, per task context
+        paths["context_params"] = out / checkpoint.CONTEXT_PARAMS
+        shutil.copyfile(learned.checkpoint.context_params, paths["context_params"])
     return paths

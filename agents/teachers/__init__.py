@@ -40,3 +40,9 @@ TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
     TeacherKind("scripted", controller=True),
     TeacherKind("llm_hint", controller=True, llm=True),
 )}
+
+# distill.proposer: where the llm_hint teacher's parameters come from (agents.teachers.hinted builds them): the
+# llm channel as configured (llm=...), the bundled offline coach whatever llm says, uniform random search, CMA-ES,
+# and CMA-ES seeded by the llm channel's first proposal per context. Those named in LLM_PROPOSERS open a channel.
+PROPOSERS = ("llm", "coach", "random", "cma", "llm_cma")
+LLM_PROPOSERS = ("llm", "llm_cma")

@@ -1,16 +1,22 @@
-"""The hinted controller teacher: a controller teacher whose parameters come from LLM hints.
+"""The adaptive controller teacher: a controller teacher whose parameters are proposed, checked and kept per context.
 
 :class:`HintedControllerTeacher` is a :class:`~agents.teachers.controller.ControllerTeacher` that cuts each
 env's stream into segments (an episode, or ``segment_steps`` steps). When a segment ends its compact
-summary goes to :class:`distill.llm.service.HintService` (asynchronous). An accepted hint sets that env's
-controller parameters for the following segments (weight 1); a rejected, failed, missing or stale hint
-(older than ``max_age`` segments) masks the env's samples (weight 0). Training never waits for a hint.
-With ``distill.verify_hints`` (the default) an accepted hint is first checked in simulation
-(:mod:`agents.teachers.verifier`) on the hint thread; one that does not beat the current parameters keeps
-them (and still teaches with them).
+summary goes to :class:`distill.proposals.ProposalService` (asynchronous), which asks the run's proposer
+(``distill.proposer``: the LLM channel, the bundled coach, random search, CMA-ES or the LLM-seeded CMA-ES)
+for parameters and, with ``distill.verify_hints`` (the default), checks them in simulation
+(:mod:`agents.teachers.verifier`) on its own threads. Training never waits for a proposal.
 
-This module and its verifier are the only modules of ``agents/`` that import :mod:`distill.llm` (and with it
-``openai``) when loaded; :mod:`agents.teachers.controller` loads this one only for ``distill=llm_hint``.
+Parameters are kept **per task context** (``env.task_context()``: the robot; the terrain's tile type and level;
+the claw's object class) in a :class:`distill.contexts.ContextTable`: every env copy teaches with its
+episode's context's entry, a proposal asked for in a context changes that context only, whenever it
+comes back (``distill.hint_max_age``: adoptions in the context since the request, at which an answer is
+dropped as stale), and samples of a context whose last proposal was not accepted (or that has none yet)
+are masked (weight 0). The table is saved with every checkpoint (``context_params.json``), restored on
+resume and written next to an exported policy.
+
+This module is the only module of ``agents/`` that imports :mod:`distill.llm` (and with it ``openai``) when
+loaded; :mod:`agents.teachers.controller` loads this one only for ``distill=llm_hint``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import copy
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +36,14 @@ from agents.controller_policy import obs_row
 from agents.errors import ConfigError
 from agents.teachers.controller import ControllerTeacher
 from agents.teachers.verifier import ShadowVerifier
+from distill.contexts import ContextTable
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
-from distill.llm.hints import HintSchema, build_request
-from distill.llm.service import HintService
-from envs.base import ControllerSpec
+from distill.llm.hints import build_request
+from distill.llm.proposer import LLMProposer
+from distill.proposals import HintSchema, Proposer, ProposalService
+from distill.search import CMAProposer, HybridProposer, RandomProposer
+from envs.base import ControllerSpec, TaskContext
 from envs.controllers import ControllerFamily
-
 
 def hint_schema(family: ControllerFamily) -> HintSchema:
     """The hint schema of an env family: its parameters' bounds and which of them are whole numbers."""
@@ -42,26 +51,28 @@ def hint_schema(family: ControllerFamily) -> HintSchema:
 
 
 class HintedControllerTeacher(ControllerTeacher):
-    """A controller teacher whose parameters come from hints (module docstring).
+    """A controller teacher whose parameters are proposed per context (module docstring).
 
     Args:
         venv, family, spec: as :class:`ControllerTeacher`.
-        service: the hint queries.
+        service: the proposals (its proposer, verifier and budgets).
         segment_steps: a segment ends at an episode end or after this many steps.
-        max_age: segments an accepted hint stays valid for.
+        max_age: adoptions in a context after which an answer asked for before them is stale.
+        params: the starting parameters of every context (``None``: the controllers' defaults for the robot).
     """
 
-    def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, service: HintService,
+    def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, service: ProposalService,
                  segment_steps: int = 200, max_age: int = 3, params: Any = None) -> None:
         super().__init__(venv, family, spec, params)
         n = venv.num_envs
         self.service, self.schema = service, hint_schema(family)
         self.segment_steps, self.max_age = segment_steps, max_age
+        self.table = ContextTable(self.policy.controllers[0].params.to_dict())
+        self.contexts: list[TaskContext] = venv.env_method("task_context")
         self.segments = [family.segment() for _ in range(n)]
-        self.segment_index = [0] * n
         self.episode_start: list[Any] = [None] * n  # each env's first observation of its current episode
-        self.hint_from: list[int | None] = [None] * n  # first segment an accepted hint applies to (None: no hint)
-        self.invalid_hints = 0
+        self.steps = 0  # env steps taken by all copies together
+        self.decisions: Counter[str] = Counter()  # distill.contexts.DECISIONS, and invalid_params
         self.warned = False
         self.on_close: list[Any] = []  # e.g. the LLM channel and the bundled server
 
@@ -69,101 +80,130 @@ class HintedControllerTeacher(ControllerTeacher):
         obs = super().reset()
         self.segments = [self.family.segment() for _ in range(self.num_envs)]
         self.episode_start = [copy.deepcopy(obs_row(obs, i)) for i in range(self.num_envs)]
+        for i in range(self.num_envs):
+            self._enter_context(i)
         return obs
 
     def weights(self) -> np.ndarray:
-        """1 for the envs whose current hint was accepted at most ``max_age`` segments ago, else 0."""
-        def taught(i: int) -> bool:
-            start = self.hint_from[i]
-            return start is not None and 0 <= self.segment_index[i] - start < self.max_age
-
-        return np.array([1.0 if taught(i) else 0.0 for i in range(self.num_envs)], dtype=np.float32)
+        """1 for the envs whose context teaches (its last proposal was accepted), else 0."""
+        return np.array([1.0 if self.table.entry(c.name).teaching else 0.0 for c in self.contexts], dtype=np.float32)
 
     def observe(self, obs: Any, dones: np.ndarray, infos: list[dict]) -> None:
+        self.steps += self.num_envs
         self._track_segments(obs, dones, infos)
-        self._collect_hints()
+        self._collect()
+
+    def _enter_context(self, i: int) -> None:
+        """Env ``i`` started an episode: its controller takes the parameters of the episode's context."""
+        self.contexts[i] = self.venv.env_method("task_context", indices=[i])[0]
+        self._use_table(i)
+
+    def _use_table(self, i: int) -> None:
+        controller = self.policy.controllers[i]
+        params = self.table.entry(self.contexts[i].name).params
+        if controller.params.to_dict() != params:
+            controller.params = self.family.params.from_dict(params)
+            self.sync_env(i)
 
     def _track_segments(self, obs: Any, dones: np.ndarray, infos: list[dict]) -> None:
-        """Add the step to each env's segment; a finished segment goes to the hint service."""
+        """Add the step to each env's segment; a finished segment asks for a proposal for its context."""
         for i, info in enumerate(infos):
             self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
             if dones[i] or self.segments[i].steps >= self.segment_steps:
                 summary, outcome = self.segments[i].summary()
-                params = self.policy.controllers[i].params.to_dict()
-                self.service.submit(i, self.segment_index[i], build_request(self.schema, params, summary, outcome),
-                                    self.episode_start[i])
-                self.segment_index[i] += 1
+                context = self.contexts[i]
+                entry = self.table.entry(context.name)
+                start = {**self.family.episode_start(self.episode_start[i]), **context.options}
+                self.service.submit(context.name, entry.version,
+                                    build_request(self.schema, entry.params, summary, outcome), start)
                 self.segments[i] = self.family.segment()
             if dones[i]:
                 self.episode_start[i] = copy.deepcopy(obs_row(obs, i))
+                self._enter_context(i)
 
-    def _collect_hints(self) -> None:
+    def _collect(self) -> None:
+        for outcome in self.service.poll():
+            if outcome.accepted and outcome.params:
+                try:
+                    self.family.params.from_dict({**self.table.entry(outcome.key).params, **outcome.params})
+                except (TypeError, ValueError):
+                    self.decisions["invalid_params"] += 1
+                    outcome.accepted, outcome.params = False, {}
+            decision = self.table.apply(outcome, self.steps, self.max_age)
+            self.decisions[decision] += 1
+            if decision == "adopted":
+                for i, context in enumerate(self.contexts):
+                    if context.name == outcome.key:
+                        self._use_table(i)
+
+    def context_state(self) -> dict[str, Any]:
+        """The context table as JSON (checkpoints, exports)."""
+        return self.table.to_json()
+
+    def restore_context_state(self, state: dict[str, Any]) -> None:
+        """Continue with a saved context table (a resumed run): every env takes its context's parameters."""
+        self.table = ContextTable.from_json(state)
         for i in range(self.num_envs):
-            outcome = self.service.poll(i)
-            if outcome is None:
-                continue
-            if not outcome.accepted:
-                self.hint_from[i] = None
-                continue
-            controller = self.policy.controllers[i]
-            try:
-                controller.params = self.family.params.from_dict({**controller.params.to_dict(), **outcome.params})
-            except (TypeError, ValueError):
-                self.invalid_hints += 1
-                self.hint_from[i] = None
-                continue
-            self.sync_env(i)
-            self.hint_from[i] = outcome.segment + 1
+            self._use_table(i)
 
     def record_stats(self, record) -> None:
-        """The coverage and the hint service's counters (``hints/*``); says once on stderr when most LLM calls
-        time out."""
+        """The coverage, the service's counters and the table's (``hints/*``); says once on stderr when most LLM
+        calls time out."""
         super().record_stats(record)
         self._record_hints(record)
 
     def _record_hints(self, record) -> None:
         for key, value in self.service.stats().items():
             record(f"hints/{key}", value)
-        record("hints/invalid_params", float(self.invalid_hints))
-        warning = self.service.timeout_warning()
+        for key in ("adopted", "kept", "masked", "stale", "invalid_params"):
+            record(f"hints/table_{key}", float(self.decisions[key]))
+        record("hints/contexts", float(len(self.table.entries)))
+        record("hints/contexts_teaching", float(sum(e.teaching for e in self.table.entries.values())))
+        warning = self.service.proposer.warning()
         if warning is not None and not self.warned:
             print(f"warning: {warning}", file=sys.stderr)
             self.warned = True
 
     def finish(self, logger: Any, step: int) -> None:
-        """Give the queries in flight one attempt's time (``llm.timeout_s * (llm.max_retries + 1)``) to finish,
-        record the rest as cancelled and log the final counters, which then match the records file."""
-        self.service.finish(self.service.cfg.timeout_s * (self.service.cfg.max_retries + 1))
+        """Give the proposals in flight one LLM attempt's time (``llm.timeout_s * (llm.max_retries + 1)``, 5 s
+        without a channel) to finish, record the rest as cancelled, take in those that came and log the final
+        counters, which then match the records file."""
+        cfg = getattr(self.service.proposer, "cfg", None)
+        self.service.finish(cfg.timeout_s * (cfg.max_retries + 1) if cfg is not None else 5.0)
+        self._collect()
         self._record_hints(logger.record)  # coverage has no new samples to report
         logger.dump(step)
 
     def report(self) -> dict[str, Any]:
         did = super().report()
         stats = self.service.stats()
-        did.update(teacher_hint_queries=int(stats["queries"]), teacher_hints_accepted=int(stats["accepted"]),
-                   teacher_hints_rejected=int(stats["rejected"]), teacher_malformed_answers=int(stats["parse_errors"]),
-                   teacher_errors=int(stats["calls_failed"]))  # timeouts, errors, breaker and budget refusals
+        did.update(teacher_proposer=self.service.proposer.name, teacher_hint_queries=int(stats["queries"]),
+                   teacher_hints_accepted=int(stats["accepted"]), teacher_hints_rejected=int(stats["rejected"]),
+                   teacher_malformed_answers=int(stats.get("parse_errors", 0)),
+                   teacher_errors=int(stats.get("calls_failed", 0) + stats["internal_errors"]),
+                   teacher_contexts=len(self.table.entries),
+                   teacher_stale_answers=int(self.decisions["stale"]))
         if "verified" in stats:  # distill.verify_hints: what the checks cost and let through
             did.update(teacher_hints_verified=int(stats["verified"]), teacher_hints_adopted=int(stats["adopted"]),
                        teacher_verify_cpu_s_per_hint=round(stats["verify_cpu_s_per_hint"], 4),
                        teacher_verify_cpu_share=round(stats["verify_cpu_share"], 4))
-        timeouts = self.service.timeout_warning()
-        if timeouts is not None:
-            did["teacher_hint_warning"] = timeouts
+        warning = self.service.proposer.warning()
+        if warning is not None:
+            did["teacher_hint_warning"] = warning
         return did
 
     def coverage_cause(self) -> str:
         stats = self.service.stats()
         if not stats["queries"]:
-            return (f"no hint was asked for: no segment ended (lower distill.segment_steps={self.segment_steps} "
+            return (f"no proposal was asked for: no segment ended (lower distill.segment_steps={self.segment_steps} "
                     "or train longer)")
         if not stats["accepted"]:
-            errors = int(stats["calls_failed"])
-            return (f"none of {int(stats['queries'])} hint queries was accepted ({int(stats['rejected'])} rejected, "
-                    f"{int(stats['parse_errors'])} malformed or refused answers, {errors} failed calls); "
-                    "python -m distill.llm.check diagnoses the channel")
-        return (f"{int(stats['accepted'])} of {int(stats['queries'])} hint queries were accepted and each teaches "
-                f"for distill.hint_max_age={self.max_age} segments")
+            return (f"none of {int(stats['queries'])} proposals was accepted ({int(stats['rejected'])} rejected, "
+                    f"{int(stats.get('parse_errors', 0))} malformed or refused answers, "
+                    f"{int(stats.get('calls_failed', 0))} failed calls); python -m distill.llm.check diagnoses the channel")
+        return (f"{int(stats['accepted'])} of {int(stats['queries'])} proposals were accepted, in "
+                f"{sum(e.teaching for e in self.table.entries.values())} of {len(self.table.entries)} contexts; "
+                "the samples of the other contexts are masked")
 
     def close(self) -> None:
         self.service.close()
@@ -174,39 +214,70 @@ class HintedControllerTeacher(ControllerTeacher):
 
 def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
                    params: Any = None) -> HintedControllerTeacher:
-    """The ``distill=llm_hint`` teacher around ``venv`` (raw), ``env`` being its first env (unwrapped); the
-    controllers start from ``params`` (``None``: their defaults for the robot).
+    """The ``distill=llm_hint`` teacher around ``venv`` (raw), ``env`` being its first env (unwrapped); every
+    context starts from ``params`` (``None``: the controllers' defaults for the robot); its proposer is
+    ``distill.proposer``'s.
 
-    Opens the LLM channel (starting the bundled offline server when ``llm.base_url`` is null), checks it
-    with one call per model, and raises :class:`ConfigError` with the diagnosis when the check fails;
-    ``distill.hint_replay`` answers from a records file instead, without any LLM.
+    ``llm`` and ``llm_cma`` open the ``llm`` channel (the bundled offline server when ``llm.base_url`` is null),
+    ``coach`` the bundled server whatever ``llm`` says; the channel is checked with one call per model, and a
+    failed check raises :class:`ConfigError` with the diagnosis. ``distill.hint_replay`` answers from a
+    records file instead, without any LLM.
     """
-    distill, llm = cfg.distill, cfg.llm
-    channel_cfg = ChannelConfig.from_mapping(OmegaConf.to_container(llm, resolve=True)).with_env_overrides()
+    distill = cfg.distill
+    schema = hint_schema(family)
     run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
     records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-    channel, server = None, None
-    if not distill.hint_replay:
-        try:
-            channel, server = open_channel(channel_cfg)
-        except ChannelError as err:
-            raise ConfigError(f"LLM channel: {err.message}") from None
-        failed = [r for r in check_models(channel, models_of(channel_cfg)) if not r.ok]
-        if failed:
-            for resource in (channel, server):
-                if resource is not None:
-                    resource.close()
-            raise ConfigError("LLM channel check failed (python -m distill.llm.check diagnoses it):\n" + "\n".join(
-                f"  {r.model}: {r.message}" for r in failed))
+    resources: list[Any] = []
+    proposer: Proposer
+    if distill.proposer in ("random", "cma"):
+        proposer = (RandomProposer(schema, cfg.seed) if distill.proposer == "random"
+                    else _cma(distill, schema, cfg.seed))
+    else:
+        channel_cfg = _channel_config(cfg)
+        llm = LLMProposer(_checked_channel(channel_cfg, resources, distill.hint_replay), channel_cfg, schema,
+                          "coach" if distill.proposer == "coach" else "llm")
+        if distill.hint_replay:
+            llm.load_records(Path(distill.hint_replay))
+        proposer = HybridProposer(llm, _cma(distill, schema, cfg.seed)) if distill.proposer == "llm_cma" else llm
     verifier = None
     if distill.verify_hints:
         verifier = ShadowVerifier(env.spec.id, env.spec.kwargs, family, env.controller_spec, distill.verify_rollouts,
                                   distill.verify_steps, distill.verify_margin)
-    service = HintService(channel, channel_cfg, hint_schema(family), records_path=records, verifier=verifier,
-                          verify_budget_s_per_min=distill.verify_budget_s_per_min)
-    if distill.hint_replay:
-        service.load_records(Path(distill.hint_replay))
+    service = ProposalService(proposer, records_path=records, verifier=verifier,
+                              verify_budget_s_per_min=distill.verify_budget_s_per_min,
+                              max_verified=distill.max_verified)
     teacher = HintedControllerTeacher(venv, family, env.controller_spec, service, distill.segment_steps,
                                       distill.hint_max_age, params)
-    teacher.on_close += [c.close for c in (channel, server) if c is not None]
+    teacher.on_close += [r.close for r in resources]
     return teacher
+
+
+def _cma(distill: Any, schema: HintSchema, seed: int) -> CMAProposer:
+    return CMAProposer(schema, distill.search_sigma, distill.search_popsize, seed)
+
+
+def _channel_config(cfg: Any) -> ChannelConfig:
+    """The channel settings of ``distill.proposer``: the ``llm`` group's; for ``coach`` the bundled server."""
+    if cfg.distill.proposer != "coach":
+        if cfg.llm is None:
+            raise ConfigError(f"distill.proposer={cfg.distill.proposer} needs an LLM channel: add llm=default (configs/llm/)")
+        return ChannelConfig.from_mapping(OmegaConf.to_container(cfg.llm, resolve=True)).with_env_overrides()
+    return ChannelConfig()  # its defaults: the bundled server's openclaw-coach
+
+
+def _checked_channel(channel_cfg: ChannelConfig, resources: list[Any], replay: str | None) -> Any:
+    """The open channel (its closers appended to ``resources``), checked with one call per model; None to replay."""
+    if replay:
+        return None
+    try:
+        channel, server = open_channel(channel_cfg)
+    except ChannelError as err:
+        raise ConfigError(f"LLM channel: {err.message}") from None
+    resources += [r for r in (channel, server) if r is not None]
+    failed = [r for r in check_models(channel, models_of(channel_cfg)) if not r.ok]
+    if failed:
+        for resource in resources:
+            resource.close()
+        raise ConfigError("LLM channel check failed (python -m distill.llm.check diagnoses it):\n" + "\n".join(
+            f"  {r.model}: {r.message}" for r in failed))
+    return channel

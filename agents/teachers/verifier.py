@@ -1,11 +1,12 @@
-"""Hints checked in simulation before they teach: :class:`ShadowVerifier`.
+"""Proposals checked in simulation before they teach: :class:`ShadowVerifier`.
 
-An accepted hint (the LLM's answers agreed) is only a proposal. The verifier rolls the scripted
+Any proposal (an LLM's voted hint, a search's candidate) is checked first. The verifier rolls the scripted
 controller out on a *shadow copy* of the training env (same Gymnasium id and kwargs, built in the
-hint thread that calls it) with the current and with the proposed parameters: ``rollouts`` episodes
+thread that calls it) with the current and with the proposed parameters: ``rollouts`` episodes
 each, of at most ``steps`` steps, from the same start (the segment's episode's goal and cube pose
-for the claw, its command for the quadruped) and the same seeds ``0..rollouts-1`` for both
-parameter sets, so the comparison is paired. The hint is adopted only when the task score of the
+for the claw, its command for the quadruped, and its task context: tile type and level, object class)
+and the same seeds ``0..rollouts-1`` for both
+parameter sets, so the comparison is paired. The proposal is adopted only when the task score of the
 proposal beats the current one by ``margin``:
 
 =========  ======================================================================================
@@ -17,8 +18,8 @@ quadruped  minus the mean tracking error (m/s) minus 1 if it fell; also reported
 =========  ======================================================================================
 
 The start and the score of each env family are columns of :data:`envs.controllers.FAMILIES` (beside
-its controller). The verifier is a plain callable for :class:`distill.llm.service.HintService`, which runs it on its
-hint threads (never in the training loop), measures its CPU time and bounds it by a budget.
+its controller). The verifier is a plain callable for :class:`distill.proposals.ProposalService`, which runs it on its
+threads (never in the training loop), measures its CPU time and bounds it by a budget.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401  (registers the OpenClaw ids)
-from distill.llm.service import Verification
+from distill.proposals import Verification
 from envs.base import ControllerSpec
 from envs.controllers import ControllerFamily
 
 
 class ShadowVerifier:
-    """``verifier(current, proposed, start_obs) -> Verification`` for one env family (module docstring).
+    """``verifier(current, proposed, start) -> Verification`` for one env family (module docstring); ``start``: the
+    reset options of the episode to replay (its goal or command and its task context's options).
 
     Args:
         env_id, env_kwargs: the training env's Gymnasium id and kwargs (the shadow copies use them).
@@ -51,10 +53,10 @@ class ShadowVerifier:
                  rollouts: int, steps: int, margin: float) -> None:
         self.env_id, self.env_kwargs, self.family, self.spec = env_id, dict(env_kwargs), family, spec
         self.rollouts, self.steps, self.margin = rollouts, steps, margin
-        self._local = threading.local()  # one shadow env per hint thread
+        self._local = threading.local()  # one shadow env per thread
 
-    def __call__(self, current: dict[str, Any], proposed: dict[str, Any], start_obs: Any) -> Verification:
-        options = self.family.episode_start(start_obs) if start_obs is not None else {}
+    def __call__(self, current: dict[str, Any], proposed: dict[str, Any], start: dict[str, Any] | None) -> Verification:
+        options = dict(start or {})
         before = self._evaluate(current, options)
         after = self._evaluate({**current, **proposed}, options)
         gain = after["score"] - before["score"]

@@ -16,7 +16,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from agents import saved_config
 from agents.errors import ConfigError, check_seed, env_error
-from agents.teachers import TEACHERS
+from agents.teachers import LLM_PROPOSERS, PROPOSERS, TEACHERS
 
 
 @dataclass
@@ -98,7 +98,11 @@ class DistillConfig:
     teacher_std: float = 0.3  # scripted / llm_hint: std of the Gaussian around the controller's action
     controller_params: str = "tuned"  # scripted / llm_hint: tuned (the robot's tuned defaults) | untuned (class defaults)
     segment_steps: int = 200  # llm_hint: a segment ends at an episode end or after this many env steps
-    hint_max_age: int = 3  # llm_hint: segments an accepted hint stays valid for (then samples are masked)
+    hint_max_age: int = 3  # llm_hint: a proposal asked for against a context's parameters is dropped once this many adoptions replaced them
+    proposer: str = "llm"  # llm_hint: llm (the llm channel) | coach (the bundled coach) | random | cma | llm_cma
+    max_verified: Optional[int] = None  # llm_hint: proposals checked in simulation at most (null: unbounded)
+    search_sigma: float = 0.2  # cma / llm_cma: CMA-ES's initial step, of each bound's width
+    search_popsize: Optional[int] = None  # cma / llm_cma: candidates per generation (null: 4 + 3 ln n)
     records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
     hint_replay: Optional[str] = None  # llm_hint: answer from this records file only (no LLM calls)
     min_coverage: float = 0.5  # a run whose teacher gave actions for fewer samples than this ends with a warning
@@ -326,6 +330,14 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     except ValueError as err:
         raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
                           "choose another env or distill=none|ema|checkpoint") from None
+    if d.proposer not in PROPOSERS:
+        raise ConfigError(f"distill.proposer={d.proposer!r} is unknown; choose one of: {', '.join(PROPOSERS)}")
+    if d.max_verified is not None and d.max_verified < 1:
+        raise ConfigError(f"distill.max_verified={d.max_verified} is invalid: use >= 1, or null for no bound")
+    if not 0 < d.search_sigma <= 1:
+        raise ConfigError(f"distill.search_sigma={d.search_sigma} is invalid: use a step in (0, 1] of each bound's width")
+    if d.search_popsize is not None and d.search_popsize < 2:
+        raise ConfigError(f"distill.search_popsize={d.search_popsize} is invalid: use >= 2, or null for CMA-ES's default")
     if d.verify_margin < 0:
         raise ConfigError(f"distill.verify_margin={d.verify_margin} is invalid: use >= 0 (0 adopts any improvement)")
     if d.verify_budget_s_per_min is not None and d.verify_budget_s_per_min <= 0:
@@ -333,7 +345,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
                           "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
     if d.hint_replay and not Path(d.hint_replay).is_file():
         raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
-    if not TEACHERS[d.name].llm:
+    if not TEACHERS[d.name].llm or d.proposer not in LLM_PROPOSERS:
         return
     if cfg.llm is None:
         raise ConfigError("distill=llm_hint needs an LLM channel: add llm=default (configs/llm/)")

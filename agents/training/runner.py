@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -226,6 +227,8 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         if not resume.restore_curriculum(venv) and venv.has_attr("set_curriculum_state"):
             print(f"{resume.path} has no curriculum state for {venv.num_envs} env copies: they start the "
                   "curriculum again", file=sys.stderr)
+        if resume.context_params is not None and hasattr(teacher, "restore_context_state"):
+            teacher.restore_context_state(json.loads(resume.context_params.read_text()))
         if same_dir:  # rows logged after that checkpoint are trained again: drop them, and a best saved after it
             run_dirs.truncate_logs(run_dir, model.num_timesteps)
             aside = checkpoint.set_aside_best_after(run_dir, model.num_timesteps)

@@ -48,11 +48,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import numpy as np
 import openai
 
 from distill.llm.deadline import Attempt, BodyTooLarge, install, request_deadline
 from distill.llm.server import HintServer, start_server
+from distill.proposals import latency_percentiles
 
 ENV_BASE_URL = "OPENCLAW_LLM_BASE_URL"
 ENV_HINT_MODEL = "OPENCLAW_HINT_MODEL"
@@ -298,15 +298,6 @@ class ChatResult:
     attempts: int
     texts: list[str] = field(default_factory=list)
     finish_reasons: list[str | None] = field(default_factory=list)
-
-
-def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
-    """``latency_p50_s`` and ``latency_p95_s``: percentiles (linear interpolation) of ``latencies`` in
-    seconds; empty when there are none."""
-    if not latencies:
-        return {}
-    p50, p95 = np.percentile(latencies, [50, 95])
-    return {"latency_p50_s": float(p50), "latency_p95_s": float(p95)}
 
 
 def _get(obj: Any, name: str) -> Any:

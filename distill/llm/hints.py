@@ -28,6 +28,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from distill.proposals import HintSchema
+
 SYSTEM_PROMPT = (
     "You coach a robot-learning student by tuning the parameters of a scripted controller that serves as "
     "its teacher. The user message is a JSON object: task, schema (parameter name -> [low, high]), params "
@@ -37,25 +39,6 @@ SYSTEM_PROMPT = (
     '"confidence": <number in [0, 1]>}. decision 1 = the teacher should demonstrate with these params; '
     "-1 = no guidance needed or possible for this segment. Only use names from schema and stay within bounds."
 )
-
-
-@dataclass(frozen=True)
-class HintSchema:
-    """The tunable parameters of one task's controller.
-
-    Args:
-        task: task name sent to the coach (``"quadruped"``, ``"claw"``).
-        bounds: parameter name -> (low, high); a parameter whose value is a list (e.g. an (x, y)
-            offset) has the same bounds for every component.
-        integers: names whose values are whole numbers (rounded after clipping).
-    """
-
-    task: str
-    bounds: dict[str, tuple[float, float]]
-    integers: frozenset[str] = frozenset()
-
-    def as_json(self) -> dict[str, list[float]]:
-        return {name: [float(lo), float(hi)] for name, (lo, hi) in self.bounds.items()}
 
 
 def build_request(schema: HintSchema, params: dict[str, Any], summary: dict[str, Any],

@@ -1,7 +1,7 @@
 """Tune the scripted trot for one robot, offline, with CMA-ES: ``python -m envs.controllers.tune robot=go2``.
 
 The search runs over every :class:`~envs.controllers.trot.TrotParams` field within its ``BOUNDS``
-(normalised to [0, 1] for CMA-ES, from the maintained ``cma`` package: ``pip install -e ".[robots]"``),
+(normalised to [0, 1] for CMA-ES, from the maintained ``cma`` package, a core dependency),
 starting from the class defaults (hand-tuned for ``openclaw_go1``). A candidate's fitness is the mean,
 over ``episodes`` seeded episodes of ``steps`` control steps on ``OpenClaw/Quadruped-v1`` with the default
 command ranges (seeds 0 .. episodes-1), of the episode's mean tracking error (m/s) plus 1 if the robot
@@ -34,7 +34,7 @@ import numpy as np
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from envs.batched import BatchedSimulation
 from envs.controllers.trot import PARAMS_DIR, QuadrupedScore, TrotController, TrotParams
-from envs.robots import EXTRA, robot_named
+from envs.robots import robot_named
 
 ENV_ID = "OpenClaw/Quadruped-v1"
 VALIDATION_SEED = 1000
@@ -102,10 +102,7 @@ def to_unit(params: TrotParams) -> np.ndarray:
 def tune(robot: str, generations: int, popsize: int, episodes: int, steps: int, sigma: float, seed: int,
          start: TrotParams, log=print) -> tuple[TrotParams, dict[str, Any]]:
     """CMA-ES over the normalised parameters; returns the best parameters found and the search's record."""
-    try:
-        import cma
-    except ImportError:
-        raise SystemExit(f'tune needs the cma package: pip install -e ".[{EXTRA}]"') from None
+    import cma
     es = cma.CMAEvolutionStrategy(to_unit(start), sigma, {
         "bounds": [0.0, 1.0], "popsize": popsize, "seed": seed + 1, "verbose": -9})
     best, best_fitness = start, evaluate_trot(robot, start, range(episodes), steps)["fitness"]

@@ -1,0 +1,83 @@
+"""The adopted controller parameters per task context: :class:`ContextTable`.
+
+An adaptive teacher (``distill=llm_hint``, any ``distill.proposer``) keeps one parameter set per *context*:
+the class of task an episode belongs to (``env.task_context()``: the robot; on the terrain env its tile type
+and level; on the claw the object class). Every env copy in a context teaches with the context's entry;
+a proposal asked for in a context changes that context's entry only, whenever it comes back:
+
+* ``adopted``: accepted and verified (or not checked): its parameters replace the entry's, whose ``version``
+  (adoptions so far) goes up by one; the context teaches;
+* ``kept``: accepted, but the verifier kept the current parameters; the context teaches with them;
+* ``masked``: not accepted (a failed vote or call, or "no teacher needed"): the context's samples are
+  masked until a later proposal is accepted;
+* ``stale``: asked for against a version of the entry that ``max_age`` or more adoptions have replaced since:
+  dropped (a late answer counts as long as the context has not moved on without it).
+
+A context nothing was decided for yet does not teach (its samples are masked), with the starting
+parameters. The table is JSON (:meth:`ContextTable.to_json`): saved in every checkpoint, restored on resume
+and written next to an exported policy; each entry keeps the history of its adoptions (env step, version,
+proposer, parameters, the verifier's score), from which a benchmark can replay the teacher's course.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from distill.proposals import ProposalOutcome
+
+DECISIONS = ("adopted", "kept", "masked", "stale")
+
+
+@dataclass
+class ContextEntry:
+    """One context's parameters (module docstring)."""
+
+    params: dict[str, Any]
+    version: int = 0
+    teaching: bool = False
+    proposer: str | None = None  # who proposed ``params`` (None: the starting parameters)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ContextTable:
+    """Context name -> :class:`ContextEntry`; new contexts start from ``start`` (module docstring)."""
+
+    def __init__(self, start: dict[str, Any]) -> None:
+        self.start = dict(start)
+        self.entries: dict[str, ContextEntry] = {}
+
+    def entry(self, key: str) -> ContextEntry:
+        if key not in self.entries:
+            self.entries[key] = ContextEntry(copy.deepcopy(self.start))
+        return self.entries[key]
+
+    def apply(self, outcome: ProposalOutcome, step: int, max_age: int) -> str:
+        """Apply ``outcome`` to its context's entry at env step ``step``; returns the decision (:data:`DECISIONS`).
+        The outcome's parameters must already be valid for the controller."""
+        entry = self.entry(outcome.key)
+        if entry.version - outcome.version >= max_age:
+            return "stale"
+        if not outcome.accepted:
+            entry.teaching = False
+            return "masked"
+        entry.teaching = True
+        if not outcome.params:
+            return "kept"
+        entry.params = {**entry.params, **outcome.params}
+        entry.version += 1
+        entry.proposer = outcome.proposer
+        score = outcome.verification.proposed.get("score") if outcome.verification is not None else None
+        entry.history.append({"step": step, "version": entry.version, "proposer": outcome.proposer,
+                              "params": copy.deepcopy(entry.params), "score": score})
+        return "adopted"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"start": self.start, "contexts": {k: asdict(e) for k, e in sorted(self.entries.items())}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ContextTable:
+        table = cls(data["start"])
+        table.entries = {k: ContextEntry(**e) for k, e in data["contexts"].items()}
+        return table

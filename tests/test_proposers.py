@@ -1,0 +1,234 @@
+"""Proposers under one verification path: random search, CMA-ES, the LLM-seeded CMA-ES, and parameters per context."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.teachers.hinted import HintedControllerTeacher, hint_schema
+from agents.vec_env import make_vec_env
+from distill.contexts import ContextTable
+from distill.llm.channel import ChannelConfig, LLMChannel
+from distill.llm.hints import build_request
+from distill.llm.proposer import LLMProposer
+from distill.llm.server import start_server
+from distill.proposals import HintSchema, ProposalOutcome, ProposalService, Verification
+from distill.search import CMAProposer, HybridProposer, ParameterBox, RandomProposer
+from envs.controllers import FAMILIES
+from envs.controllers.grasp import GraspParams
+from envs.robots import default_leg_geometry
+
+SCHEMA = HintSchema("toy", {"a": (0.0, 1.0), "b": (-2.0, 2.0), "n": (1, 20), "xy": (-0.5, 0.5)}, frozenset({"n"}))
+START = {"a": 0.5, "b": 0.0, "n": 10, "xy": [0.0, 0.0]}
+TARGET = {"a": 0.9, "b": -1.5, "n": 4, "xy": [0.3, -0.2]}
+
+
+def distance(params: dict) -> float:
+    box = ParameterBox(SCHEMA, START)
+    return float(np.linalg.norm(box.to_unit(params) - box.to_unit(TARGET)))
+
+
+def toy_verifier(current, proposed, start):
+    """Score = minus the distance to TARGET in the unit box; adopts what is closer."""
+    before, after = -distance(current), -distance({**current, **proposed})
+    return Verification(after > before, "toy", {"score": before}, {"score": after})
+
+
+def drive(service: ProposalService, n: int, key: str = "ctx") -> ContextTable:
+    """``n`` proposals for ``key``, one after another, applied to a table as the teacher applies them."""
+    table = ContextTable(START)
+    for _ in range(n):
+        entry = table.entry(key)
+        assert service.submit(key, entry.version, build_request(SCHEMA, entry.params, {}, {}))
+        assert service.wait_idle(30)
+        for outcome in service.poll():
+            table.apply(outcome, 0, max_age=3)
+    return table
+
+
+def test_parameter_box_round_trips_lists_and_whole_numbers():
+    box = ParameterBox(SCHEMA, START)
+    assert box.dim == 5
+    back = box.from_unit(box.to_unit(TARGET))
+    assert back["n"] == 4 and isinstance(back["n"], int) and back["xy"] == pytest.approx(TARGET["xy"])
+    assert box.from_unit(np.full(5, 2.0)) == {"a": 1.0, "b": 2.0, "n": 20, "xy": [0.5, 0.5]}  # clipped into the box
+
+
+def test_random_search_stays_in_bounds_is_seeded_and_goes_through_the_verifier(tmp_path):
+    draws = [RandomProposer(SCHEMA, seed=3).propose("k", build_request(SCHEMA, START, {}, {})).params for _ in range(2)]
+    assert draws[0] == draws[1]  # the same seed, the same proposal
+    service = ProposalService(RandomProposer(SCHEMA, seed=0), tmp_path / "r.jsonl", verifier=toy_verifier)
+    table = drive(service, 20)
+    lines = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    for line in lines:
+        p = line["params"]
+        assert 0 <= p["a"] <= 1 and -2 <= p["b"] <= 2 and 1 <= p["n"] <= 20 and isinstance(p["n"], int)
+        assert len(p["xy"]) == 2 and line["proposer"] == "random" and "verification" in line
+    stats = service.stats()
+    assert stats["verified"] == 20 and stats["adopted"] == table.entry("ctx").version >= 1
+    assert distance(table.entry("ctx").params) < distance(START)  # only improvements were adopted
+
+
+def test_cma_gets_much_closer_than_random_search_with_the_same_number_of_checks():
+    cma = ProposalService(CMAProposer(SCHEMA, sigma=0.3, seed=0), verifier=toy_verifier)
+    rand = ProposalService(RandomProposer(SCHEMA, seed=0), verifier=toy_verifier)
+    found = {name: distance(drive(s, 160).entry("ctx").params) for name, s in (("cma", cma), ("random", rand))}
+    assert found["cma"] < 0.15 and found["cma"] < found["random"], found
+    assert cma.stats()["search_generations"] == 20  # told generation by generation (8 candidates each)
+
+
+def test_cma_proposes_an_unscored_candidate_again_and_stops_at_the_verification_budget():
+    calls = []
+
+    def over_budget_once(current, proposed, start):
+        calls.append(proposed)
+        if len(calls) == 1:
+            return Verification(False, "not verified", {}, {})  # as when the CPU budget is spent
+        return toy_verifier(current, proposed, start)
+
+    service = ProposalService(CMAProposer(SCHEMA, seed=0), verifier=over_budget_once, max_verified=9)
+    drive(service, 9)  # a generation of 8, then its first candidate again, at the end of the queue
+    assert calls[8] == calls[0] and calls[0] not in calls[1:8] and service.stats()["search_requeued"] == 1
+    assert service.stats()["search_generations"] == 1
+    assert not service.submit("ctx", 0, build_request(SCHEMA, START, {}, {}))
+    assert service.stats()["over_max_verified"] == 1
+
+
+def test_each_context_has_its_own_search_and_table_entry():
+    service = ProposalService(CMAProposer(SCHEMA, seed=0), verifier=toy_verifier)
+    table = ContextTable(START)
+    for key in ("go2/stairs_up/level1", "go2/rough/level1"):
+        for _ in range(12):
+            assert service.submit(key, table.entry(key).version,
+                                  build_request(SCHEMA, table.entry(key).params, {}, {}))
+            assert service.wait_idle(30)
+            for outcome in service.poll():
+                assert outcome.key == key
+                table.apply(outcome, 0, 3)
+    assert set(table.entries) == {"go2/stairs_up/level1", "go2/rough/level1"}
+    assert all(e.version >= 1 and e.teaching for e in table.entries.values())
+
+
+def test_the_table_decides_adopted_kept_masked_and_stale_and_round_trips_as_json():
+    table = ContextTable(START)
+    verified = Verification(True, "", {"score": -1.0}, {"score": -0.5})
+    assert table.entry("c").teaching is False  # nothing decided yet: masked
+    assert table.apply(ProposalOutcome("c", 0, True, {"a": 0.7}, "", "cma", verified), 100, 2) == "adopted"
+    assert table.apply(ProposalOutcome("c", 1, True, {}, "", "cma"), 200, 2) == "kept"
+    assert table.apply(ProposalOutcome("c", 1, False, {}, "", "llm"), 300, 2) == "masked"
+    assert not table.entry("c").teaching
+    assert table.apply(ProposalOutcome("c", 1, True, {"a": 0.8}, "", "llm"), 400, 2) == "adopted"  # late: 1 behind
+    assert table.apply(ProposalOutcome("c", 0, True, {"a": 0.1}, "", "llm"), 500, 2) == "stale"  # 2 behind
+    entry = table.entry("c")
+    assert entry.params["a"] == 0.8 and entry.version == 2 and entry.proposer == "llm" and entry.teaching
+    assert [h["step"] for h in entry.history] == [100, 400] and entry.history[0]["score"] == -0.5
+    again = ContextTable.from_json(json.loads(json.dumps(table.to_json())))
+    assert again.to_json() == table.to_json() and again.entry("new").params == START
+
+
+@pytest.fixture(scope="module")
+def coach():
+    server = start_server()
+    config = ChannelConfig(base_url=server.url, timeout_s=2.0, max_retries=1, backoff_s=0.01)
+    yield LLMChannel(config, "unused"), config
+    server.close()
+
+
+def test_hybrid_asks_the_llm_first_then_searches_from_the_better_of_its_proposal_and_the_current(coach, tmp_path):
+    channel, config = coach
+    schema = hint_schema(FAMILIES["claw"])
+    current = json.loads(json.dumps(GraspParams().to_dict()))
+    hybrid = HybridProposer(LLMProposer(channel, config, schema), CMAProposer(schema, sigma=0.1, seed=0))
+
+    def prefers_the_llm(cur, proposed, start):  # scores the coach's advice (approach height 0.06 m) the highest
+        before, after = -abs(cur["approach_height"] - 0.06), -abs({**cur, **proposed}["approach_height"] - 0.06)
+        return Verification(after > before, "", {"score": before}, {"score": after})
+
+    service = ProposalService(hybrid, tmp_path / "r.jsonl", verifier=prefers_the_llm)
+    request = build_request(schema, current, {"min_reach_distance": 0.3, "grasped_steps": 0}, {"success": False})
+    for _ in range(3):
+        assert service.submit("gantry", 0, request) and service.wait_idle(30)
+        service.poll()
+    lines = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [line["proposer"] for line in lines] == ["llm_cma"] * 3
+    assert lines[0]["by"] == "llm" and "answers" in lines[0] and "search" in lines[1] and "search" in lines[2]
+    llm_height = lines[0]["params"]["approach_height"]
+    assert abs(llm_height - 0.06) < 0.005 and abs(current["approach_height"] - 0.06) > 0.015
+    box = ParameterBox(schema, current)  # the search started at the LLM's proposal, not at the current parameters
+    es = hybrid.search._searches["gantry"].es
+    np.testing.assert_allclose(es.x0, box.to_unit({**current, **lines[0]["params"]}))
+
+
+def test_the_teacher_keeps_parameters_per_terrain_context_and_each_env_uses_its_own():
+    venv = make_vec_env("OpenClaw/QuadrupedTerrain-v1", {}, 3)
+    service = ProposalService(RandomProposer(hint_schema(FAMILIES["quadruped"]), seed=0))  # unverified: adopted
+    teacher = HintedControllerTeacher(venv, FAMILIES["quadruped"], default_leg_geometry(), service, segment_steps=5)
+    teacher.seed(0)
+    teacher.reset()
+    names = [c.name for c in teacher.contexts]
+    assert all(n.startswith("openclaw_go1/") and "/level" in n for n in names)
+    assert (teacher.weights() == 0).all()  # no proposal decided yet: masked
+    for _ in range(30):
+        teacher.step(np.zeros((3, 12), np.float32))
+        service.wait_idle(10)
+    for i, context in enumerate(teacher.contexts):
+        entry = teacher.table.entry(context.name)
+        assert entry.teaching and entry.version >= 1
+        assert teacher.policy.controllers[i].params.to_dict() == entry.params
+    assert teacher.acted_on.weights.tolist() == [1.0, 1.0, 1.0]
+    saved = teacher.context_state()
+    teacher.restore_context_state(json.loads(json.dumps(saved)))
+    assert teacher.context_state() == saved
+    teacher.close()
+
+
+# ---------------------------------------------------------------- through train.py, resume and export
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def run_py(script: str, *args: str, timeout: int = 400):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, str(ROOT / script), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
+    run = tmp_path / "run"
+    first = run_py("train.py", "train=smoke", "train.progress_bar=false", "train.video=false", "distill=llm_hint",
+                   "distill.proposer=cma", "distill.controller_params=untuned", "distill.segment_steps=20",
+                   "distill.verify_budget_s_per_min=null", f"distill.records_dir={tmp_path / 'rec'}",
+                   f"hydra.run.dir={run}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["teacher_proposer"] == "cma" and summary["teacher_hints_verified"] >= 1
+    [records] = (tmp_path / "rec").glob("*.jsonl")
+    lines = [json.loads(x) for x in records.read_text().splitlines()]
+    assert {line["proposer"] for line in lines} == {"cma"} and {line["key"] for line in lines} == {"openclaw_go1"}
+    saved = sorted((run / "checkpoints").glob("step_*"))[-1]
+    table = json.loads((saved / "context_params.json").read_text())
+    entry = table["contexts"]["openclaw_go1"]
+    assert entry["teaching"] and entry["version"] == summary["teacher_hints_adopted"] == len(entry["history"])
+
+    steps = int(json.loads((saved / "meta.json").read_text())["num_timesteps"])
+    resumed = run_py("train.py", f"resume={run}", f"train.total_timesteps={steps + 2048}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = json.loads((sorted((run / "checkpoints").glob("step_*"))[-1] / "context_params.json").read_text())
+    again = after["contexts"]["openclaw_go1"]
+    assert again["history"][:len(entry["history"])] == entry["history"]  # continued, not started again
+    assert again["version"] >= entry["version"]
+
+    exported = run_py("export.py", f"run={run}", f"out_dir={tmp_path / 'export'}")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    beside = json.loads((tmp_path / "export" / "context_params.json").read_text())
+    assert beside["contexts"].keys() == after["contexts"].keys()
+
+
+def test_an_unknown_proposer_stops_before_training_naming_the_choices(tmp_path):
+    result = run_py("train.py", "train=smoke", "distill=llm_hint", "distill.proposer=bayes", f"hydra.run.dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and "distill.proposer='bayes'" in result.stderr and "llm_cma" in result.stderr
+    assert not (tmp_path / "r").exists()
