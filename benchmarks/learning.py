@@ -105,6 +105,9 @@ TEACHER_ARMS = {
     # issue 24: the trot with the class defaults (hand-tuned for openclaw_go1) on a robot that has tuned ones
     "scripted_untuned": ["distill=scripted", "distill.controller_params=untuned"],
     "llm_hint": ["distill=llm_hint"],
+    # issue 26: the trot's class defaults adapted online per context by a proposer (benchmarks/proposers.py)
+    **{f"{p}_untuned": ["distill=llm_hint", f"distill.proposer={p}", "distill.controller_params=untuned"]
+       for p in ("coach", "random", "cma", "llm_cma")},
     "ema": ["distill=ema"],
     # issue 13 item 5: a slower EMA that only follows the student while its evaluations do not get worse
     "ema_gated": ["distill=ema", "distill.ema_decay=0.999", "distill.ema_condition=eval_not_worse"],

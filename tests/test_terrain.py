@@ -289,3 +289,14 @@ def test_evaluate_py_tables_the_fixed_tiles_and_checks_their_levels(tmp_path):
     assert [t["group"] for t in metrics["tiles"]] == list(TERRAIN_TYPES)
     assert set(metrics["highest_level_walked"]) == set(TERRAIN_TYPES)
     assert "highest level walked" in done.stdout
+
+
+def test_the_trots_defaults_fail_up_stairs_where_they_walk_rough_ground():
+    """The proposers' "default fails" case on the terrain (benchmarks/proposers.py --case stairs): at level 3 the
+    terrain trot's own defaults fall on stairs up and walk rough ground (RESULTS: highest level walked 9 vs 0)."""
+    from agents.evaluation.tiles import evaluate_tiles
+    from envs.controllers.trot import TrotController
+
+    rough, stairs = evaluate_tiles(None, ENV_ID, {}, ["rough", "stairs_up"], [3], episodes=10,
+                                   make_act=lambda sim: TrotController(spec=sim.tasks[0].controller_spec).act)
+    assert rough.fall_rate <= 0.1 and stairs.fall_rate >= 0.3, (rough, stairs)

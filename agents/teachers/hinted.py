@@ -224,21 +224,10 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     records file instead, without any LLM.
     """
     distill = cfg.distill
-    schema = hint_schema(family)
     run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
     records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     resources: list[Any] = []
-    proposer: Proposer
-    if distill.proposer in ("random", "cma"):
-        proposer = (RandomProposer(schema, cfg.seed) if distill.proposer == "random"
-                    else _cma(distill, schema, cfg.seed))
-    else:
-        channel_cfg = _channel_config(cfg)
-        llm = LLMProposer(_checked_channel(channel_cfg, resources, distill.hint_replay), channel_cfg, schema,
-                          "coach" if distill.proposer == "coach" else "llm")
-        if distill.hint_replay:
-            llm.load_records(Path(distill.hint_replay))
-        proposer = HybridProposer(llm, _cma(distill, schema, cfg.seed)) if distill.proposer == "llm_cma" else llm
+    proposer = make_proposer(cfg, hint_schema(family), resources)
     verifier = None
     if distill.verify_hints:
         verifier = ShadowVerifier(env.spec.id, env.spec.kwargs, family, env.controller_spec, distill.verify_rollouts,
@@ -250,6 +239,21 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
                                       distill.hint_max_age, params)
     teacher.on_close += [r.close for r in resources]
     return teacher
+
+
+def make_proposer(cfg: Any, schema: HintSchema, resources: list[Any]) -> Proposer:
+    """The proposer ``cfg.distill.proposer`` names (``cfg``: ``distill``, ``llm`` and ``seed``, as a run's config);
+    what must be closed after it (channel, bundled server) is appended to ``resources``. ``distill.hint_replay``
+    answers from a records file instead of a channel."""
+    distill = cfg.distill
+    if distill.proposer in ("random", "cma"):
+        return RandomProposer(schema, cfg.seed) if distill.proposer == "random" else _cma(distill, schema, cfg.seed)
+    channel_cfg = _channel_config(cfg)
+    llm = LLMProposer(_checked_channel(channel_cfg, resources, distill.hint_replay), channel_cfg, schema,
+                      "coach" if distill.proposer == "coach" else "llm")
+    if distill.hint_replay:
+        llm.load_records(Path(distill.hint_replay))
+    return HybridProposer(llm, _cma(distill, schema, cfg.seed)) if distill.proposer == "llm_cma" else llm
 
 
 def _cma(distill: Any, schema: HintSchema, seed: int) -> CMAProposer:
