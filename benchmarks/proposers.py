@@ -34,6 +34,10 @@ Usage::
     python benchmarks/proposers.py teacher --case stairs --arms random --seeds 0 1 2
     python benchmarks/proposers.py teacher --case claw_hard --arms llm --budget 12 -- $(bash benchmarks/llama_server.sh ...)
     python benchmarks/proposers.py report --case go2
+    python benchmarks/proposers.py replay --case go2 --run runs/benchmarks/go2/teachers-go2-cma_untuned-seed0
+
+``replay`` validates a training run's teacher over the run (:func:`replay`): the student's steps to the threshold
+come from the run itself (``benchmarks/learning.py teachers --env go2 --arms cma_untuned ...``).
 """
 
 from __future__ import annotations
@@ -175,6 +179,7 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
     curve = [{"verified": 0, "adopted": 0, **validate(case, table, args.episodes)}]
     record: dict[str, Any] = {"case": args.case, "arm": arm, "seed": seed, "tag": args.tag, "budget": args.budget,
                               "verify_rollouts": args.verify_rollouts, "verify_steps": args.verify_steps,
+                              "verify_on": args.verify_on,
                               "curve": curve}
     if arm in ("untuned", "tuned"):
         return {**record, "final": curve[-1], "params": table.start, "wall_s": round(time.monotonic() - t0, 1)}
@@ -200,7 +205,8 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
             segment.add(obs, info)
         summary, outcome = segment.summary()
         entry = table.entry(context.name)
-        start = {**case.family.episode_start(start_obs), **context.options}
+        replay = case.family.episode_start(start_obs) if args.verify_on == "segment" else {}
+        start = {**replay, **context.options}
         if service.submit(context.name, entry.version, build_request(schema, entry.params, summary, outcome), start):
             proposals += 1
             service.wait_idle(args.timeout)
@@ -232,7 +238,7 @@ def run_name(arm: str, seed: int, tag: str) -> str:
 
 
 def report(case: str) -> None:
-    rows = [json.loads(p.read_text()) for p in sorted((OUT / case).glob("*.json"))]
+    rows = [json.loads(p.read_text()) for p in sorted((OUT / case).glob("*_s[0-9]*.json"))]
     key = "success" if case == "claw_hard" else "fall"
     print(f"{case}: arm, seed, verified/adopted, score start -> final (best), {key} start -> final, verify CPU s, wall s")
     for r in rows:
@@ -243,9 +249,26 @@ def report(case: str) -> None:
               f"{first[key]:.2f} -> {final[key]:.2f}  {s.get('verify_cpu_s', 0):6.1f}  {r['wall_s']:6.0f}")
 
 
+def replay(case: Case, run: Path, episodes: int) -> list[dict[str, Any]]:
+    """The validation score of a training run's teacher over the run: its table's starting parameters and then every
+    adoption in its final checkpoint's ``context_params.json`` (each context's history), at the env step it came."""
+    from agents import checkpoint
+
+    saved = json.loads(checkpoint.latest(run).context_params.read_text())
+    events = sorted((h["step"], key, h["params"]) for key, e in saved["contexts"].items() for h in e["history"])
+    table = ContextTable(saved["start"])
+    curve = [{"step": 0, **validate(case, table, episodes)}]
+    for step, key, params in events:
+        table.entry(key).params = params
+        curve.append({"step": step, "context": key, **validate(case, table, episodes)})
+        print(f"  step {step}: {key} score {curve[-1]['score']:.3f}", flush=True)
+    return curve
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", choices=["teacher", "report"])
+    parser.add_argument("task", choices=["teacher", "report", "replay"])
+    parser.add_argument("--run", help="replay: a training run directory taught by distill=llm_hint")
     parser.add_argument("--case", choices=["go2", "stairs", "claw_hard"], required=True)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
@@ -256,6 +279,7 @@ def main() -> None:
     parser.add_argument("--segment-steps", type=int, default=int(DISTILL.segment_steps))
     parser.add_argument("--verify-rollouts", type=int, default=int(DISTILL.verify_rollouts))
     parser.add_argument("--verify-steps", type=int, default=int(DISTILL.verify_steps))
+    parser.add_argument("--verify-on", choices=["context", "segment"], default=DISTILL.verify_on)
     parser.add_argument("--timeout", type=float, default=600.0, help="s to wait for one proposal")
     parser.add_argument("--offline-evals", type=int, default=120, help="tuned (no parameter file): CMA-ES candidates")
     parser.add_argument("--offline-episodes", type=int, default=10, help="tuned: episodes per candidate")
@@ -266,6 +290,12 @@ def main() -> None:
         report(args.case)
         return
     case = cases(args.level)[args.case]
+    if args.task == "replay":
+        curve = replay(case, Path(args.run), args.episodes)
+        (Path(args.run) / "teacher_validation.json").write_text(json.dumps(curve, indent=1))
+        print(f"{args.run}: teacher score {curve[0]['score']:.3f} -> {curve[-1]['score']:.3f} "
+              f"(best {max(c['score'] for c in curve):.3f}) over {len(curve) - 1} adoptions")
+        return
     for arm in args.arms:
         for seed in args.seeds:
             result = teacher_phase(case, arm, seed, args, llm)

@@ -181,6 +181,10 @@ def test_the_teacher_keeps_parameters_per_terrain_context_and_each_env_uses_its_
     saved = teacher.context_state()
     teacher.restore_context_state(json.loads(json.dumps(saved)))
     assert teacher.context_state() == saved
+    clocks = [env.gait_frequency_hz for env in teacher.get_attr("unwrapped")]
+    assert clocks == [teacher.table.entry(c.name).params["frequency_hz"] for c in teacher.contexts]
+    teacher.retire(100)  # the student goes on with the clock its evaluation envs have: the starting parameters'
+    assert [env.gait_frequency_hz for env in teacher.get_attr("unwrapped")] == [saved["start"]["frequency_hz"]] * 3
     teacher.close()
 
 
@@ -228,7 +232,13 @@ def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
     assert beside["contexts"].keys() == after["contexts"].keys()
 
 
-def test_an_unknown_proposer_stops_before_training_naming_the_choices(tmp_path):
-    result = run_py("train.py", "train=smoke", "distill=llm_hint", "distill.proposer=bayes", f"hydra.run.dir={tmp_path / 'r'}")
-    assert result.returncode == 2 and "distill.proposer='bayes'" in result.stderr and "llm_cma" in result.stderr
+@pytest.mark.parametrize("override, named", [
+    ("distill.proposer=bayes", ["distill.proposer='bayes'", "llm_cma"]),
+    ("distill.verify_on=episode", ["distill.verify_on='episode'", "context, segment"]),
+    ("distill.max_verified=0", ["distill.max_verified=0", "null"]),
+    ("distill.search_sigma=2", ["distill.search_sigma=2", "(0, 1]"]),
+])
+def test_bad_proposer_settings_stop_before_training_naming_the_fix(tmp_path, override, named):
+    result = run_py("train.py", "train=smoke", "distill=llm_hint", override, f"hydra.run.dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and all(n in result.stderr for n in named), result.stderr[-2000:]
     assert not (tmp_path / "r").exists()

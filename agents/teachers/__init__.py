@@ -46,3 +46,6 @@ TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
 # and CMA-ES seeded by the llm channel's first proposal per context. Those named in LLM_PROPOSERS open a channel.
 PROPOSERS = ("llm", "coach", "random", "cma", "llm_cma")
 LLM_PROPOSERS = ("llm", "llm_cma")
+# distill.verify_on: what the verifier replays for a proposal: episodes of its task context, seeded by the verifier
+# (the parameters serve the whole context), or the episode start of the segment it was asked about.
+VERIFY_ON = ("context", "segment")

@@ -59,16 +59,19 @@ class HintedControllerTeacher(ControllerTeacher):
         segment_steps: a segment ends at an episode end or after this many steps.
         max_age: adoptions in a context after which an answer asked for before them is stale.
         params: the starting parameters of every context (``None``: the controllers' defaults for the robot).
+        verify_on: what the verifier replays: ``context`` (episodes of the context, the verifier's seeds
+            drawing commands or goals) or ``segment`` (the segment's own episode start, in its context).
     """
 
     def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, service: ProposalService,
-                 segment_steps: int = 200, max_age: int = 3, params: Any = None) -> None:
+                 segment_steps: int = 200, max_age: int = 3, params: Any = None, verify_on: str = "context") -> None:
         super().__init__(venv, family, spec, params)
         n = venv.num_envs
         self.service, self.schema = service, hint_schema(family)
-        self.segment_steps, self.max_age = segment_steps, max_age
+        self.segment_steps, self.max_age, self.verify_on = segment_steps, max_age, verify_on
         self.table = ContextTable(self.policy.controllers[0].params.to_dict())
         self.contexts: list[TaskContext] = venv.env_method("task_context")
+        self.applied: list[tuple[str, int] | None] = [None] * n  # (context, version) each controller has
         self.segments = [family.segment() for _ in range(n)]
         self.episode_start: list[Any] = [None] * n  # each env's first observation of its current episode
         self.steps = 0  # env steps taken by all copies together
@@ -99,11 +102,13 @@ class HintedControllerTeacher(ControllerTeacher):
         self._use_table(i)
 
     def _use_table(self, i: int) -> None:
-        controller = self.policy.controllers[i]
-        params = self.table.entry(self.contexts[i].name).params
-        if controller.params.to_dict() != params:
-            controller.params = self.family.params.from_dict(params)
+        """Env ``i``'s controller takes its context's current parameters (unless it has them already)."""
+        name = self.contexts[i].name
+        entry = self.table.entry(name)
+        if self.applied[i] != (name, entry.version):
+            self.policy.controllers[i].params = self.family.params.from_dict(entry.params)
             self.sync_env(i)
+            self.applied[i] = (name, entry.version)
 
     def _track_segments(self, obs: Any, dones: np.ndarray, infos: list[dict]) -> None:
         """Add the step to each env's segment; a finished segment asks for a proposal for its context."""
@@ -113,7 +118,8 @@ class HintedControllerTeacher(ControllerTeacher):
                 summary, outcome = self.segments[i].summary()
                 context = self.contexts[i]
                 entry = self.table.entry(context.name)
-                start = {**self.family.episode_start(self.episode_start[i]), **context.options}
+                replay = self.family.episode_start(self.episode_start[i]) if self.verify_on == "segment" else {}
+                start = {**replay, **context.options}
                 self.service.submit(context.name, entry.version,
                                     build_request(self.schema, entry.params, summary, outcome), start)
                 self.segments[i] = self.family.segment()
@@ -136,6 +142,17 @@ class HintedControllerTeacher(ControllerTeacher):
                     if context.name == outcome.key:
                         self._use_table(i)
 
+    def retire(self, step: int) -> None:
+        """Stop teaching (:meth:`ControllerTeacher.retire`), and give every env back the settings of the starting
+        parameters (the gait clock's frequency): the run's evaluation envs and its saved config have those, so the
+        student goes on learning on the clock it is evaluated on."""
+        super().retire(step)
+        start = self.family.params.from_dict(self.table.start)
+        for i, controller in enumerate(self.policy.controllers):
+            controller.params = start
+            self.sync_env(i)
+        self.applied = [None] * self.num_envs
+
     def context_state(self) -> dict[str, Any]:
         """The context table as JSON (checkpoints, exports)."""
         return self.table.to_json()
@@ -143,6 +160,7 @@ class HintedControllerTeacher(ControllerTeacher):
     def restore_context_state(self, state: dict[str, Any]) -> None:
         """Continue with a saved context table (a resumed run): every env takes its context's parameters."""
         self.table = ContextTable.from_json(state)
+        self.applied = [None] * self.num_envs
         for i in range(self.num_envs):
             self._use_table(i)
 
@@ -236,7 +254,7 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
                               verify_budget_s_per_min=distill.verify_budget_s_per_min,
                               max_verified=distill.max_verified)
     teacher = HintedControllerTeacher(venv, family, env.controller_spec, service, distill.segment_steps,
-                                      distill.hint_max_age, params)
+                                      distill.hint_max_age, params, distill.verify_on)
     teacher.on_close += [r.close for r in resources]
     return teacher
 

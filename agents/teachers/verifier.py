@@ -3,10 +3,10 @@
 Any proposal (an LLM's voted hint, a search's candidate) is checked first. The verifier rolls the scripted
 controller out on a *shadow copy* of the training env (same Gymnasium id and kwargs, built in the
 thread that calls it) with the current and with the proposed parameters: ``rollouts`` episodes
-each, of at most ``steps`` steps, from the same start (the segment's episode's goal and cube pose
-for the claw, its command for the quadruped, and its task context: tile type and level, object class)
-and the same seeds ``0..rollouts-1`` for both
-parameter sets, so the comparison is paired. The proposal is adopted only when the task score of the
+each, of at most ``steps`` steps, with the same reset options (the proposal's task context: tile type and
+level, object class; with ``distill.verify_on=segment`` also the segment's episode's goal and cube pose for the
+claw, its command for the quadruped) and the same seeds ``0..rollouts-1`` for both parameter sets (which
+draw what the options leave open: commands, goals), so the comparison is paired and repeatable. The proposal is adopted only when the task score of the
 proposal beats the current one by ``margin``:
 
 =========  ======================================================================================

@@ -16,7 +16,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from agents import saved_config
 from agents.errors import ConfigError, check_seed, env_error
-from agents.teachers import LLM_PROPOSERS, PROPOSERS, TEACHERS
+from agents.teachers import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON
 
 
 @dataclass
@@ -110,6 +110,7 @@ class DistillConfig:
     verify_hints: bool = True  # llm_hint: check an accepted hint in simulation before it teaches
     verify_rollouts: int = 2  # llm_hint: episodes per parameter set (current, proposed) in each check
     verify_steps: int = 100  # llm_hint: steps per check episode at most
+    verify_on: str = "context"  # llm_hint: context (episodes of the proposal's task context) | segment (its episode)
     verify_margin: float = 0.01  # llm_hint: score gain a proposal needs to be adopted (claw: success - distance m)
     verify_budget_s_per_min: Optional[float] = 10.0  # llm_hint: CPU s of checks per minute (null: unbounded)
 
@@ -338,6 +339,8 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         raise ConfigError(f"distill.search_sigma={d.search_sigma} is invalid: use a step in (0, 1] of each bound's width")
     if d.search_popsize is not None and d.search_popsize < 2:
         raise ConfigError(f"distill.search_popsize={d.search_popsize} is invalid: use >= 2, or null for CMA-ES's default")
+    if d.verify_on not in VERIFY_ON:
+        raise ConfigError(f"distill.verify_on={d.verify_on!r} is unknown; choose one of: {', '.join(VERIFY_ON)}")
     if d.verify_margin < 0:
         raise ConfigError(f"distill.verify_margin={d.verify_margin} is invalid: use >= 0 (0 adopts any improvement)")
     if d.verify_budget_s_per_min is not None and d.verify_budget_s_per_min <= 0:
