@@ -61,7 +61,7 @@ from distill.contexts import ContextTable
 from distill.llm.hints import build_request
 from distill.proposals import ProposalService
 from distill.search import ParameterBox
-from envs.controllers import FAMILIES, ControllerFamily
+from envs.controllers import FAMILIES, ControllerFamily, tell_env
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
 
@@ -111,8 +111,7 @@ class Teacher:
         context = self.env.unwrapped.task_context()
         controller = self.policy.controllers[0]
         controller.params = self.case.family.params.from_dict(self.table.entry(context.name).params)
-        for name, args in controller.env_settings().items():
-            self.env.get_wrapper_attr(name)(*args)
+        tell_env(self.env, controller)
         controller.reset()
         return obs, context
 

@@ -113,6 +113,7 @@ class Proposer(Protocol):
 
     name: str
     workers: int  # threads the service runs it on
+    patience_s: float  # s a proposal in flight may still need when training ends (ProposalService.finish)
 
     def propose(self, key: str, request: dict[str, Any]) -> Proposal: ...
 

@@ -58,14 +58,17 @@ class ParameterBox:
         return out
 
 
-class _NoMemory:
-    """What a proposer without a model of the task keeps: nothing to warn about, its counters."""
+class _LocalProposer:
+    """A proposer that calls no server: nothing to warn about, and a proposal in flight at the end of training
+    needs only its check's time (a few CPU seconds)."""
+
+    patience_s = 5.0
 
     def warning(self) -> str | None:
         return None
 
 
-class RandomProposer(_NoMemory):
+class RandomProposer(_LocalProposer):
     """Uniform random parameters within the schema's bounds (module docstring); ``seed`` seeds the draws."""
 
     name = "random"
@@ -103,7 +106,7 @@ class _Search:
     queue: list[int] = field(default_factory=list)  # candidates not yet handed out (or to hand out again)
 
 
-class CMAProposer(_NoMemory):
+class CMAProposer(_LocalProposer):
     """CMA-ES per key over the parameter box (module docstring).
 
     Args:
@@ -185,6 +188,7 @@ class HybridProposer:
     def __init__(self, llm: Proposer, search: CMAProposer) -> None:
         self.llm, self.search = llm, search
         self.workers = llm.workers
+        self.patience_s = max(llm.patience_s, search.patience_s)
         self._lock = threading.Lock()
         self._asked: dict[str, dict[str, Any]] = {}  # key -> the current parameters its LLM proposal was asked with
 

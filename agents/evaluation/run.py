@@ -44,7 +44,7 @@ from agents.export.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
 from envs.base import Curriculum
-from envs.controllers import CONTROLLER_NAMES, controller_named, family_of_id
+from envs.controllers import CONTROLLER_NAMES, controller_named, family_of_id, tell_env
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -320,8 +320,7 @@ def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs
         if isinstance(policy, ControllerPolicy):  # one controller per tile episode, its env told its settings
             chosen = ControllerPolicy(cfg.policy, sim.num_envs, sim.tasks[0].controller_spec)
             for task in sim.tasks:
-                for name, args in chosen.controllers[0].env_settings().items():
-                    getattr(task, name)(*args)
+                tell_env(task, chosen.controllers[0])
         return lambda obs: chosen.predict(normalize(obs), deterministic=True)[0]
 
     levels = [int(level) for level in cfg.tile_levels]

@@ -183,11 +183,10 @@ class HintedControllerTeacher(ControllerTeacher):
             self.warned = True
 
     def finish(self, logger: Any, step: int) -> None:
-        """Give the proposals in flight one LLM attempt's time (``llm.timeout_s * (llm.max_retries + 1)``, 5 s
-        without a channel) to finish, record the rest as cancelled, take in those that came and log the final
-        counters, which then match the records file."""
-        cfg = getattr(self.service.proposer, "cfg", None)
-        self.service.finish(cfg.timeout_s * (cfg.max_retries + 1) if cfg is not None else 5.0)
+        """Give the proposals in flight the proposer's ``patience_s`` (an LLM: one attempt's time,
+        ``llm.timeout_s * (llm.max_retries + 1)``) to finish, record the rest as cancelled, take in those that
+        came and log the final counters, which then match the records file."""
+        self.service.finish(self.service.proposer.patience_s)
         self._collect()
         self._record_hints(logger.record)  # coverage has no new samples to report
         logger.dump(step)

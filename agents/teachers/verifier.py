@@ -33,7 +33,7 @@ import numpy as np
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from distill.proposals import Verification
 from envs.base import ControllerSpec
-from envs.controllers import ControllerFamily
+from envs.controllers import ControllerFamily, tell_env
 
 
 class ShadowVerifier:
@@ -72,8 +72,7 @@ class ShadowVerifier:
         env = self._env()
         controller = self.family.controller(spec=self.spec)
         controller.params = self.family.params.from_dict(params)
-        for name, args in controller.env_settings().items():  # e.g. the gait clock's frequency
-            env.get_wrapper_attr(name)(*args)
+        tell_env(env, controller)  # e.g. the gait clock's frequency
         runs = []
         for seed in range(self.rollouts):
             obs, _ = env.reset(seed=seed, options=options)

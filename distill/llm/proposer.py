@@ -61,6 +61,11 @@ class LLMProposer:
         self._cache: dict[str, str] = {}
         self._counts: Counter[str] = Counter()
 
+    @property
+    def patience_s(self) -> float:
+        """One attempt's time, retries included: ``llm.timeout_s * (llm.max_retries + 1)``."""
+        return self.cfg.timeout_s * (self.cfg.max_retries + 1)
+
     def propose(self, key: str, request: dict[str, Any]) -> Proposal:
         messages = build_messages(request)
         m = self.cfg.num_answers

@@ -99,6 +99,15 @@ FAMILIES: dict[str, ControllerFamily] = {
 CONTROLLER_NAMES = tuple(f.name for f in FAMILIES.values())
 
 
+def tell_env(env: Any, controller: Any) -> None:
+    """Tell one env what the controller's parameters need of it (``controller.env_settings()``: the trot's gait
+    clock frequency); ``env`` is a Gymnasium env, wrapped or not, or an env instance of a batched simulation.
+    (A vector env: :meth:`agents.controller_policy.ControllerPolicy.sync_env`.)"""
+    for name, args in controller.env_settings().items():
+        method = env.get_wrapper_attr(name) if isinstance(env, gym.Wrapper) else getattr(env, name)
+        method(*args)
+
+
 def controller_named(name: str) -> ControllerFamily:
     """The family whose controller is called ``name`` (``"trot"``); ``ValueError`` listing the names."""
     for family in FAMILIES.values():
