@@ -54,14 +54,14 @@ import gymnasium as gym
 import numpy as np
 from omegaconf import OmegaConf
 
-from agents.controller_policy import ControllerPolicy
-from agents.teachers.hinted import hint_schema, make_proposer
-from agents.teachers.verifier import ShadowVerifier
+from agents.teachers.hinted import make_proposer, parameter_schema
+from agents.teachers.verifier import ShadowVerifier, rollout_metrics, start_episode
 from distill.contexts import ContextTable
 from distill.llm.hints import build_request
 from distill.proposals import ProposalService
 from distill.search import ParameterBox
-from envs.controllers import FAMILIES, ControllerFamily, tell_env
+from envs.base import TaskContext
+from envs.controllers import FAMILIES, ControllerFamily
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
 
@@ -85,6 +85,14 @@ class Case:
     options: dict[str, Any] = field(default_factory=dict)  # reset options of every episode
 
 
+def case_spec(case: Case) -> Any:
+    """What the case's env tells its controller (``env.controller_spec``)."""
+    env = gym.make(case.env_id, **case.kwargs)
+    spec = env.unwrapped.controller_spec
+    env.close()
+    return spec
+
+
 def cases(level: int) -> dict[str, Case]:
     claw_hard = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "env" / "claw_hard.yaml").kwargs)
     return {
@@ -103,37 +111,31 @@ class Teacher:
     def __init__(self, case: Case, table: ContextTable) -> None:
         self.case, self.table = case, table
         self.env = gym.make(case.env_id, **case.kwargs)
-        self.policy = ControllerPolicy(case.family.name, 1, self.env.unwrapped.controller_spec)
+        self.spec = self.env.unwrapped.controller_spec
+        self.controller = case.family.controller(spec=self.spec)
 
     def episode(self, seed: int | None) -> tuple[Any, Any]:
         """Reset (seeded or not); the controller takes the episode's context's parameters. (obs, context)."""
-        obs, _ = self.env.reset(seed=seed, options=dict(self.case.options))
-        context = self.env.unwrapped.task_context()
-        controller = self.policy.controllers[0]
-        controller.params = self.case.family.params.from_dict(self.table.entry(context.name).params)
-        tell_env(self.env, controller)
-        controller.reset()
-        return obs, context
+        return start_episode(self.env, self.controller, self.case.family, table_params(self.table), seed,
+                             self.case.options)
 
     def step(self, obs: Any) -> tuple[Any, dict, bool]:
-        obs, _, terminated, truncated, info = self.env.step(self.policy.controllers[0].act(obs))
+        obs, _, terminated, truncated, info = self.env.step(self.controller.act(obs))
         return obs, info, terminated or truncated
+
+
+def table_params(table: ContextTable) -> Callable[[TaskContext], dict[str, Any]]:
+    """An episode's parameters: its task context's in ``table``."""
+    return lambda context: table.entry(context.name).params
 
 
 def validate(case: Case, table: ContextTable, episodes: int, first_seed: int = VALIDATION_SEED) -> dict[str, float]:
     """Mean metrics of the case's score over ``episodes`` seeded validation episodes (module docstring)."""
-    teacher = Teacher(case, table)
-    runs = []
-    for k in range(episodes):
-        obs, _ = teacher.episode(first_seed + k)
-        score = case.family.score()
-        done = False
-        while not done:
-            obs, info, done = teacher.step(obs)
-            score.add(obs, info)
-        runs.append(score.metrics())
-    teacher.env.close()
-    return {key: round(float(np.mean([r[key] for r in runs])), 4) for key in runs[0]}
+    env = gym.make(case.env_id, **case.kwargs)
+    metrics = rollout_metrics(env, case.family, env.unwrapped.controller_spec, table_params(table),
+                              range(first_seed, first_seed + episodes), case.options, digits=4)
+    env.close()
+    return metrics
 
 
 def offline_tuned(case: Case, args: argparse.Namespace) -> dict[str, Any]:
@@ -147,7 +149,7 @@ def offline_tuned(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     if cached.is_file():
         return json.loads(cached.read_text())["params"]
     start = json.loads(json.dumps(case.start().to_dict()))
-    box = ParameterBox(hint_schema(case.family), start)
+    box = ParameterBox(parameter_schema(case.family, case_spec(case)), start)
     es = cma.CMAEvolutionStrategy(box.to_unit(start), 0.2, {"bounds": [0.0, 1.0], "seed": 1, "verbose": -9})
     best, best_fitness, evaluations, t0 = start, float("inf"), 0, time.process_time()
     while evaluations < args.offline_evals:
@@ -185,11 +187,11 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
     cfg = OmegaConf.create({"seed": seed, "distill": {**OmegaConf.to_container(DISTILL), "proposer": arm},
                             "llm": OmegaConf.merge(LLM, OmegaConf.from_dotlist([o.removeprefix("llm.") for o in llm]))})
     resources: list[Any] = []
-    schema = hint_schema(case.family)
-    proposer = make_proposer(cfg, schema, resources)
     teacher = Teacher(case, table)
-    verifier = ShadowVerifier(case.env_id, case.kwargs, case.family, teacher.env.unwrapped.controller_spec,
-                              args.verify_rollouts, args.verify_steps, DISTILL.verify_margin)
+    schema = parameter_schema(case.family, teacher.spec)
+    proposer = make_proposer(cfg, schema, resources)
+    verifier = ShadowVerifier(case.env_id, case.kwargs, case.family, teacher.spec, args.verify_rollouts,
+                              args.verify_steps, DISTILL.verify_margin)
     records = OUT / args.case / f"{run_name(arm, seed, args.tag)}.jsonl"
     records.unlink(missing_ok=True)
     service = ProposalService(proposer, records_path=records, verifier=verifier, max_verified=args.budget)

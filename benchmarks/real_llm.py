@@ -43,7 +43,7 @@ from hints import last_hint_stats
 
 sys.path.insert(0, str(runs.ROOT))
 import envs  # noqa: E402,F401  (registers the OpenClaw ids)
-from agents.teachers.hinted import hint_schema  # noqa: E402
+from agents.teachers.hinted import parameter_schema  # noqa: E402
 from envs.controllers import FAMILIES  # noqa: E402
 from agents.teachers.verifier import ShadowVerifier  # noqa: E402
 from distill.llm.channel import open_channel  # noqa: E402
@@ -71,7 +71,8 @@ def claw_requests(n: int) -> list[tuple[dict, dict]]:
             if terminated or truncated:
                 break
         summary, outcome = segment.summary()
-        out.append((build_request(hint_schema(family), GraspParams().to_dict(), summary, outcome), start))
+        out.append((build_request(parameter_schema(family, env.unwrapped.controller_spec), GraspParams().to_dict(),
+                                  summary, outcome), start))
     env.close()
     return out
 
@@ -87,7 +88,8 @@ def channel_arm(overrides: list[str], requests: list[tuple[dict, dict]], records
     verifier = ShadowVerifier(ENV_ID, ENV_KWARGS, family, spec, DISTILL.verify_rollouts, DISTILL.verify_steps,
                               DISTILL.verify_margin)
     records.unlink(missing_ok=True)
-    service = ProposalService(LLMProposer(channel, cfg, hint_schema(family)), records_path=records, verifier=verifier)
+    service = ProposalService(LLMProposer(channel, cfg, parameter_schema(family, spec)), records_path=records,
+                              verifier=verifier)
     t0 = time.monotonic()
     for i, (request, start) in enumerate(requests):
         service.submit(str(i), 0, request, family.episode_start(start))

@@ -50,13 +50,15 @@ RECENT_CHECKS = 8  # verifier verdicts sent along with each request (``simulator
 
 
 @dataclass(frozen=True)
-class HintSchema:
-    """The tunable parameters of one task's controller.
+class ParameterSchema:
+    """The tunable parameters of one env's controller: what every proposer proposes (the LLM's request and the
+    check of its answers, the search proposers' box).
 
     Args:
         task: task name sent to the proposer (``"quadruped"``, ``"claw"``).
-        bounds: parameter name -> (low, high); a parameter whose value is a list (e.g. an (x, y)
-            offset) has the same bounds for every component.
+        bounds: parameter name -> (low, high), for the parameters that act on the env (the caller leaves out
+            the others, e.g. the trot's height-scan fields on an env without a scan); a parameter whose value is
+            a list (e.g. an (x, y) offset) has the same bounds for every component.
         integers: names whose values are whole numbers (rounded after clipping).
     """
 

@@ -3,7 +3,7 @@
 They search the controller's parameter box (:class:`ParameterBox`: every schema parameter, list values
 component-wise, normalised to [0, 1]) and know nothing of the task but the verifier's verdicts:
 
-* :class:`RandomProposer` (``random``): every proposal uniform within ``BOUNDS``, from a seeded generator;
+* :class:`RandomProposer` (``random``): every proposal uniform within the schema's bounds, from a seeded generator;
 * :class:`CMAProposer` (``cma``): one CMA-ES per key (context), from the maintained ``cma`` package, started at
   the key's current parameters with step size ``sigma`` (of the normalised range); it hands out one
   candidate of the current generation per proposal and tells the generation's fitness (minus the
@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from distill.proposals import HintSchema, Proposal, Proposer, Verification
+from distill.proposals import ParameterSchema, Proposal, Proposer, Verification
 
 
 class ParameterBox:
     """The schema's parameters as a point of [0, 1]^n: scalars one coordinate each, lists one per component
     (their length from a template, the current parameters)."""
 
-    def __init__(self, schema: HintSchema, template: dict[str, Any]) -> None:
+    def __init__(self, schema: ParameterSchema, template: dict[str, Any]) -> None:
         self.schema = schema
         self.names = list(schema.bounds)
         self.lengths = {n: len(template[n]) if isinstance(template.get(n), (list, tuple)) else None for n in self.names}
@@ -74,7 +74,7 @@ class RandomProposer(_LocalProposer):
     name = "random"
     workers = 1
 
-    def __init__(self, schema: HintSchema, seed: int = 0) -> None:
+    def __init__(self, schema: ParameterSchema, seed: int = 0) -> None:
         self.schema = schema
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
@@ -119,7 +119,7 @@ class CMAProposer(_LocalProposer):
     name = "cma"
     workers = 1
 
-    def __init__(self, schema: HintSchema, sigma: float = 0.2, popsize: int | None = None, seed: int = 0) -> None:
+    def __init__(self, schema: ParameterSchema, sigma: float = 0.2, popsize: int | None = None, seed: int = 0) -> None:
         import cma  # a core dependency, loaded only by the proposers that search with it
 
         self._cma = cma

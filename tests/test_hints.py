@@ -21,14 +21,14 @@ from agents.controller_policy import ControllerPolicy
 from agents.students.replay_buffer import TeacherReplaySamples, with_teacher_actions
 from agents.students.teacher_actions import TeacherActions
 from agents.teachers.controller import ControllerTeacher
-from agents.teachers.hinted import HintedControllerTeacher, hint_schema
-from agents.teachers.verifier import ShadowVerifier
+from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
+from agents.teachers.verifier import ShadowVerifier, rollout_metrics
 from agents.vec_env import make_vec_env
 from distill.llm.channel import ChannelConfig, LLMChannel
 from distill.llm.server import start_server
 from distill.llm.hints import HintParseError, ParsedHint, build_request, parse_answer, vote
 from distill.llm.proposer import LLMProposer
-from distill.proposals import HintSchema, ProposalService, Verification
+from distill.proposals import ParameterSchema, ProposalService, Verification
 from distill.teachers import RecordedActions, RecordedActionTeacher
 from envs.base import ControllerSpec
 from envs.controllers import FAMILIES
@@ -37,8 +37,9 @@ from envs.controllers.trot import TrotParams
 from envs.robots import default_leg_geometry
 
 ROOT = Path(__file__).resolve().parent.parent
-CLAW_SCHEMA, QUADRUPED_SCHEMA = hint_schema(FAMILIES["claw"]), hint_schema(FAMILIES["quadruped"])
-SCHEMA = HintSchema("claw", {"lift_speed": (0.05, 0.75), "close_steps": (1, 20), "xy_offset": (-0.015, 0.015)},
+# the schemas on the families' default envs (spec None: the claw, the flat quadruped)
+CLAW_SCHEMA, QUADRUPED_SCHEMA = parameter_schema(FAMILIES["claw"], None), parameter_schema(FAMILIES["quadruped"], None)
+SCHEMA = ParameterSchema("claw", {"lift_speed": (0.05, 0.75), "close_steps": (1, 20), "xy_offset": (-0.015, 0.015)},
                     frozenset({"close_steps"}))
 CLAW_FAIL = build_request(CLAW_SCHEMA, GraspParams().to_dict(),
                           {"min_reach_distance": 0.3, "grasped_steps": 0}, {"success": False})
@@ -108,7 +109,7 @@ def service_for(server, tmp_path=None, task="claw", **cfg) -> ProposalService:
     settings = {"base_url": server.url, "timeout_s": 0.5, "max_retries": 1, "backoff_s": 0.01, **cfg}
     config = ChannelConfig(**settings)
     records = tmp_path / "records.jsonl" if tmp_path is not None else None
-    return ProposalService(LLMProposer(LLMChannel(config, "unused"), config, hint_schema(FAMILIES[task])),
+    return ProposalService(LLMProposer(LLMChannel(config, "unused"), config, parameter_schema(FAMILIES[task], None)),
                            records_path=records)
 
 
@@ -249,6 +250,27 @@ def claw_start(seed: int = 5):
     obs, _ = env.reset(seed=seed)
     env.close()
     return FAMILIES["claw"].episode_start(obs)
+
+
+def test_one_rollout_plays_fixed_parameters_and_each_contexts_own():
+    """:func:`rollout_metrics` is the verifier's rollout, and with a callable each episode takes its task context's
+    parameters after its reset (the proposers benchmark's validation of a context table)."""
+    kwargs = {"object_mass": [0.5, 1.0], "object_friction": [0.4, 0.7], "object_size": [0.015, 0.03]}  # claw_hard
+    family, spec, params = FAMILIES["claw"], ControllerSpec(0.04), GraspParams().to_dict()
+    slow = {**params, "move_speed": 0.05, "close_command": 0.3}  # never reaches the cube
+    env = gym.make("OpenClaw/Claw-v0", **kwargs)
+    fixed = rollout_metrics(env, family, spec, params, range(3), {}, 100)
+    assert ShadowVerifier("OpenClaw/Claw-v0", kwargs, family, spec, 3, 100, 0.0)(params, {}, {}).current == fixed
+    contexts = []
+
+    def params_for(context):
+        contexts.append(context.name)
+        return params
+
+    assert rollout_metrics(env, family, spec, params_for, range(3), {}, 100) == fixed
+    assert len(contexts) == 3 and all(name.startswith("gantry/mass=") for name in contexts)
+    assert rollout_metrics(env, family, spec, lambda context: slow, range(3), {}, 100)["score"] < fixed["score"]
+    env.close()
 
 
 def test_verifier_adopts_what_works_better_in_simulation_and_keeps_what_does_not():

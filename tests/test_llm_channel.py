@@ -539,7 +539,7 @@ def test_check_cli_with_a_trickling_model_exits_in_time_with_the_mid_body_diagno
 # ------------------------------------------------------------------------------- stats add up
 def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
     from distill.llm.proposer import LLMProposer
-    from distill.proposals import HintSchema, ProposalService
+    from distill.proposals import ParameterSchema, ProposalService
 
     with make(server.url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60) as ch:
         fail(ch, 2)
@@ -551,7 +551,7 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
     assert stats["queries"] == stats["ok"] + stats["failed"] == 3
     cfg = ChannelConfig(base_url=server.url, hint_model="fault-500", max_retries=0, breaker_failures=1,
                         breaker_cooldown_s=60, num_answers=3)
-    schema = HintSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
+    schema = ParameterSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
     service = ProposalService(LLMProposer(LLMChannel(cfg, "unused"), cfg, schema))
     assert service.submit(0, 0, REQUEST) and service.wait_idle(20)
     stats = service.stats()
@@ -565,10 +565,10 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
 def test_long_answers_are_capped_in_the_records(server, tmp_path):
     from distill.llm.proposer import LLMProposer
     from distill.llm.server import LONG_BYTES
-    from distill.proposals import HintSchema, ProposalService
+    from distill.proposals import ParameterSchema, ProposalService
 
     cfg = ChannelConfig(base_url=server.url, hint_model="fault-long", num_answers=2)
-    schema = HintSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
+    schema = ParameterSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
     records = tmp_path / "records.jsonl"
     service = ProposalService(LLMProposer(LLMChannel(cfg, "unused"), cfg, schema), records_path=records)
     assert service.submit(0, 0, REQUEST) and service.wait_idle(20)

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
-from agents.teachers.hinted import HintedControllerTeacher, hint_schema
+from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
 from agents.vec_env import make_vec_env
 from distill.contexts import ContextTable
 from distill.llm.channel import ChannelConfig, LLMChannel
-from distill.llm.hints import build_request
+from distill.llm.hints import HintParseError, build_request, parse_answer
 from distill.llm.proposer import LLMProposer
 from distill.llm.server import start_server
-from distill.proposals import HintSchema, ProposalOutcome, ProposalService, Verification
+from distill.proposals import ParameterSchema, ProposalOutcome, ProposalService, Verification
 from distill.search import CMAProposer, HybridProposer, ParameterBox, RandomProposer
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
+from envs.controllers.trot import TrotParams
 from envs.robots import default_leg_geometry
 
-SCHEMA = HintSchema("toy", {"a": (0.0, 1.0), "b": (-2.0, 2.0), "n": (1, 20), "xy": (-0.5, 0.5)}, frozenset({"n"}))
+SCHEMA = ParameterSchema("toy", {"a": (0.0, 1.0), "b": (-2.0, 2.0), "n": (1, 20), "xy": (-0.5, 0.5)}, frozenset({"n"}))
 START = {"a": 0.5, "b": 0.0, "n": 10, "xy": [0.0, 0.0]}
 TARGET = {"a": 0.9, "b": -1.5, "n": 4, "xy": [0.3, -0.2]}
 
@@ -54,6 +56,35 @@ def test_parameter_box_round_trips_lists_and_whole_numbers():
     back = box.from_unit(box.to_unit(TARGET))
     assert back["n"] == 4 and isinstance(back["n"], int) and back["xy"] == pytest.approx(TARGET["xy"])
     assert box.from_unit(np.full(5, 2.0)) == {"a": 1.0, "b": 2.0, "n": 20, "xy": [0.5, 0.5]}  # clipped into the box
+
+
+def test_the_trots_height_scan_fields_are_searched_only_on_an_env_with_a_height_scan():
+    """``scan_following`` and ``scan_clearance`` act only where the env's controller spec carries a height scan (the
+    terrain env): on the flat and rough envs no proposer proposes them (no budget spent on what does nothing)."""
+    family, terrain_only = FAMILIES["quadruped"], set(TrotParams.TERRAIN_FIELDS)
+    assert terrain_only == {"scan_following", "scan_clearance"}
+    specs = {}
+    for env_id in ("OpenClaw/Quadruped-v1", "OpenClaw/QuadrupedRough-v1", "OpenClaw/QuadrupedTerrain-v1"):
+        env = gym.make(env_id)
+        specs[env_id] = env.unwrapped.controller_spec
+        env.close()
+    for env_id in ("OpenClaw/Quadruped-v1", "OpenClaw/QuadrupedRough-v1"):
+        assert set(parameter_schema(family, specs[env_id]).bounds) == set(TrotParams.BOUNDS) - terrain_only, env_id
+    assert parameter_schema(family, specs["OpenClaw/QuadrupedTerrain-v1"]).bounds == TrotParams.BOUNDS
+    assert set(parameter_schema(family, None).bounds) == set(TrotParams.BOUNDS) - terrain_only  # the default env
+
+    flat = parameter_schema(family, specs["OpenClaw/Quadruped-v1"])
+    request = build_request(flat, TrotParams().to_dict(), {}, {})
+    assert terrain_only.isdisjoint(request["schema"])  # what the LLM is offered
+    for proposer in (RandomProposer(flat, seed=0), CMAProposer(flat, seed=0)):
+        assert terrain_only.isdisjoint(proposer.propose("go1", request).params), proposer.name
+    with pytest.raises(HintParseError, match="unknown parameter"):
+        parse_answer(json.dumps({"decision": 1, "params": {"scan_following": 0.5}, "confidence": 1.0}), flat)
+    venv = make_vec_env("OpenClaw/Quadruped-v1", {}, 1)
+    teacher = HintedControllerTeacher(venv, family, specs["OpenClaw/Quadruped-v1"],
+                                      ProposalService(RandomProposer(flat, seed=0)))
+    assert teacher.schema == flat  # the teacher's requests offer the same parameters
+    teacher.close()
 
 
 def test_random_search_stays_in_bounds_is_seeded_and_goes_through_the_verifier(tmp_path):
@@ -138,7 +169,7 @@ def coach():
 
 def test_hybrid_asks_the_llm_first_then_searches_from_the_better_of_its_proposal_and_the_current(coach, tmp_path):
     channel, config = coach
-    schema = hint_schema(FAMILIES["claw"])
+    schema = parameter_schema(FAMILIES["claw"], None)
     current = json.loads(json.dumps(GraspParams().to_dict()))
     hybrid = HybridProposer(LLMProposer(channel, config, schema), CMAProposer(schema, sigma=0.1, seed=0))
 
@@ -163,7 +194,8 @@ def test_hybrid_asks_the_llm_first_then_searches_from_the_better_of_its_proposal
 
 def test_the_teacher_keeps_parameters_per_terrain_context_and_each_env_uses_its_own():
     venv = make_vec_env("OpenClaw/QuadrupedTerrain-v1", {}, 3)
-    service = ProposalService(RandomProposer(hint_schema(FAMILIES["quadruped"]), seed=0))  # unverified: adopted
+    service = ProposalService(RandomProposer(parameter_schema(FAMILIES["quadruped"], default_leg_geometry()),
+                                            seed=0))  # unverified: adopted
     teacher = HintedControllerTeacher(venv, FAMILIES["quadruped"], default_leg_geometry(), service, segment_steps=5)
     teacher.seed(0)
     teacher.reset()

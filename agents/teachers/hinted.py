@@ -40,14 +40,18 @@ from distill.contexts import ContextTable
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.hints import build_request
 from distill.llm.proposer import LLMProposer
-from distill.proposals import HintSchema, Proposer, ProposalService
+from distill.proposals import ParameterSchema, Proposer, ProposalService
 from distill.search import CMAProposer, HybridProposer, RandomProposer
 from envs.base import ControllerSpec, TaskContext
 from envs.controllers import ControllerFamily
 
-def hint_schema(family: ControllerFamily) -> HintSchema:
-    """The hint schema of an env family: its parameters' bounds and which of them are whole numbers."""
-    return HintSchema(family.family, dict(family.params.BOUNDS), family.integer_params)
+
+def parameter_schema(family: ControllerFamily, spec: ControllerSpec | None) -> ParameterSchema:
+    """What proposers propose for an env family's controller on an env whose ``controller_spec`` is ``spec``: the
+    bounds of the parameters that act there (:meth:`~envs.controllers.ControllerFamily.bounds`: the trot's
+    height-scan fields only on an env with a scan) and which of them are whole numbers."""
+    bounds = family.bounds(spec)
+    return ParameterSchema(family.family, bounds, family.integer_params & frozenset(bounds))
 
 
 class HintedControllerTeacher(ControllerTeacher):
@@ -67,7 +71,7 @@ class HintedControllerTeacher(ControllerTeacher):
                  segment_steps: int = 200, max_age: int = 3, params: Any = None, verify_on: str = "context") -> None:
         super().__init__(venv, family, spec, params)
         n = venv.num_envs
-        self.service, self.schema = service, hint_schema(family)
+        self.service, self.schema = service, parameter_schema(family, spec)
         self.segment_steps, self.max_age, self.verify_on = segment_steps, max_age, verify_on
         self.table = ContextTable(self.policy.controllers[0].params.to_dict())
         self.contexts: list[TaskContext] = venv.env_method("task_context")
@@ -244,7 +248,7 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
     records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     resources: list[Any] = []
-    proposer = make_proposer(cfg, hint_schema(family), resources)
+    proposer = make_proposer(cfg, parameter_schema(family, env.controller_spec), resources)
     verifier = None
     if distill.verify_hints:
         verifier = ShadowVerifier(env.spec.id, env.spec.kwargs, family, env.controller_spec, distill.verify_rollouts,
@@ -258,7 +262,7 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     return teacher
 
 
-def make_proposer(cfg: Any, schema: HintSchema, resources: list[Any]) -> Proposer:
+def make_proposer(cfg: Any, schema: ParameterSchema, resources: list[Any]) -> Proposer:
     """The proposer ``cfg.distill.proposer`` names (``cfg``: ``distill``, ``llm`` and ``seed``, as a run's config);
     what must be closed after it (channel, bundled server) is appended to ``resources``. ``distill.hint_replay``
     answers from a records file instead of a channel."""
@@ -273,7 +277,7 @@ def make_proposer(cfg: Any, schema: HintSchema, resources: list[Any]) -> Propose
     return HybridProposer(llm, _cma(distill, schema, cfg.seed)) if distill.proposer == "llm_cma" else llm
 
 
-def _cma(distill: Any, schema: HintSchema, seed: int) -> CMAProposer:
+def _cma(distill: Any, schema: ParameterSchema, seed: int) -> CMAProposer:
     return CMAProposer(schema, distill.search_sigma, distill.search_popsize, seed)
 
 

@@ -20,11 +20,16 @@ quadruped  minus the mean tracking error (m/s) minus 1 if it fell; also reported
 The start and the score of each env family are columns of :data:`envs.controllers.FAMILIES` (beside
 its controller). The verifier is a plain callable for :class:`distill.proposals.ProposalService`, which runs it on its
 threads (never in the training loop), measures its CPU time and bounds it by a budget.
+
+Its rollouts are :func:`rollout_metrics`, which also plays episodes whose controller takes its task context's
+parameters after each reset (the proposers benchmark's validation of a context table, ``benchmarks/proposers.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -32,7 +37,7 @@ import numpy as np
 
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from distill.proposals import Verification
-from envs.base import ControllerSpec
+from envs.base import ControllerSpec, TaskContext
 from envs.controllers import ControllerFamily, tell_env
 
 
@@ -69,25 +74,61 @@ class ShadowVerifier:
 
     def _evaluate(self, params: dict[str, Any], options: dict[str, Any]) -> dict[str, float]:
         """Mean metrics of ``rollouts`` episodes (seeds 0..k-1) of the controller with ``params``."""
-        env = self._env()
-        controller = self.family.controller(spec=self.spec)
-        controller.params = self.family.params.from_dict(params)
-        tell_env(env, controller)  # e.g. the gait clock's frequency
-        runs = []
-        for seed in range(self.rollouts):
-            obs, _ = env.reset(seed=seed, options=options)
-            controller.reset()
-            score = self.family.score()
-            for _ in range(self.steps):
-                obs, _, terminated, truncated, info = env.step(controller.act(obs))
-                score.add(obs, info)
-                if terminated or truncated:
-                    break
-            runs.append(score.metrics())
-        return {key: round(float(np.mean([r[key] for r in runs])), 5) for key in runs[0]}
+        return rollout_metrics(self._env(), self.family, self.spec, params, range(self.rollouts), options, self.steps)
 
     def _env(self) -> gym.Env:
         env = getattr(self._local, "env", None)
         if env is None:
             env = self._local.env = gym.make(self.env_id, **self.env_kwargs)
         return env
+
+
+# the parameters of every episode, or those of an episode's task context (``env.task_context()`` after its reset)
+EpisodeParams = dict[str, Any] | Callable[[TaskContext], dict[str, Any]]
+
+
+def rollout_metrics(env: gym.Env, family: ControllerFamily, spec: ControllerSpec, params: EpisodeParams,
+                    seeds: Iterable[int], options: dict[str, Any], steps: int | None = None,
+                    digits: int = 5) -> dict[str, float]:
+    """Mean metrics of the family's score (``score().metrics()``) over one episode of ``env`` per seed, reset with
+    ``options``, each driven by the family's controller (built with ``spec``) for at most ``steps`` steps
+    (``None``: until the episode ends), rounded to ``digits``.
+
+    ``params``: a dict drives every episode; it is set, and told to the env (:func:`envs.controllers.tell_env`: the
+    gait clock's frequency), once before the first reset, so every episode starts with the env settings it needs.
+    A callable gives each episode its task context's parameters after its reset (:func:`start_episode`), as the
+    training envs take theirs."""
+    controller = family.controller(spec=spec)
+    per_context = callable(params)
+    if not per_context:
+        use_params(env, controller, family, params)
+    runs = []
+    for seed in seeds:
+        obs, _ = start_episode(env, controller, family, params if per_context else None, seed, options)
+        score = family.score()
+        for _ in range(steps) if steps is not None else itertools.count():
+            obs, _, terminated, truncated, info = env.step(controller.act(obs))
+            score.add(obs, info)
+            if terminated or truncated:
+                break
+        runs.append(score.metrics())
+    return {key: round(float(np.mean([r[key] for r in runs])), digits) for key in runs[0]}
+
+
+def start_episode(env: gym.Env, controller: Any, family: ControllerFamily,
+                  params_for: Callable[[TaskContext], dict[str, Any]] | None, seed: int | None,
+                  options: dict[str, Any]) -> tuple[Any, TaskContext]:
+    """Reset ``env`` (``seed``, a copy of ``options``) and ``controller``; with ``params_for`` the controller first
+    takes the parameters of the episode's task context (:func:`use_params`). Returns (first observation, context)."""
+    obs, _ = env.reset(seed=seed, options=dict(options))
+    context = env.unwrapped.task_context()
+    if params_for is not None:
+        use_params(env, controller, family, params_for(context))
+    controller.reset()
+    return obs, context
+
+
+def use_params(env: gym.Env, controller: Any, family: ControllerFamily, params: dict[str, Any]) -> None:
+    """``controller`` takes ``params`` (validated by the family's params class) and ``env`` is told what they need."""
+    controller.params = family.params.from_dict(params)
+    tell_env(env, controller)  # e.g. the gait clock's frequency

@@ -28,7 +28,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from distill.proposals import HintSchema
+from distill.proposals import ParameterSchema
 
 SYSTEM_PROMPT = (
     "You coach a robot-learning student by tuning the parameters of a scripted controller that serves as "
@@ -41,7 +41,7 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_request(schema: HintSchema, params: dict[str, Any], summary: dict[str, Any],
+def build_request(schema: ParameterSchema, params: dict[str, Any], summary: dict[str, Any],
                   outcome: dict[str, Any]) -> dict[str, Any]:
     """The JSON object sent as the user message (compact statistics only, no per-step arrays)."""
     return {"task": schema.task, "schema": schema.as_json(), "params": _jsonable(params),
@@ -105,7 +105,7 @@ class HintParseError(ValueError):
     """An answer that does not follow the protocol (the reason is the message)."""
 
 
-def parse_answer(text: str, schema: HintSchema) -> ParsedHint:
+def parse_answer(text: str, schema: ParameterSchema) -> ParsedHint:
     """Validate one raw answer against the protocol and ``schema``; raise :class:`HintParseError`."""
     try:
         obj = json.loads(text)
@@ -135,7 +135,7 @@ def parse_answer(text: str, schema: HintSchema) -> ParsedHint:
     return ParsedHint(int(decision), params, float(confidence), str(obj.get("hint", ""))[:200], clipped)
 
 
-def _clip(name: str, value: Any, schema: HintSchema) -> tuple[Any, bool]:
+def _clip(name: str, value: Any, schema: ParameterSchema) -> tuple[Any, bool]:
     lo, hi = schema.bounds[name]
     values = value if isinstance(value, list) else [value]
     if not values or not all(_is_number(v) for v in values):

@@ -30,7 +30,7 @@ from typing import Any
 from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel
 from distill.llm.hints import (HintParseError, ParsedHint, build_messages, parse_answer, prompt_hash,
                                response_format, vote)
-from distill.proposals import HintSchema, Proposal, Verification
+from distill.proposals import ParameterSchema, Proposal, Verification
 
 RECORD_TEXT_BYTES = 4096  # the most bytes of one answer's text written to the records (UTF-8)
 
@@ -50,11 +50,12 @@ class LLMProposer:
     Args:
         channel: the LLM channel, or None to answer only from the cache (replay).
         cfg: channel settings (models, sampling, ``num_answers`` = m, ``max_concurrency``).
-        schema: the task's parameter schema (validation and clipping).
+        schema: the env's parameter schema (validation and clipping of the answers).
         name: the proposer's name in the records (``llm``; ``coach`` for the bundled coach).
     """
 
-    def __init__(self, channel: LLMChannel | None, cfg: ChannelConfig, schema: HintSchema, name: str = "llm") -> None:
+    def __init__(self, channel: LLMChannel | None, cfg: ChannelConfig, schema: ParameterSchema,
+                 name: str = "llm") -> None:
         self.channel, self.cfg, self.schema, self.name = channel, cfg, schema, name
         self.workers = cfg.max_concurrency
         self._lock = threading.Lock()

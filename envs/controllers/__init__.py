@@ -17,7 +17,8 @@ interface:
 * ``batched`` (class attribute, optional, default False): the controller keeps no state and ``act`` also
   takes a batch of observations ``(N, obs_dim) -> (N, n)``, so N envs with the same ``params`` share a call;
 * ``params``: the parameter dataclass, assignable; the class has ``BOUNDS`` (name -> (low, high)),
-  ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``;
+  ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``; where some parameters act only on some
+  envs of the family, the family's ``bounds_for`` says which (:meth:`ControllerFamily.bounds`);
 * ``env_settings() -> {env method name: args}``: what the env must be told so that it matches
   ``params`` (the trot's gait frequency drives the env's gait clock); whoever sets ``params`` calls
   them on the controller's env (``venv.env_method(name, *args, indices=[i])``); ``env_kwargs()`` says the same
@@ -37,6 +38,7 @@ from typing import Any, get_type_hints
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
+from envs.base import ControllerSpec
 from envs.claw import ClawEnv
 from envs.controllers.grasp import ClawScore, ClawSegment, GraspController, GraspParams, claw_episode_start
 from envs.controllers.trot import (
@@ -59,13 +61,16 @@ class ControllerFamily:
         env_class: envs of this class (every registered variant) belong to the family.
         env_id: the Gymnasium id ``evaluate.py policy=<name>`` runs on unless told otherwise.
         controller: the controller class (interface in the module docstring).
-        params: its parameter dataclass; ``BOUNDS`` are the hint schema's bounds.
+        params: its parameter dataclass; its ``BOUNDS`` bound what proposers propose (:meth:`bounds`).
         segment: statistics of a stretch of steps for a hint request: ``add(obs, info)`` per step,
             ``summary() -> (summary, outcome)``.
         episode_start: reset options that rebuild an episode from its first observation (hint
             verification replays the episode a hint was asked about).
         score: score of one rollout for hint verification: ``add(obs, info)`` per step,
             ``metrics() -> {"score": higher is better, ...}``.
+        bounds_for: ``bounds_for(spec)``, the ``BOUNDS`` of the parameters that act on an env whose
+            ``controller_spec`` is ``spec`` (the trot's height-scan fields act only with a scan); ``None``: every
+            parameter acts on every env of the family.
     """
 
     family: str
@@ -77,6 +82,12 @@ class ControllerFamily:
     segment: type
     episode_start: Callable[[Any], dict[str, Any]]
     score: type
+    bounds_for: Callable[[ControllerSpec | None], dict[str, tuple[float, float]]] | None = None
+
+    def bounds(self, spec: ControllerSpec | None) -> dict[str, tuple[float, float]]:
+        """The bounds of the parameters that act on an env whose ``controller_spec`` is ``spec`` (``None``: the
+        family's ``env_id``'s), which proposers search: ``bounds_for(spec)``, or every parameter's ``BOUNDS``."""
+        return dict(self.params.BOUNDS if self.bounds_for is None else self.bounds_for(spec))
 
     @property
     def integer_params(self) -> frozenset[str]:
@@ -88,7 +99,7 @@ FAMILIES: dict[str, ControllerFamily] = {
     "quadruped": ControllerFamily(
         family="quadruped", name="trot", env_class=QuadrupedEnv, env_id="OpenClaw/Quadruped-v1",
         controller=TrotController, params=TrotParams, segment=QuadrupedSegment,
-        episode_start=quadruped_episode_start, score=QuadrupedScore,
+        episode_start=quadruped_episode_start, score=QuadrupedScore, bounds_for=TrotParams.bounds_for,
     ),
     "claw": ControllerFamily(
         family="claw", name="grasp", env_class=ClawEnv, env_id="OpenClaw/Claw-v0",

@@ -52,6 +52,12 @@ SCAN_REACH = 0.2  # m around a foot's neutral point where the swing looks for th
 SCAN_BLUR = 0.05  # m: the ground under a foot is the scan averaged with weights exp(-(d / SCAN_BLUR)^2)
 
 
+def has_height_scan(spec: Any) -> bool:
+    """Whether an env's controller spec carries a height scan (the terrain env's
+    :class:`~envs.quadruped_terrain.TerrainLegGeometry`: ``scan_obs``, the scan's slice of the observation)."""
+    return getattr(spec, "scan_obs", None) is not None
+
+
 @functools.lru_cache(maxsize=None)
 def _tuned_params(name: str) -> tuple[tuple[str, float], ...] | None:
     """The parameters in ``trot_params/<name>.json`` (read once per process), or ``None`` without a file."""
@@ -88,7 +94,7 @@ class TrotParams:
     ==================  ======  =====================================================================
 
     The ``scan_*`` fields (``TERRAIN_FIELDS``) act only on an env whose controller spec carries a height scan
-    (``OpenClaw/QuadrupedTerrain-v1``).
+    (``OpenClaw/QuadrupedTerrain-v1``); :meth:`bounds_for` leaves them out elsewhere, so proposers do not search them.
     """
 
     frequency_hz: float = QuadrupedEnv.GAIT_FREQUENCY_HZ
@@ -152,6 +158,13 @@ class TrotParams:
         return asdict(self)
 
     @classmethod
+    def bounds_for(cls, spec: Any) -> dict[str, tuple[float, float]]:
+        """The ``BOUNDS`` of the fields that act on an env whose controller spec is ``spec``: the ``TERRAIN_FIELDS``
+        only where it carries a height scan (:func:`has_height_scan`; ``None``, the flat env's spec, has none)."""
+        scan = has_height_scan(spec)
+        return {name: bounds for name, bounds in cls.BOUNDS.items() if scan or name not in cls.TERRAIN_FIELDS}
+
+    @classmethod
     def for_robot(cls, robot: str, terrain: bool = False) -> TrotParams:
         """The robot's defaults: its tuned parameters (``trot_params/<robot>.json``, written by
         ``python -m envs.controllers.tune``) where they exist, else the class defaults (tuned by hand for
@@ -180,8 +193,7 @@ class TrotController:
         self.spec = spec = spec if spec is not None else default_leg_geometry()
         if not spec.dt > 0:
             raise ValueError(f"dt={spec.dt} must be > 0 (the env's control period, 0.02 s)")
-        scan = getattr(spec, "scan_obs", None) is not None  # the terrain env's spec carries a height scan
-        self.params = (params or TrotParams.for_robot(spec.robot, terrain=scan)).validate()
+        self.params = (params or TrotParams.for_robot(spec.robot, terrain=has_height_scan(spec))).validate()
         self.dt = float(spec.dt)
         self._sl = {**QuadrupedEnv.OBS_SLICES, **QuadrupedEnv.CLOCK_SLICES}
         # per leg (FR, FL, RR, RL): abduction axis x, y and side (+1 left); lengths; servo lag and stiffness
@@ -327,7 +339,7 @@ class TrotController:
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
         # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
         terrain = None
-        if getattr(self.spec, "scan_obs", None) is not None:
+        if has_height_scan(self.spec):
             terrain = self.terrain_terms(obs[..., self.spec.scan_obs].astype(np.float64))
         feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity, terrain)
         # the phase a control period later, in the phase's own precision (float32 from the env: at a
