@@ -11,6 +11,7 @@ Usage::
     python benchmarks/claw_objects.py                   # 50 episodes per env
     python benchmarks/claw_objects.py --episodes 20
     python benchmarks/claw_objects.py --params '{"close_steps": 20, "grasp_height_offset": -0.006}'
+    python benchmarks/claw_objects.py --arm panda       # the same with the Franka Panda
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import envs  # noqa: F401, I001  (first: registers the ids, picks a headless GL 
 import gymnasium as gym
 from omegaconf import OmegaConf
 
+from envs.claw import ClawEnv
 from envs.controllers.grasp import GraspController, GraspParams
 
 ENV_ID = "OpenClaw/Claw-v0"
@@ -71,12 +73,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=50, help="seeded episodes per env (seeds 0, 1, ...)")
     parser.add_argument("--params", default="{}", help="GraspParams fields as JSON (default: the defaults)")
+    parser.add_argument("--arm", default="gantry", choices=ClawEnv.ARMS, help="the claw's arm (ClawEnv's arm=)")
     args = parser.parse_args()
     params = GraspParams.from_dict(json.loads(args.params))
     hard = hard_kwargs()
-    print(f"{ENV_ID}, GraspParams {json.loads(args.params) or 'defaults'}; hard range (claw_hard.yaml): {hard}")
-    report("default cube", outcomes({}, args.episodes, params))
-    report("hard range", outcomes(hard, args.episodes, params))
+    print(f"{ENV_ID} arm={args.arm}, GraspParams {json.loads(args.params) or 'defaults'}; "
+          f"hard range (claw_hard.yaml): {hard}")
+    report("default cube", outcomes({"arm": args.arm}, args.episodes, params))
+    report("hard range", outcomes({"arm": args.arm, **hard}, args.episodes, params))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ the fraction of it our vector env reaches.
 ``--terrain`` prints the terrain section instead: ``OpenClaw/QuadrupedTerrain-v1`` (height scan, curriculum)
 beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios.
 
+``--arms`` prints the arms section instead: ``OpenClaw/Claw-v0`` with each ``arm=`` (``gantry``, ``panda``), the
+same three figures as ``--robots`` (the overview camera; the Panda's meshes in view), each beside the gantry's.
+
 ``--robots`` prints the robots section instead: for each ``robot=`` of ``OpenClaw/Quadruped-v1``
 (``envs.robots.ROBOTS``), one env's steps/s through ``gymnasium.make``, ``BatchedVecEnv`` x16 total
 steps/s (``--vec`` sizes), and rgb frames/s at 480 x 480 from the tracking camera with the robot's meshes
@@ -32,6 +35,7 @@ Usage::
     python benchmarks/throughput.py --batched --quick --envs quadruped claw
     python benchmarks/throughput.py --robots --repeats 3
     python benchmarks/throughput.py --terrain --repeats 5
+    python benchmarks/throughput.py --arms --repeats 5
 
 Results and the machine they were measured on live in ``benchmarks/RESULTS.md``.
 """
@@ -249,6 +253,13 @@ def robots_section(args: argparse.Namespace) -> dict[str, float]:
     return compare_variants(args, {robot: ("OpenClaw/Quadruped-v1", {"robot": robot}) for robot in ROBOTS}, "robot")
 
 
+def arms_section(args: argparse.Namespace) -> dict[str, float]:
+    """The ``--arms`` comparison: ``OpenClaw/Claw-v0`` with each ``arm=`` (the gantry, the Panda's meshes and IK)."""
+    from envs.claw import ClawEnv
+
+    return compare_variants(args, {arm: ("OpenClaw/Claw-v0", {"arm": arm}) for arm in ClawEnv.ARMS}, "arm")
+
+
 def terrain_section(args: argparse.Namespace) -> dict[str, float]:
     """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``)."""
     variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": ("OpenClaw/QuadrupedTerrain-v1", {})}
@@ -270,6 +281,7 @@ def main() -> None:
     parser.add_argument("--batched", action="store_true", help="the vector section: every vectorisation incl. ours")
     parser.add_argument("--robots", action="store_true", help="the robots section: every robot= of Quadruped-v1")
     parser.add_argument("--terrain", action="store_true", help="the terrain section: QuadrupedTerrain-v1 vs flat")
+    parser.add_argument("--arms", action="store_true", help="the arms section: every arm= of Claw-v0")
     parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
@@ -279,8 +291,10 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
     print(f"steps per timing {args.steps}, median of {args.repeats} interleaved repeats\n")
-    if args.batched or args.robots or args.terrain:
-        section = vector_section if args.batched else robots_section if args.robots else terrain_section
+    sections = {"batched": vector_section, "robots": robots_section, "terrain": terrain_section, "arms": arms_section}
+    chosen = [section for name, section in sections.items() if getattr(args, name)]
+    if chosen:
+        section = chosen[0]
         results = section(args)
         if args.json:
             with open(args.json, "w") as f:

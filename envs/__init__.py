@@ -10,8 +10,9 @@ id                              task
                                 levels), with privileged observations (height scan, friction, true velocity)
 ``OpenClaw/Quadruped-v0``       ``Quadruped-v1`` without the gait clock (48 dims); out of date, make warns
 ``OpenClaw/QuadrupedRough-v0``  ``QuadrupedRough-v1`` without the gait clock; out of date, make warns
-``OpenClaw/Claw-v0``            gantry claw grasps a box and lifts it to a target height (goal-conditioned)
-``OpenClaw/ClawPlace-v0``       gantry claw picks the box and places it at a target on the table
+``OpenClaw/Claw-v0``            gantry claw grasps a box and lifts it to a target height (goal-conditioned);
+                                ``arm="panda"``: the Franka Panda instead (the ``arms`` extra)
+``OpenClaw/ClawPlace-v0``       gantry claw picks the box and places it at a target on the table (``arm=`` too)
 ==============================  ==========================================================================
 
 The spec of each (spaces, rewards, termination, arguments, units and frames) is its class's docstring:

@@ -1,11 +1,12 @@
-"""Goal-conditioned gantry claw (Fetch-style pick-and-lift and pick-and-place): :class:`ClawEnv`.
+"""Goal-conditioned claw (Fetch-style pick-and-lift and pick-and-place), gantry or Franka Panda: :class:`ClawEnv`.
 
 The spec - observation, action, reward, success/termination and argument tables, with units and
 frames - is :class:`ClawEnv`'s docstring (``help(envs.claw.ClawEnv)``); ``OpenClaw/Claw-v0`` and
 ``OpenClaw/ClawPlace-v0`` are that class with ``task="lift"`` and ``task="place"``. This module also
 holds the model constants, the reward terms (``reward_<term>``), :func:`observe` and :func:`evaluate`,
-which the env's ``step()`` and the batched vector env (``envs.batched``) both run, and
-:class:`ClawConfig`, the constructor's arguments and their checks.
+which the env's ``step()`` and the batched vector env (``envs.batched``) both run, the gantry arm
+(:class:`GantryArm`; the Panda's is ``envs.panda.PandaArm``) and :class:`ClawConfig`, the constructor's
+arguments and their checks.
 """
 
 from __future__ import annotations
@@ -280,6 +281,14 @@ class ClawEnv(MujocoTaskEnv):
     Model: ``assets/claw.xml`` (constants and sources: ``assets/README.md``, section "Claw").
     Physics 2 ms timestep, ``frame_skip=20`` -> control at 25 Hz (``dt = 0.04 s``), as in Fetch.
 
+    ``arm="panda"`` puts a Franka Emika Panda on a pedestal behind the table (x = -0.50 m, facing +x) in place
+    of the gantry: the model Gymnasium-Robotics ships (meshes, joint limits, the Panda's position servos and
+    torque limits), built into this scene by :mod:`envs.panda` (the ``arms`` extra installs the package).
+    Everything below holds for both arms - the action, observation and goal layout, rewards, success,
+    starting state, arguments - except where marked *Panda*: an action asks for the same grip targets, which
+    differential IK turns into the arm's seven joint targets, so HER, the scripted grasp controller and every
+    config work unchanged. Task contexts (below) are named ``panda`` instead of ``gantry``.
+
     Frames: everything is in the *world* frame (z up, gravity -z, origin on the floor under the table
     centre) unless noted; the *claw* frame (the world frame turned by the wrist yaw about z; the jaws close
     along its y axis) appears only in the grasp test. Units: m, s, rad, kg, N.
@@ -303,6 +312,13 @@ class ClawEnv(MujocoTaskEnv):
     With the servo gains of the model a constant ``a`` moves the grip at about ``0.75 * a`` m/s
     (~0.03 m per step) and the wrist at about ``3 * a`` rad/s. Workspace of the grip centre:
     x, y in [-0.25, 0.25] m, z in [0.415, 0.75] m (0.015-0.35 m above the table top at z = 0.40).
+
+    *Panda*: the grip targets (position from the grip's current position, yaw from its current yaw, the hand
+    pointing down) are solved by differential IK from the current joint angles into joint targets for the
+    seven position servos, clipped to the joint limits (:class:`envs.panda.DifferentialIK`); each finger's
+    target is ``0.02 * (1 - a)`` m (opening 80 mm to 0). The servos' torque limits (87 N m on joints 1-4, 12 on
+    5-7) bound the speeds: about ``0.25-0.35 * a`` m/s, ``1.2 * a`` rad/s of yaw. The far top corners of the
+    workspace (x = 0.25 m, z above 0.7 m) lie up to 3 cm out of the arm's reach; the IK gets as close as it can.
 
     ## Observation space
 
@@ -366,7 +382,8 @@ class ClawEnv(MujocoTaskEnv):
 
     ## Starting state
 
-    Grip at (0, 0, 0.65) (0.25 m above the table), wrist yaw 0, jaws open. The cube rests on the table
+    Grip at (0, 0, 0.65) (0.25 m above the table), wrist yaw 0, jaws open (*Panda*: its home posture, the IK's
+    solution for that grip pose from the Panda's "ready" posture, the same at every reset). The cube rests on the table
     at x, y ~ U(-``object_range``, ``object_range``) with yaw ~ U(-``object_yaw_range``,
     ``object_yaw_range``). ``reset(options=...)`` accepts ``object_xy`` (2,), ``object_yaw`` (rad) and
     ``goal`` (3,) to pin them (tests, demonstrations), and ``object_class`` (see below).
@@ -402,6 +419,8 @@ class ClawEnv(MujocoTaskEnv):
     argument                 default         meaning
     =======================  ==============  ==========================================================
     ``task``                 ``"lift"``      ``"lift"`` or ``"place"``
+    ``arm``                  ``"gantry"``    ``"gantry"`` (``assets/claw.xml``) or ``"panda"`` (the Franka Panda,
+                                             ``envs.panda``; needs ``pip install -e ".[arms]"``)
     ``reward_type``          ``"sparse"``    ``"sparse"`` (Fetch's default) or ``"dense"``
     ``distance_threshold``   0.025           success radius (m), in (0, 0.2]
     ``object_range``         0.15            half-width of the square of cube start positions (m)

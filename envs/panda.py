@@ -102,9 +102,10 @@ def panda_claw_spec() -> mujoco.MjSpec:
     """A new, uncompiled spec of the claw scene with the Panda (what :func:`panda_claw_model` compiles)."""
     root = franka_assets()
     scene = mujoco.MjSpec.from_file(str(asset_path("claw.xml")))
-    closeup = scene.camera("closeup")
-    closeup_kw = dict(pos=closeup.pos + scene.body("gantry_z").pos + scene.body("gantry_x").pos, fovy=closeup.fovy)
-    closeup_xyaxes = closeup.alt.xyaxes.copy()
+    closeup = scene.camera("closeup")  # on the gantry's z column: its offset from the grip at home, world axes
+    grip_at_home = scene.body("gantry_x").pos + scene.body("gantry_z").pos + scene.body("wrist").pos + scene.site("grip").pos
+    closeup_offset = scene.body("gantry_x").pos + scene.body("gantry_z").pos + closeup.pos - grip_at_home
+    closeup_axes, closeup_fovy = closeup.alt.xyaxes.reshape(2, 3).copy(), closeup.fovy
     scene.delete(scene.body("gantry_x"))
     for geom in list(scene.worldbody.geoms):  # the gantry frame: the world's visual-only geoms
         if geom.contype == 0 and geom.conaffinity == 0:
@@ -117,15 +118,32 @@ def panda_claw_spec() -> mujoco.MjSpec:
                                         pos=[BASE_POS[0], BASE_POS[1], BASE_POS[2] / 2],
                                         size=[0.11, 0.11, BASE_POS[2] / 2], rgba=[0.30, 0.31, 0.33, 1])
     pedestal.contype, pedestal.conaffinity = 4, 2  # the claw scene's static world
-    hand = scene.body(f"{PREFIX}panda0_link7")
-    # follows the hand in x, y, z (not its yaw): the gantry's close-up, relative to the grip at home
-    camera = hand.add_camera(name="closeup", mode=mujoco.mjtCamLight.mjCAMLIGHT_TRACK, **closeup_kw)
-    camera.alt.type, camera.alt.xyaxes = mujoco.mjtOrientation.mjORIENTATION_XYAXES, closeup_xyaxes
+    _add_closeup(scene, closeup_offset, closeup_axes, closeup_fovy)
     for side in ("l", "r"):
         scene.add_sensor(name=f"pad_{side}", type=mujoco.mjtSensor.mjSENS_TOUCH, objtype=mujoco.mjtObj.mjOBJ_SITE,
                          objname=f"{PREFIX}pad_{side}")
     scene.modelname = "openclaw_claw_panda"
     return scene
+
+
+def _add_closeup(scene: mujoco.MjSpec, offset: np.ndarray, axes: np.ndarray, fovy: float) -> None:
+    """The gantry's ``closeup`` camera on the Panda's hand: it follows the grip in x, y, z, not its yaw (MuJoCo's
+    ``track`` mode: the world-frame offset from the body at ``qpos0``), at ``offset`` (m, world) from the grip with
+    world ``axes`` (x and y axes of the image) as the gantry's is at home. ``track`` keeps the pose the camera has
+    at ``qpos0`` (all Panda joints 0, the hand pointing sideways), so the local pose is set for that posture."""
+    model = scene.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    hand = model.body(f"{PREFIX}panda0_link7").id
+    rot = data.xmat[hand].reshape(3, 3)  # the hand's orientation at qpos0
+    grip = model.site(f"{PREFIX}grip").id
+    grip_in_hand = model.site_pos[grip]  # the grip's position in the hand frame
+    # at home the hand is straight above the grip (pointing down): the camera's offset from the hand, world axes
+    from_hand = offset - np.array([0.0, 0.0, np.linalg.norm(grip_in_hand)])
+    camera = scene.body(f"{PREFIX}panda0_link7").add_camera(name="closeup", mode=mujoco.mjtCamLight.mjCAMLIGHT_TRACK,
+                                                              pos=rot.T @ from_hand, fovy=fovy)
+    camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_XYAXES
+    camera.alt.xyaxes = np.concatenate([rot.T @ axes[0], rot.T @ axes[1]])
 
 
 def _package_panda(root: Path) -> mujoco.MjSpec:
@@ -147,6 +165,7 @@ def _package_panda(root: Path) -> mujoco.MjSpec:
         if geom.parent.name.endswith("finger"):
             geom.condim, geom.priority = 4, 1
             geom.friction = [PAD_FRICTION, 0.01, 0.0001]
+    arm.delete(arm.site("end_effector"))  # the package's, 36 mm above the pads; the grip site below replaces it
     hand = arm.body("panda0_link7")
     # site frame: link7's turned 135 deg about z, so that its y axis lies along the fingers' closing direction
     # and the grip's yaw is 0 when joint 7 is

