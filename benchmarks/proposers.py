@@ -15,8 +15,9 @@ controller acts alone in the case's env; every finished segment (``--segment-ste
 becomes a request for its context (:func:`distill.llm.hints.build_request` with that segment's summary), which
 the arm's proposer answers through :class:`distill.proposals.ProposalService` with the run's verifier
 (:class:`agents.teachers.verifier.ShadowVerifier`, ``distill`` defaults of ``configs/distill/llm_hint.yaml``
-unless ``--verify-rollouts``/``--verify-steps`` say otherwise), and the outcome goes into a
-:class:`distill.contexts.ContextTable`. One proposal is in flight at a time, until ``--budget`` proposals were
+unless ``--verify-rollouts``/``--verify-steps``/``--verify-confirm`` say otherwise; ``--verify-confirm N``: the
+held-out confirmation on N episodes per parameter set, seeds from 1000000, never the validation's), and the
+outcome goes into a :class:`distill.contexts.ContextTable`. One proposal is in flight at a time, until ``--budget`` proposals were
 verified. After every ``--every`` verified proposals the table is validated: ``--episodes`` episodes (seeds
 1000, 1001, ...: never the verifier's seeds 0, 1) in which each episode's controller takes its context's
 parameters; the score is the verifier's (quadruped: minus tracking error in m/s minus falls; claw: success minus
@@ -32,6 +33,7 @@ Usage::
 
     python benchmarks/proposers.py teacher --case go2 --arms untuned tuned coach random cma llm_cma
     python benchmarks/proposers.py teacher --case stairs --arms random --seeds 0 1 2
+    python benchmarks/proposers.py teacher --case go2 --arms cma --budget 200 --every 20 --verify-confirm 4 --tag b200_c4
     python benchmarks/proposers.py teacher --case claw_hard --arms llm --budget 12 -- $(bash benchmarks/llama_server.sh ...)
     python benchmarks/proposers.py report --case go2
     python benchmarks/proposers.py replay --case go2 --run runs/benchmarks/go2/teachers-go2-cma_untuned-seed0
@@ -180,7 +182,7 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
     curve = [{"verified": 0, "adopted": 0, **validate(case, table, args.episodes)}]
     record: dict[str, Any] = {"case": args.case, "arm": arm, "seed": seed, "tag": args.tag, "budget": args.budget,
                               "verify_rollouts": args.verify_rollouts, "verify_steps": args.verify_steps,
-                              "verify_on": args.verify_on,
+                              "verify_on": args.verify_on, "verify_confirm": args.verify_confirm,
                               "curve": curve}
     if arm in ("untuned", "tuned"):
         return {**record, "final": curve[-1], "params": table.start, "wall_s": round(time.monotonic() - t0, 1)}
@@ -191,7 +193,7 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
     schema = parameter_schema(case.family, teacher.spec)
     proposer = make_proposer(cfg, schema, resources)
     verifier = ShadowVerifier(case.env_id, case.kwargs, case.family, teacher.spec, args.verify_rollouts,
-                              args.verify_steps, DISTILL.verify_margin)
+                              args.verify_steps, DISTILL.verify_margin, args.verify_confirm)
     records = OUT / args.case / f"{run_name(arm, seed, args.tag)}.jsonl"
     records.unlink(missing_ok=True)
     service = ProposalService(proposer, records_path=records, verifier=verifier, max_verified=args.budget)
@@ -228,7 +230,7 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
     teacher.env.close()
     return {**record, "final": curve[-1], "best": max(curve, key=lambda c: c["score"]), "proposals": proposals,
             "decisions": decisions, "table": table.to_json(),
-            "stats": {k: stats[k] for k in ("queries", "accepted", "verified", "adopted", "verify_cpu_s")
+            "stats": {k: stats[k] for k in ("queries", "accepted", "verified", "adopted", "not_confirmed", "verify_cpu_s")
                       if k in stats},
             "latency_p50_s": stats.get("latency_p50_s"), "wall_s": round(time.monotonic() - t0, 1),
             "cpu_s": round(time.process_time() - cpu0, 1)}
@@ -281,6 +283,9 @@ def main() -> None:
     parser.add_argument("--verify-rollouts", type=int, default=int(DISTILL.verify_rollouts))
     parser.add_argument("--verify-steps", type=int, default=int(DISTILL.verify_steps))
     parser.add_argument("--verify-on", choices=["context", "segment"], default=DISTILL.verify_on)
+    parser.add_argument("--verify-confirm", type=int, default=int(DISTILL.verify_confirm_rollouts),
+                        help="held-out confirmation: episodes per parameter set on other seeds (0: off; "
+                             "distill.verify_confirm_rollouts)")
     parser.add_argument("--timeout", type=float, default=600.0, help="s to wait for one proposal")
     parser.add_argument("--offline-evals", type=int, default=120, help="tuned (no parameter file): CMA-ES candidates")
     parser.add_argument("--offline-episodes", type=int, default=10, help="tuned: episodes per candidate")

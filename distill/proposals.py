@@ -21,13 +21,15 @@ search and CMA-ES (:mod:`distill.search`), or both in turn (:class:`distill.sear
   of verified proposals by ``max_verified`` (then nothing more is asked for: every proposer gets the same
   number of checks);
 * **recorded**: one JSON line per proposal in ``records_path``: its key, the proposer's name and its own
-  record fields (an LLM's answers and votes), the request, the outcome and the verification.
+  record fields (an LLM's answers and votes), the request, the outcome and the verification (with its
+  ``confirmation``: null, or the held-out check's seeds, metrics and ``passed``).
 
 Counters (:meth:`ProposalService.stats`, logged under ``hints/``): queries, accepted, rejected, skipped,
 cancelled, internal_errors, errors (internal_errors plus the proposer's), latency_p50_s / latency_p95_s (per proposal), with a
-verifier verified, adopted, not_adopted, unchanged, adoption_rate, verify_over_budget, verify_errors,
-verify_cpu_s, verify_cpu_s_per_hint, verify_cpu_share (of this process's CPU time since the service
-started), over_max_verified (submits refused once ``max_verified`` proposals were checked); and the
+verifier verified, adopted, not_adopted, not_confirmed (of not_adopted: passed the first check, failed the held-out
+confirmation), unchanged, adoption_rate, verify_over_budget, verify_errors, verify_cpu_s (a confirmation included:
+it runs inside the verifier's call), verify_cpu_s_per_hint, verify_cpu_share (of this process's CPU time since the
+service started), over_max_verified (submits refused once ``max_verified`` proposals were checked); and the
 proposer's own counters (:meth:`Proposer.stats`).
 """
 
@@ -91,18 +93,37 @@ class Proposal:
 
 
 @dataclass
+class Confirmation:
+    """The held-out second check of a proposal that passed the first one: task metrics of both parameter sets on
+    ``seeds`` (never the first check's), and whether the proposal also won there by the margin."""
+
+    seeds: list[int]
+    current: dict[str, float]
+    proposed: dict[str, float]
+    passed: bool
+
+
+@dataclass
 class Verification:
-    """A simulator check of one proposal: task metrics of the current and the proposed parameters."""
+    """A simulator check of one proposal: task metrics of the current and the proposed parameters (the first check:
+    the ones every proposal gets, CMA-ES's fitness), and the held-out ``confirmation`` when one ran (None: the
+    first check failed, or the verifier confirms nothing)."""
 
     adopted: bool
     reason: str
     current: dict[str, float]
     proposed: dict[str, float]
+    confirmation: Confirmation | None = None
 
     @property
     def scored(self) -> bool:
         """Whether both parameter sets were rolled out (not over budget, not failed)."""
         return bool(self.current and self.proposed)
+
+    @property
+    def not_confirmed(self) -> bool:
+        """Whether the proposal passed the first check but failed its held-out confirmation."""
+        return self.confirmation is not None and not self.confirmation.passed
 
 
 # (current params, proposed params, reset options of the episode to replay or None) -> Verification
@@ -231,8 +252,8 @@ class ProposalService:
         decided = counts.get("accepted", 0) + counts.get("rejected", 0)
         out["acceptance_rate"] = counts.get("accepted", 0) / decided if decided else 0.0
         if self.verifier is not None:
-            for key in ("verified", "adopted", "not_adopted", "unchanged", "verify_over_budget", "verify_errors",
-                        "over_max_verified"):
+            for key in ("verified", "adopted", "not_adopted", "not_confirmed", "unchanged", "verify_over_budget",
+                        "verify_errors", "over_max_verified"):
                 out[key] = float(counts.get(key, 0))
             verified = counts.get("verified", 0)
             out["adoption_rate"] = counts.get("adopted", 0) / verified if verified else 0.0
@@ -338,6 +359,7 @@ class ProposalService:
             self._verify_allowance -= cost
             self._counts["verified"] += 1
             self._counts["adopted" if verification.adopted else "not_adopted"] += 1
+            self._counts["not_confirmed"] += int(verification.not_confirmed)
             self._verify_cpu += cost
             if verification.scored:
                 gain = verification.proposed["score"] - verification.current["score"]

@@ -22,13 +22,14 @@ from agents.students.replay_buffer import TeacherReplaySamples, with_teacher_act
 from agents.students.teacher_actions import TeacherActions
 from agents.teachers.controller import ControllerTeacher
 from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
-from agents.teachers.verifier import ShadowVerifier, rollout_metrics
+from agents.teachers.verifier import CONFIRM_SEED, ShadowVerifier, rollout_metrics
 from agents.vec_env import make_vec_env
 from distill.llm.channel import ChannelConfig, LLMChannel
 from distill.llm.server import start_server
 from distill.llm.hints import HintParseError, ParsedHint, build_request, parse_answer, vote
 from distill.llm.proposer import LLMProposer
-from distill.proposals import ParameterSchema, ProposalService, Verification
+from distill.proposals import ParameterSchema, Proposal, ProposalService, Verification
+from distill.search import ParameterBox
 from distill.teachers import RecordedActions, RecordedActionTeacher
 from envs.base import ControllerSpec
 from envs.controllers import FAMILIES
@@ -283,6 +284,107 @@ def test_verifier_adopts_what_works_better_in_simulation_and_keeps_what_does_not
     assert not worse.adopted and "verify_margin" in worse.reason and worse.current == better.proposed
     same = verifier(GraspParams().to_dict(), {}, start)  # no gain is not enough
     assert not same.adopted and same.current == same.proposed
+
+
+class FixedProposer:
+    """Proposes the same parameters every time (a proposer that is not the subject of the test)."""
+
+    name, workers, patience_s = "fixed", 1, 1.0
+
+    def __init__(self, params):
+        self.params = params
+
+    def propose(self, key, request):
+        return Proposal(True, dict(self.params), "fixed")
+
+    def tell(self, key, proposal, verification):
+        pass
+
+    def stats(self):
+        return {}
+
+    def warning(self):
+        return None
+
+
+GO2 = ("OpenClaw/Quadruped-v1", {"robot": "go2"})
+
+
+def test_a_proposal_that_wins_only_on_the_checks_seeds_is_adopted_without_confirmation_and_kept_with_it(tmp_path):
+    """From real Go2 rollouts: a half-tuned trot (halfway between the class defaults and ``trot_params/go2.json``)
+    and candidates near it, which win or lose by little, so one that beats it on the check's seeds 0, 1 can lose on
+    the held-out ones. The first such candidate of a seeded draw is adopted by the plain check and kept out by
+    the confirmation, which says so in its result, the counters and the records."""
+    family, margin = FAMILIES["quadruped"], 0.01
+    env = gym.make(GO2[0], **GO2[1])
+    spec = env.unwrapped.controller_spec
+    plain = ShadowVerifier(*GO2, family, spec, 2, 100, margin)
+    confirmed = ShadowVerifier(*GO2, family, spec, 2, 100, margin, confirm_rollouts=4)
+    untuned, tuned = TrotParams().to_dict(), TrotParams.for_robot("go2").to_dict()
+    box = ParameterBox(parameter_schema(family, spec), untuned)
+    middle = 0.5 * (box.to_unit(untuned) + box.to_unit(tuned))
+    request = build_request(QUADRUPED_SCHEMA, box.from_unit(middle), {}, {})
+    current = request["params"]  # as the service verifies them: the request's (4 significant digits)
+    held_out = confirmed.confirm_seeds(0)  # the seeds of the confirmed verifier's first confirmation
+    held_current = rollout_metrics(env, family, spec, current, held_out, {}, 100)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # the first candidate that wins the check and not the held-out seeds (the 3rd, here)
+        candidate = box.from_unit(middle + 0.15 * rng.standard_normal(box.dim))
+        first = plain(current, candidate, {})
+        if first.adopted:
+            held = rollout_metrics(env, family, spec, {**current, **candidate}, held_out, {}, 100)
+            if held["score"] - held_current["score"] <= margin:
+                break
+    else:
+        pytest.fail("no candidate of the draw won the check's seeds and lost the held-out ones")
+    env.close()
+    assert first.adopted and first.confirmation is None and not first.not_confirmed  # without confirmation: adopted
+    assert first.proposed["score"] - first.current["score"] > margin
+
+    records = tmp_path / "records.jsonl"
+    service = ProposalService(FixedProposer(candidate), records, verifier=confirmed)
+    assert service.submit("go2", 0, request, {}) and service.wait_idle(120)
+    [kept] = service.poll()
+    service.close()
+    check = kept.verification
+    assert kept.accepted and kept.params == {} and not check.adopted and check.not_confirmed  # kept the current
+    assert (check.current, check.proposed) == (first.current, first.proposed)  # the same first check
+    assert check.confirmation.seeds == list(held_out) and not check.confirmation.passed
+    assert (check.confirmation.current, check.confirmation.proposed) == (held_current, held)  # played those seeds
+    assert "passed the first check" in check.reason and "verify_confirm_rollouts=4" in check.reason
+    stats = service.stats()
+    assert stats["verified"] == stats["not_adopted"] == stats["not_confirmed"] == 1 and stats["adopted"] == 0
+    assert stats["verify_cpu_s"] > 0
+    line = json.loads(records.read_text())
+    assert line["verification"]["confirmation"]["passed"] is False
+    assert line["verification"]["confirmation"]["seeds"] == list(held_out)
+    assert line["verification"]["proposed"]["score"] > line["verification"]["current"]["score"]
+
+
+def test_confirmation_seeds_are_never_the_checks_and_never_repeat():
+    family, spec = FAMILIES["claw"], ControllerSpec(0.04)
+    for rollouts, k in ((1, 1), (2, 4), (8, 3), (CONFIRM_SEED, 16)):
+        verifier = ShadowVerifier("OpenClaw/Claw-v0", {}, family, spec, rollouts, 10, 0.0, confirm_rollouts=k)
+        seen = set()
+        for n in range(500):
+            seeds = set(verifier.confirm_seeds(n))
+            assert len(seeds) == k and not any(s in range(rollouts) for s in seeds) and not seeds & seen
+            assert min(seeds) >= CONFIRM_SEED > 2000  # nor the proposers benchmark's validation seeds 1000.., 2000..
+            seen |= seeds
+    with pytest.raises(ValueError, match="confirm_rollouts=-1"):
+        ShadowVerifier("OpenClaw/Claw-v0", {}, family, spec, 2, 10, 0.0, confirm_rollouts=-1)
+    with pytest.raises(ValueError, match="first held-out seed"):
+        ShadowVerifier("OpenClaw/Claw-v0", {}, family, spec, CONFIRM_SEED + 1, 10, 0.0, confirm_rollouts=1)
+    # a verifier rotates: its confirmations play new seeds each, recorded in the result (real claw rollouts)
+    verifier, start = claw_verifier(confirm_rollouts=2), claw_start()
+    slow = {**GraspParams().to_dict(), "move_speed": 0.05, "close_command": 0.3}  # never reaches the cube
+    results = [verifier(slow, GraspParams().to_dict(), start) for _ in range(2)]
+    assert [r.confirmation.seeds for r in results] == [list(verifier.confirm_seeds(0)), list(verifier.confirm_seeds(1))]
+    assert all(r.adopted and r.confirmation.passed and not r.not_confirmed for r in results)
+    assert "confirmed on held-out seeds" in results[0].reason
+    rejected = verifier(GraspParams().to_dict(), {"move_speed": 0.05, "close_command": 0.3}, start)
+    assert not rejected.adopted and rejected.confirmation is None  # failed the first check: nothing confirmed
+    assert verifier(slow, GraspParams().to_dict(), start).confirmation.seeds == list(verifier.confirm_seeds(2))
 
 
 def test_verification_rejects_fault_random_hints_that_a_plain_run_adopts(server, tmp_path):

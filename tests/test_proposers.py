@@ -269,6 +269,7 @@ def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
     ("distill.verify_on=episode", ["distill.verify_on='episode'", "context, segment"]),
     ("distill.max_verified=0", ["distill.max_verified=0", "null"]),
     ("distill.search_sigma=2", ["distill.search_sigma=2", "(0, 1]"]),
+    ("distill.verify_confirm_rollouts=-1", ["distill.verify_confirm_rollouts=-1", ">= 1", "0 for no confirmation"]),
 ])
 def test_bad_proposer_settings_stop_before_training_naming_the_fix(tmp_path, override, named):
     result = run_py("train.py", "train=smoke", "distill=llm_hint", override, f"hydra.run.dir={tmp_path / 'r'}")

@@ -112,6 +112,7 @@ class DistillConfig:
     verify_steps: int = 100  # llm_hint: steps per check episode at most
     verify_on: str = "context"  # llm_hint: context (episodes of the proposal's task context) | segment (its episode)
     verify_margin: float = 0.01  # llm_hint: score gain a proposal needs to be adopted (claw: success - distance m)
+    verify_confirm_rollouts: int = 0  # llm_hint: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
     verify_budget_s_per_min: Optional[float] = 10.0  # llm_hint: CPU s of checks per minute (null: unbounded)
 
 
@@ -343,6 +344,10 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         raise ConfigError(f"distill.verify_on={d.verify_on!r} is unknown; choose one of: {', '.join(VERIFY_ON)}")
     if d.verify_margin < 0:
         raise ConfigError(f"distill.verify_margin={d.verify_margin} is invalid: use >= 0 (0 adopts any improvement)")
+    confirm = d.get("verify_confirm_rollouts", 0)  # absent from a run saved before the setting: off, as it was made
+    if confirm < 0:
+        raise ConfigError(f"distill.verify_confirm_rollouts={confirm} is invalid: use >= 1 held-out episodes per "
+                          "parameter set, or 0 for no confirmation")
     if d.verify_budget_s_per_min is not None and d.verify_budget_s_per_min <= 0:
         raise ConfigError(f"distill.verify_budget_s_per_min={d.verify_budget_s_per_min} is invalid: use a positive "
                           "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
