@@ -316,8 +316,8 @@ class ClawEnv(MujocoTaskEnv):
     *Panda*: the grip targets (position from the grip's current position, yaw from its current yaw, the hand
     pointing down) are solved by differential IK from the current joint angles into joint targets for the
     seven position servos, clipped to the joint limits (:class:`envs.panda.DifferentialIK`); each finger's
-    target is ``0.02 * (1 - a)`` m (opening 80 mm to 0). The servos' torque limits (87 N m on joints 1-4, 12 on
-    5-7) bound the speeds: about ``0.25-0.35 * a`` m/s, ``1.2 * a`` rad/s of yaw. The far top corners of the
+    target is ``0.02 * (1 - a)`` m (opening 80 mm to 0). The servos' gain over the joints' damping (kp / b =
+    870 / 100 per s on joints 1-4) sets the speeds: about ``0.25-0.35 * a`` m/s, ``1.2 * a`` rad/s of yaw. The far top corners of the
     workspace (x = 0.25 m, z above 0.7 m) lie up to 3 cm out of the arm's reach; the IK gets as close as it can.
 
     ## Observation space
