@@ -28,6 +28,7 @@ from envs.base import (
     MujocoTaskEnv,
     ScalarMath,
     TaskContext,
+    asset_path,
     reject_unknown_options,
     reset_option,
 )
@@ -112,7 +113,7 @@ class GantryArm:
     """``ClawEnv(arm="gantry")``'s arm (the default): the Cartesian gantry of ``assets/claw.xml``, whose joints
     are the grip's coordinates (x, y, z slides from :data:`GRIP_HOME`, wrist yaw, two coupled jaws).
 
-    The arm interface :class:`ClawEnv` drives (``envs.panda.PandaArm`` is the other): ``build()`` the model,
+    The arm interface :class:`ClawEnv` drives (``envs.panda.PandaArm`` is the other): ``create()`` a model and the arm on it,
     ``reset(data)`` to the start pose, ``grip_state`` (what the observation says of the grip) and ``controls``
     (the ``ctrl`` of an action) of one env, and their batched forms for the batched vector env (here array
     maths on all envs at once, bit-identical to the single env's).
@@ -133,9 +134,11 @@ class GantryArm:
         self.ctrl_low = np.concatenate([WORKSPACE_LOW - home, [-YAW_LIMIT, 0.0]]).tolist()
         self.ctrl_high = np.concatenate([WORKSPACE_HIGH - home, [YAW_LIMIT, MAX_OPENING]]).tolist()
 
-    @staticmethod
-    def build() -> mujoco.MjModel:
-        return mujoco.MjModel.from_xml_path(str(asset_path("claw.xml")))
+    @classmethod
+    def create(cls) -> tuple[mujoco.MjModel, GantryArm]:
+        """A new model of ``assets/claw.xml`` and the arm on it."""
+        model = mujoco.MjModel.from_xml_path(str(asset_path("claw.xml")))
+        return model, cls(model)
 
     def reset(self, data: mujoco.MjData) -> None:
         """Gantry at home (``qpos0`` = 0), jaws open, servos on that pose (``data`` freshly reset)."""
@@ -469,21 +472,16 @@ class ClawEnv(MujocoTaskEnv):
         """Keyword arguments: :class:`ClawConfig`'s fields (the class docstring's Arguments table)."""
         config = ClawConfig.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
         # model and arm
-        arm_cls = arm_class(config.arm)
-        if arm_cls is GantryArm:
-            super().__init__("claw.xml", FRAME_SKIP, 5, config)
-            self.arm = GantryArm(self.model)
-        else:
-            model, home = arm_cls.build()
-            super().__init__(model, FRAME_SKIP, 5, config, scene_file="claw.xml")
-            self.arm = arm_cls(self.model, home)
+        model, arm = arm_class(config.arm).create()
+        super().__init__(model, FRAME_SKIP, 5, config, scene_file="claw.xml")
+        self.claw_arm = arm  # GantryArm or envs.panda.PandaArm (env.arm is the argument, its name)
         m = self.model
         self._target_mocap = m.body("target").mocapid[0]
         self._object_body, self._object_geom = m.body("object").id, m.geom("object").id
         obj = m.joint("object").id
         self._object_qpos = slice(int(m.jnt_qposadr[obj]), int(m.jnt_qposadr[obj]) + 7)  # free joint: m, quaternion
         self._object_qvel = slice(int(m.jnt_dofadr[obj]), int(m.jnt_dofadr[obj]) + 6)  # m/s (world), rad/s (body)
-        self._pad_geoms = self.arm.pad_geoms
+        self._pad_geoms = self.claw_arm.pad_geoms
         if self._object_values() != {name: p.nominal for name, p in OBJECT_PROPERTIES.items()}:
             raise RuntimeError("the claw model's cube mass, size or pad friction changed; update envs/claw.py")
         # Object properties: fixed ones written once (unless nominal: the model stays claw.xml's), drawn ones per reset.
@@ -546,7 +544,7 @@ class ClawEnv(MujocoTaskEnv):
             goal = np.array([goal_xy[0], goal_xy[1], self.object_rest_z + rise])
 
         d = self.data
-        self.arm.reset(d)  # at home, jaws open
+        self.claw_arm.reset(d)  # at home, jaws open
         start = self._object_qpos.start
         d.qpos[start:start + 3] = (obj_xy[0], obj_xy[1], self.object_rest_z)
         d.qpos[start + 3:start + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
@@ -614,21 +612,21 @@ class ClawEnv(MujocoTaskEnv):
         draws fell in: ``TaskContext("gantry/mass=heavy/size=small", {"object_class": {"mass": "heavy",
         "size": "small"}})`` (the options give another episode of that class)."""
         if not self._drawn:
-            return TaskContext(self.arm.name)
-        name = "/".join([self.arm.name, *(f"{k}={w}" for k, w in self._object_class.items())])
+            return TaskContext(self.claw_arm.name)
+        name = "/".join([self.claw_arm.name, *(f"{k}={w}" for k, w in self._object_class.items())])
         return TaskContext(name, {"object_class": dict(self._object_class)})
 
     def _apply_action(self, action: np.ndarray) -> None:
-        self.data.ctrl[:] = self.arm.controls(self.data.qpos.tolist(), action.tolist())
+        self.data.ctrl[:] = self.claw_arm.controls(self.data.qpos.tolist(), action.tolist())
 
     @classmethod
     def _apply_batch(cls, tasks, actions, qpos):
-        return tasks[0].arm.batch_controls([task.arm for task in tasks], actions, qpos)
+        return tasks[0].claw_arm.batch_controls([task.claw_arm for task in tasks], actions, qpos)
 
     def _observe(self) -> dict[str, np.ndarray]:
         d = self.data
         q, v = d.qpos.tolist(), d.qvel.tolist()
-        obs, self._grasped, self._reach = observe(self.arm.grip_state(q, v), q[self._object_qpos],
+        obs, self._grasped, self._reach = observe(self.claw_arm.grip_state(q, v), q[self._object_qpos],
                                                   v[self._object_qvel], d.sensordata.tolist(), self._goal32.copy(),
                                                   ScalarMath)
         self._ag_list = obs["achieved_goal"].tolist()  # float32-exact cube position, what compute_reward sees
@@ -642,7 +640,7 @@ class ClawEnv(MujocoTaskEnv):
     def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
         first = tasks[0]
         goals = np.stack([task._goal32 for task in tasks])
-        grip = first.arm.batch_grip_state([task.arm for task in tasks], qpos, qvel)
+        grip = first.claw_arm.batch_grip_state([task.claw_arm for task in tasks], qpos, qvel)
         obs, grasped, reach = observe(grip, qpos.T[first._object_qpos], qvel.T[first._object_qvel],
                                       derived["sensordata"].T, goals, BatchMath)
         ag, g = obs["achieved_goal"].T.astype(np.float64), goals.T.astype(np.float64)

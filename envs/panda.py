@@ -264,7 +264,7 @@ def _yaw(rot: np.ndarray) -> float:
 class PandaArm:
     """``ClawEnv(arm="panda")``'s arm: the Panda, driven through :class:`DifferentialIK` (module docstring).
 
-    The same interface as :class:`envs.claw.GantryArm`: ``build()``, ``reset(data)``, ``grip_state`` and
+    The same interface as :class:`envs.claw.GantryArm`: ``create()``, ``reset(data)``, ``grip_state`` and
     ``controls`` of one env, and their batched forms (env by env here: the IK is per env; the physics of a
     batched vector env still advances in one native call).
     """
@@ -279,10 +279,11 @@ class PandaArm:
                         {model.body(f"{PREFIX}panda0_{side}finger").id for side in ("left", "right")}]
         self.pad_geoms = [g for g in finger_geoms if model.geom_contype[g]]  # the finger capsules and blocks
 
-    @staticmethod
-    def build() -> tuple[mujoco.MjModel, np.ndarray]:
-        """The compiled model and the home posture (:func:`panda_claw_model`)."""
-        return panda_claw_model()
+    @classmethod
+    def create(cls) -> tuple[mujoco.MjModel, PandaArm]:
+        """A new model of the claw scene with the Panda (:func:`panda_claw_model`) and the arm on it."""
+        model, home = panda_claw_model()
+        return model, cls(model, home)
 
     def reset(self, data: mujoco.MjData) -> None:
         """Arm at home, jaws open, servos on that pose (``data`` freshly reset)."""

