@@ -13,6 +13,9 @@ Tasks:
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
                (``distill=scripted``, alpha 1 constant, teacher std 0.1).
 ``panda_teacher`` ``claw_teacher`` with the Franka Panda (``env=claw_panda``).
+``claw_hard_teacher``, ``claw_hard_cma`` ``claw_teacher`` on ``env=claw_hard`` (heavy, slippery cubes), taught by the
+               default grasp, or by it adapted per object class by CMA-ES (``distill=llm_hint distill.proposer=cma``,
+               60 verified proposals).
 ``panda_her``  SAC + HER alone on the Panda (sparse reward, no teacher), for the record.
 ``teachers``   the default job (``python train.py``: PPO on ``OpenClaw/Quadruped-v1``, full command ranges;
                ``--env quadruped_rough`` for the rough terrain) with each online-distillation teacher:
@@ -53,8 +56,9 @@ import runs
 
 ROOT = runs.ROOT
 
-CLAW_TEACHER = ["agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "distill=scripted", "distill.alpha=1.0",
-                "distill.schedule=constant", "distill.teacher_std=0.1"]
+CLAW_SAC = ["agent=sac", "train.eval_episodes=50", "train.eval_envs=10"]
+TEACHER_WEIGHT = ["distill.alpha=1.0", "distill.schedule=constant", "distill.teacher_std=0.1"]
+CLAW_TEACHER = [*CLAW_SAC, "distill=scripted", *TEACHER_WEIGHT]
 TASKS = {
     "quadruped": dict(
         overrides=[
@@ -81,6 +85,10 @@ TASKS = {
     "claw_teacher": dict(overrides=["env=claw", *CLAW_TEACHER], criterion=runs.SUCCESS),
     # issue 27: the same on the Franka Panda (env=claw_panda: arm=panda), and SAC + HER alone (sparse reward)
     "panda_teacher": dict(overrides=["env=claw_panda", *CLAW_TEACHER], criterion=runs.SUCCESS),
+    # issue 26: claw_hard's students, taught by the default grasp and by CMA-ES adapting it per object class
+    "claw_hard_teacher": dict(overrides=["env=claw_hard", *CLAW_TEACHER], criterion=runs.SUCCESS),
+    "claw_hard_cma": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=llm_hint", "distill.proposer=cma",
+                                     "distill.max_verified=60", *TEACHER_WEIGHT], criterion=runs.SUCCESS),
     "panda_her": dict(
         overrides=["env=claw_panda", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "agent.her=true",
                    "env.kwargs.reward_type=sparse"],
