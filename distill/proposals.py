@@ -207,14 +207,15 @@ class ProposalService:
 
     def submit(self, key: str, version: int, request: dict[str, Any], start: dict[str, Any] | None = None) -> bool:
         """Queue a proposal for ``key``; False when one is still in flight for it (counted as skipped), when the
-        service has finished, or when ``max_verified`` proposals were checked already.
+        service has finished, or when ``max_verified`` proposals were checked or may still be (those in flight).
 
         ``start`` (reset options that replay the segment's episode) goes to the verifier only.
         """
         with self._lock:
             if self._finished:
                 return False
-            if self.max_verified is not None and self._counts["verified"] >= self.max_verified:
+            # proposals in flight may still be checked: they count, so that no more than max_verified ever are
+            if self.max_verified is not None and self._counts["verified"] + len(self._in_flight) >= self.max_verified:
                 self._counts["over_max_verified"] += 1
                 return False
             if key in self._in_flight:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import gymnasium as gym
 import numpy as np
@@ -125,6 +126,25 @@ def test_cma_proposes_an_unscored_candidate_again_and_stops_at_the_verification_
     assert service.stats()["search_generations"] == 1
     assert not service.submit("ctx", 0, build_request(SCHEMA, START, {}, {}))
     assert service.stats()["over_max_verified"] == 1
+
+
+def test_the_check_cap_counts_proposals_in_flight_for_other_contexts():
+    """Several contexts' proposals in flight at once never make more checks than distill.max_verified."""
+    release = threading.Event()
+
+    def slow_verifier(current, proposed, start):
+        release.wait(timeout=30)
+        return toy_verifier(current, proposed, start)
+
+    service = ProposalService(RandomProposer(SCHEMA, seed=0), verifier=slow_verifier, max_verified=2)
+    request = build_request(SCHEMA, START, {}, {})
+    assert service.submit("a", 0, request) and service.submit("b", 0, request)
+    assert not service.submit("c", 0, request)  # two in flight may both be checked: the cap is reached
+    release.set()
+    assert service.wait_idle(30)
+    assert len(service.poll()) == 2 and service.stats()["verified"] == 2
+    assert not service.submit("c", 0, request) and service.stats()["over_max_verified"] == 2
+    service.close()
 
 
 def test_each_context_has_its_own_search_and_table_entry():
