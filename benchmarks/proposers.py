@@ -56,7 +56,7 @@ import gymnasium as gym
 import numpy as np
 from omegaconf import OmegaConf
 
-from agents.teachers.hinted import make_proposer, parameter_schema
+from agents.teachers.hinted import make_proposer, parameter_schema, verify_start
 from agents.teachers.verifier import ShadowVerifier, rollout_metrics, start_episode
 from distill.contexts import ContextTable
 from distill.llm.hints import build_request
@@ -208,8 +208,7 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
             segment.add(obs, info)
         summary, outcome = segment.summary()
         entry = table.entry(context.name)
-        replay = case.family.episode_start(start_obs) if args.verify_on == "segment" else {}
-        start = {**replay, **context.options}
+        start = verify_start(case.family, args.verify_on, start_obs, context)
         if service.submit(context.name, entry.version, build_request(schema, entry.params, summary, outcome), start):
             proposals += 1
             service.wait_idle(args.timeout)

@@ -120,7 +120,6 @@ class GantryArm:
     """
 
     name = "gantry"
-    max_opening = MAX_OPENING
     #: the joint layout of claw.xml this class is written for (checked when an env is made)
     JOINTS = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "finger_l", "finger_r", "object")
 

@@ -45,7 +45,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from envs.base import ScalarMath, asset_path, installed_package_dir, package_file
+from envs.base import asset_path, installed_package_dir, package_file
 from envs.claw import (
     GRIP_HOME,
     PAD_FRICTION,
@@ -62,7 +62,6 @@ FRANKA_ASSETS = "envs/assets/kitchen_franka/franka_assets"  # inside the install
 PREFIX = "panda/"  # prefix of the package's names in the built model
 BASE_POS = (-0.50, 0.0, 0.40)  # m, world: link0 on a pedestal 0.15 m behind the table edge, facing +x
 FINGER_STROKE = 0.04  # m, each finger's travel (the package's finger joint range)
-MAX_OPENING = 2 * FINGER_STROKE  # m, jaw opening with both fingers open
 GRIP_OFFSET = 0.1654 + 0.0805  # m along link7's z: the finger bodies' origin + the pads' centre (tips 14 mm on)
 #: rad, the Panda's "ready" posture in the package's joint coordinates (its joint 6 is offset by -1.64 rad
 #: from Franka's): the hand points down; the start of the home pose search and the IK's null-space target
@@ -219,11 +218,26 @@ class DifferentialIK:
     def solve(self, q: np.ndarray, position: np.ndarray, yaw: float, iterations: int = IK_ITERATIONS) -> np.ndarray:
         """Joint angles (7, rad, within the joint limits) that put the grip at ``position`` (m) with ``yaw``
         (rad), pointing down, by ``iterations`` damped least-squares steps from ``q``."""
+        return self._iterate(np.asarray(q, dtype=np.float64).copy(), position, yaw, iterations, None)
+
+    def move(self, q: np.ndarray, delta: np.ndarray, delta_yaw: float) -> np.ndarray:
+        """Joint angles (:data:`IK_ITERATIONS` steps from ``q``) for the grip moved by ``delta`` (m, world) and turned
+        by ``delta_yaw`` (rad) from its pose at ``q``, the target clipped to the workspace and the yaw range: one
+        control step's IK. The kinematics at ``q`` serve both the target and the first iteration."""
+        q = np.asarray(q, dtype=np.float64).copy()
+        pos, rot = self._at(q)
+        target = np.clip(pos + delta, WORKSPACE_LOW, WORKSPACE_HIGH)
+        yaw = min(max(_yaw(rot) + delta_yaw, -YAW_LIMIT), YAW_LIMIT)
+        return self._iterate(q, target, yaw, IK_ITERATIONS, (pos, rot))
+
+    def _iterate(self, q: np.ndarray, position: np.ndarray, yaw: float, iterations: int,
+                 first: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+        """``iterations`` damped least-squares steps from ``q`` (modified); ``first``: the kinematics at ``q``,
+        already computed (:meth:`_at`, its Jacobians still in place)."""
         c, s = math.cos(yaw), math.sin(yaw)
         target = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ _DOWN
-        q = np.asarray(q, dtype=np.float64).copy()
-        for _ in range(iterations):
-            pos, rot = self._at(q)
+        for i in range(iterations):
+            pos, rot = first if i == 0 and first is not None else self._at(q)
             self._error[:3] = position - pos
             mujoco.mju_mat2Quat(self._quat, (target @ rot.T).ravel())
             mujoco.mju_quat2Vel(self._error[3:], self._quat, 1.0)
@@ -270,14 +284,13 @@ class PandaArm:
     """
 
     name = "panda"
-    max_opening = MAX_OPENING
 
     def __init__(self, model: mujoco.MjModel, home: np.ndarray) -> None:
         self.ik = DifferentialIK(model, home)
         self.home = np.asarray(home, dtype=np.float64).copy()
-        finger_geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] in
-                        {model.body(f"{PREFIX}panda0_{side}finger").id for side in ("left", "right")}]
-        self.pad_geoms = [g for g in finger_geoms if model.geom_contype[g]]  # the finger capsules and blocks
+        fingers = [model.body(f"{PREFIX}panda0_{side}finger").id for side in ("left", "right")]
+        # the finger capsules and blocks: the fingers' colliding geoms
+        self.pad_geoms = np.flatnonzero(np.isin(model.geom_bodyid, fingers) & (model.geom_contype > 0)).tolist()
 
     @classmethod
     def create(cls) -> tuple[mujoco.MjModel, PandaArm]:
@@ -290,19 +303,16 @@ class PandaArm:
         data.qpos[self.ik.qpos_adr] = data.ctrl[:7] = self.home
         data.qpos[self.ik.finger_qpos] = data.ctrl[7:9] = FINGER_STROKE
 
-    def grip_state(self, qpos, qvel, m: type = ScalarMath) -> tuple[float, ...]:
-        """:meth:`DifferentialIK.grip_state` (one env; ``m`` is :class:`~envs.base.ScalarMath`)."""
+    def grip_state(self, qpos, qvel) -> tuple[float, ...]:
+        """:meth:`DifferentialIK.grip_state` (one env)."""
         return self.ik.grip_state(qpos, qvel)
 
-    def controls(self, qpos, action, m: type = ScalarMath) -> list[float]:
+    def controls(self, qpos, action) -> list[float]:
         """The nine ``ctrl`` values (7 joint targets, rad; 2 finger targets, m) for clipped ``action`` (the claw's
         action table) at ``qpos``: the grip target 0.05 m x ``a`` and yaw target 0.15 rad x ``a`` from the grip's
         current pose (clipped to the workspace and the yaw range), solved by the IK from the current angles."""
         q = np.asarray(qpos, dtype=np.float64)[self.ik.qpos_adr]
-        pos, yaw = self.ik.pose(q)
-        target = np.clip(pos + POS_STEP * np.asarray(action[:3], dtype=np.float64), WORKSPACE_LOW, WORKSPACE_HIGH)
-        yaw_target = min(max(yaw + YAW_STEP * float(action[3]), -YAW_LIMIT), YAW_LIMIT)
-        joints = self.ik.solve(q, target, yaw_target)
+        joints = self.ik.move(q, POS_STEP * np.asarray(action[:3], dtype=np.float64), YAW_STEP * float(action[3]))
         finger = 0.5 * FINGER_STROKE * (1.0 - float(action[4]))
         return [*joints.tolist(), finger, finger]
 

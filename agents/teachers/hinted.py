@@ -122,8 +122,7 @@ class HintedControllerTeacher(ControllerTeacher):
                 summary, outcome = self.segments[i].summary()
                 context = self.contexts[i]
                 entry = self.table.entry(context.name)
-                replay = self.family.episode_start(self.episode_start[i]) if self.verify_on == "segment" else {}
-                start = {**replay, **context.options}
+                start = verify_start(self.family, self.verify_on, self.episode_start[i], context)
                 self.service.submit(context.name, entry.version,
                                     build_request(self.schema, entry.params, summary, outcome), start)
                 self.segments[i] = self.family.segment()
@@ -261,6 +260,13 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
                                       distill.hint_max_age, params, distill.verify_on)
     teacher.on_close += [r.close for r in resources]
     return teacher
+
+
+def verify_start(family: ControllerFamily, verify_on: str, first_obs: Any, context: TaskContext) -> dict[str, Any]:
+    """The reset options the verifier replays for a proposal about a segment that began with ``first_obs`` in
+    ``context``: the context's options, and with ``verify_on="segment"`` also the segment's episode start."""
+    replay = family.episode_start(first_obs) if verify_on == "segment" else {}
+    return {**replay, **context.options}
 
 
 def make_proposer(cfg: Any, schema: ParameterSchema, resources: list[Any]) -> Proposer:

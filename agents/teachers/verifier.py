@@ -97,9 +97,7 @@ class ShadowVerifier:
         options = dict(start or {})
         candidate = {**current, **proposed}
         seeds = range(self.rollouts)
-        before = self._evaluate(current, seeds, options)
-        after = self._evaluate(candidate, seeds, options)
-        gain = after["score"] - before["score"]
+        before, after, gain = self._paired(current, candidate, seeds, options)
         if gain <= self.margin:
             return Verification(False, f"not adopted: score {after['score']:.3f} vs current {before['score']:.3f} "
                                 f"(gain {gain:.3f} <= distill.verify_margin={self.margin:g}); kept the current "
@@ -109,9 +107,7 @@ class ShadowVerifier:
             return Verification(True, f"verified: {first}", before, after)
         with self._lock:
             held_out = self.confirm_seeds(next(self._confirmations))
-        held_before = self._evaluate(current, held_out, options)
-        held_after = self._evaluate(candidate, held_out, options)
-        held_gain = held_after["score"] - held_before["score"]
+        held_before, held_after, held_gain = self._paired(current, candidate, held_out, options)
         passed = held_gain > self.margin
         confirmation = Confirmation(list(held_out), held_before, held_after, passed)
         named = f"held-out seeds {held_out.start}..{held_out.stop - 1}"
@@ -124,6 +120,13 @@ class ShadowVerifier:
                       f"distill.verify_margin={self.margin:g}, distill.verify_confirm_rollouts="
                       f"{self.confirm_rollouts}); kept the current parameters")
         return Verification(passed, reason, before, after, confirmation)
+
+    def _paired(self, current: dict[str, Any], candidate: dict[str, Any], seeds: Iterable[int],
+                options: dict[str, Any]) -> tuple[dict[str, float], dict[str, float], float]:
+        """Both parameter sets on the same ``seeds``: their mean metrics and the candidate's score gain."""
+        before = self._evaluate(current, seeds, options)
+        after = self._evaluate(candidate, seeds, options)
+        return before, after, after["score"] - before["score"]
 
     def _evaluate(self, params: dict[str, Any], seeds: Iterable[int], options: dict[str, Any]) -> dict[str, float]:
         """Mean metrics of one episode per seed of the controller with ``params``."""
