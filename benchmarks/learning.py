@@ -16,6 +16,9 @@ Tasks:
 ``claw_hard_teacher``, ``claw_hard_cma`` ``claw_teacher`` on ``env=claw_hard`` (heavy, slippery cubes), taught by the
                default grasp, or by it adapted per object class by CMA-ES (``distill=llm_hint distill.proposer=cma``,
                60 verified proposals).
+``claw_hard_offline``, ``claw_hard_cma_pooled`` the same, taught by one grasp for every object class: the offline
+               reference (run ``benchmarks/proposers.py teacher --case claw_hard --arms tuned`` first), or CMA-ES
+               adapting one set online (``distill.per_context=false``, checks of 8 + 8 episodes).
 ``panda_her``  SAC + HER alone on the Panda (sparse reward, no teacher), for the record.
 ``teachers``   the default job (``python train.py``: PPO on ``OpenClaw/Quadruped-v1``, full command ranges;
                ``--env quadruped_rough`` for the rough terrain) with each online-distillation teacher:
@@ -89,6 +92,15 @@ TASKS = {
     "claw_hard_teacher": dict(overrides=["env=claw_hard", *CLAW_TEACHER], criterion=runs.SUCCESS),
     "claw_hard_cma": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=llm_hint", "distill.proposer=cma",
                                      "distill.max_verified=60", *TEACHER_WEIGHT], criterion=runs.SUCCESS),
+    # ... by one grasp for every object class: the offline reference (benchmarks/proposers.py teacher --case claw_hard
+    # --arms tuned writes it), and CMA-ES adapting one set online (distill.per_context=false, 8 + 8 episodes a check)
+    "claw_hard_offline": dict(overrides=["env=claw_hard", *CLAW_TEACHER, "distill.controller_params="
+                                         f"{ROOT}/runs/benchmarks/proposers/claw_hard/offline_params.json"],
+                              criterion=runs.SUCCESS),
+    "claw_hard_cma_pooled": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=llm_hint", "distill.proposer=cma",
+                                            "distill.max_verified=60", "distill.per_context=false",
+                                            "distill.verify_rollouts=8", "distill.verify_confirm_rollouts=8",
+                                            *TEACHER_WEIGHT], criterion=runs.SUCCESS),
     "panda_her": dict(
         overrides=["env=claw_panda", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10", "agent.her=true",
                    "env.kwargs.reward_type=sparse"],

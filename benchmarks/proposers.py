@@ -56,7 +56,7 @@ import gymnasium as gym
 import numpy as np
 from omegaconf import OmegaConf
 
-from agents.teachers.hinted import make_proposer, parameter_schema, verify_start
+from agents.teachers.hinted import make_proposer, parameter_schema, teaching_context, verify_start
 from agents.teachers.verifier import ShadowVerifier, rollout_metrics, start_episode
 from distill.contexts import ContextTable
 from distill.llm.hints import build_request
@@ -128,7 +128,7 @@ class Teacher:
 
 def table_params(table: ContextTable) -> Callable[[TaskContext], dict[str, Any]]:
     """An episode's parameters: its task context's in ``table``."""
-    return lambda context: table.entry(context.name).params
+    return lambda context: table.params_for(context.name)
 
 
 def validate(case: Case, table: ContextTable, episodes: int, first_seed: int = VALIDATION_SEED) -> dict[str, float]:
@@ -177,12 +177,13 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
         tuned = case.tuned().to_dict() if case.tuned is not None else offline_tuned(case, args)
         table = ContextTable(tuned)
     else:
-        table = ContextTable(case.start().to_dict())
+        table = ContextTable(case.start().to_dict(), per_context=not args.pooled)
     t0, cpu0 = time.monotonic(), time.process_time()
     curve = [{"verified": 0, "adopted": 0, **validate(case, table, args.episodes)}]
     record: dict[str, Any] = {"case": args.case, "arm": arm, "seed": seed, "tag": args.tag, "budget": args.budget,
                               "verify_rollouts": args.verify_rollouts, "verify_steps": args.verify_steps,
                               "verify_on": args.verify_on, "verify_confirm": args.verify_confirm,
+                              "per_context": not args.pooled,
                               "curve": curve}
     if arm in ("untuned", "tuned"):
         return {**record, "final": curve[-1], "params": table.start, "wall_s": round(time.monotonic() - t0, 1)}
@@ -207,6 +208,7 @@ def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm
             obs, info, done = teacher.step(obs)
             segment.add(obs, info)
         summary, outcome = segment.summary()
+        context = teaching_context(table, context)
         entry = table.entry(context.name)
         start = verify_start(case.family, args.verify_on, start_obs, context)
         if service.submit(context.name, entry.version, build_request(schema, entry.params, summary, outcome), start):
@@ -285,6 +287,8 @@ def main() -> None:
     parser.add_argument("--verify-confirm", type=int, default=int(DISTILL.verify_confirm_rollouts),
                         help="held-out confirmation: episodes per parameter set on other seeds (0: off; "
                              "distill.verify_confirm_rollouts)")
+    parser.add_argument("--pooled", action="store_true",
+                        help="one parameter set for all contexts (distill.per_context=false)")
     parser.add_argument("--timeout", type=float, default=600.0, help="s to wait for one proposal")
     parser.add_argument("--offline-evals", type=int, default=120, help="tuned (no parameter file): CMA-ES candidates")
     parser.add_argument("--offline-episodes", type=int, default=10, help="tuned: episodes per candidate")

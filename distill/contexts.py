@@ -15,9 +15,17 @@ a proposal asked for in a context changes that context's entry only, whenever it
   dropped (a late answer counts as long as the context has not moved on without it).
 
 A context nothing was decided for yet does not teach (its samples are masked), with the starting
-parameters. The table is JSON (:meth:`ContextTable.to_json`): saved in every checkpoint, restored on resume
-and written next to an exported policy; each entry keeps the history of its adoptions (env step, version,
-proposer, parameters, the verifier's score), from which a benchmark can replay the teacher's course.
+parameters.
+
+``per_context=False`` (``distill.per_context=false``) pools every context into one entry, :data:`ALL`: one parameter
+set for the whole run, for a student that cannot tell the contexts apart from its observations (the claw's object
+mass and friction): a teacher whose action on the same observation depends on a context the student does not see
+gives it targets it cannot follow (benchmarks/RESULTS.md, issue 26: the claw_hard students). :meth:`ContextTable.key`
+maps an episode's context name to its entry's key.
+
+The table is JSON (:meth:`ContextTable.to_json`): saved in every checkpoint, restored on resume and written next to
+an exported policy; each entry keeps the history of its adoptions (env step, version, proposer, parameters, the
+verifier's score), from which a benchmark can replay the teacher's course.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from typing import Any
 from distill.proposals import ProposalOutcome
 
 DECISIONS = ("adopted", "kept", "masked", "stale")
+ALL = "all"  # the one key of a pooled table (per_context=False)
 
 
 @dataclass
@@ -43,11 +52,21 @@ class ContextEntry:
 
 
 class ContextTable:
-    """Context name -> :class:`ContextEntry`; new contexts start from ``start`` (module docstring)."""
+    """Key -> :class:`ContextEntry`; new entries start from ``start``. The key of a context is its name, or
+    :data:`ALL` for every context with ``per_context=False`` (module docstring)."""
 
-    def __init__(self, start: dict[str, Any]) -> None:
+    def __init__(self, start: dict[str, Any], per_context: bool = True) -> None:
         self.start = _plain(start)
+        self.per_context = per_context
         self.entries: dict[str, ContextEntry] = {}
+
+    def key(self, context: str) -> str:
+        """The key of the entry an episode of the context named ``context`` teaches with."""
+        return context if self.per_context else ALL
+
+    def params_for(self, context: str) -> dict[str, Any]:
+        """The parameters an episode of the context named ``context`` teaches with."""
+        return self.entry(self.key(context)).params
 
     def entry(self, key: str) -> ContextEntry:
         if key not in self.entries:
@@ -76,11 +95,12 @@ class ContextTable:
         return "adopted"
 
     def to_json(self) -> dict[str, Any]:
-        return {"start": self.start, "contexts": {k: asdict(e) for k, e in sorted(self.entries.items())}}
+        return {"start": self.start, "per_context": self.per_context,
+                "contexts": {k: asdict(e) for k, e in sorted(self.entries.items())}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ContextTable:
-        table = cls(data["start"])
+        table = cls(data["start"], data.get("per_context", True))  # tables saved before pooling were per context
         table.entries = {k: ContextEntry(**e) for k, e in data["contexts"].items()}
         return table
 

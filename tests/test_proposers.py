@@ -240,6 +240,40 @@ def test_the_teacher_keeps_parameters_per_terrain_context_and_each_env_uses_its_
     teacher.close()
 
 
+def test_a_pooled_table_teaches_every_context_with_one_set_checked_on_episodes_of_every_context():
+    """distill.per_context=false: the claw's object classes share one entry, whose checks replay no class."""
+    kwargs = {"object_mass": [0.5, 1.0], "object_friction": [0.4, 0.7]}
+    venv = make_vec_env("OpenClaw/Claw-v0", kwargs, 3)
+    starts = []
+
+    def verifier(current, proposed, start):
+        starts.append(start)
+        return Verification(True, "toy", {"score": 0.0}, {"score": 1.0})
+
+    spec = venv.get_attr("unwrapped", indices=[0])[0].controller_spec
+    service = ProposalService(RandomProposer(parameter_schema(FAMILIES["claw"], spec), seed=0), verifier=verifier)
+    teacher = HintedControllerTeacher(venv, FAMILIES["claw"], spec, service, segment_steps=5, per_context=False)
+    teacher.seed(0)
+    teacher.reset()
+    classes = {c.name for c in venv.env_method("task_context")}
+    assert all(c.startswith("gantry/mass=") for c in classes)
+    assert [c.name for c in teacher.contexts] == ["all"] * 3 and all(c.options == {} for c in teacher.contexts)
+    for _ in range(30):
+        teacher.step(np.zeros((3, 5), np.float32))
+        service.wait_idle(10)
+    assert set(teacher.table.entries) == {"all"} and teacher.table.entry("all").version >= 1
+    assert starts and all("object_class" not in s for s in starts)  # checked on episodes of every class
+    pooled = GraspParams.from_dict(teacher.table.params_for("gantry/mass=heavy/friction=low"))
+    assert pooled != GraspParams() and all(c.params == pooled for c in teacher.policy.controllers)
+    saved = json.loads(json.dumps(teacher.context_state()))
+    assert saved["per_context"] is False
+    teacher.restore_context_state(saved)
+    assert teacher.context_state() == saved and [c.name for c in teacher.contexts] == ["all"] * 3
+    teacher.close()
+    older = {k: v for k, v in ContextTable(START).to_json().items() if k != "per_context"}  # saved before pooling
+    assert ContextTable.from_json(older).per_context
+
+
 # ---------------------------------------------------------------- through train.py, resume and export
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -290,8 +324,30 @@ def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
     ("distill.max_verified=0", ["distill.max_verified=0", "null"]),
     ("distill.search_sigma=2", ["distill.search_sigma=2", "(0, 1]"]),
     ("distill.verify_confirm_rollouts=-1", ["distill.verify_confirm_rollouts=-1", ">= 1", "0 for no confirmation"]),
+    ("distill.controller_params=no/such.json", ["distill.controller_params='no/such.json'", "cannot read",
+                                                 "tuned or untuned", "JSON file"]),
 ])
 def test_bad_proposer_settings_stop_before_training_naming_the_fix(tmp_path, override, named):
     result = run_py("train.py", "train=smoke", "distill=llm_hint", override, f"hydra.run.dir={tmp_path / 'r'}")
     assert result.returncode == 2 and all(n in result.stderr for n in named), result.stderr[-2000:]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_controller_teacher_starts_from_a_parameter_file_and_a_wrong_one_stops_before_training(tmp_path):
+    """distill.controller_params=<file>: the trot's parameter files, the proposers benchmark's offline reference or a
+    plain object; fields it leaves out take the class defaults; another family's fields stop train.py."""
+    from agents.teachers.controller import starting_params
+
+    plain = tmp_path / "grasp.json"
+    plain.write_text(json.dumps({"close_steps": 12, "xy_offset": [0.001, 0.0]}))
+    params = starting_params(FAMILIES["claw"], str(plain))
+    assert params == GraspParams(close_steps=12, xy_offset=(0.001, 0.0))
+    wrapped = tmp_path / "offline.json"
+    wrapped.write_text(json.dumps({"params": {"close_steps": 7}, "score": 0.7}))
+    assert starting_params(FAMILIES["claw"], str(wrapped)).close_steps == 7
+    trot_file = ROOT / "envs" / "controllers" / "trot_params" / "go2.json"
+    assert starting_params(FAMILIES["quadruped"], str(trot_file)) == TrotParams.for_robot("go2")
+    result = run_py("train.py", "train=smoke", "env=claw", "distill=scripted", f"distill.controller_params={trot_file}",
+                    f"hydra.run.dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and "unknown GraspParams field" in result.stderr, result.stderr[-2000:]
+    assert "JSON file of the claw controller's parameters" in result.stderr and not (tmp_path / "r").exists()

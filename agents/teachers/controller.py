@@ -14,8 +14,10 @@ the action teaches; 0: masked) and the student's buffer stores them with the sam
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +39,7 @@ class ControllerTeacher(VecEnvWrapper):
         family: the env family, whose controller teaches.
         spec: what the envs tell their controller (``env.controller_spec``: control period, robot geometry).
         params: the controllers' starting parameters; ``None``: their defaults for the robot
-            (``distill.controller_params=tuned``; ``untuned``: the family's class defaults).
+            (``distill.controller_params=tuned``; ``untuned``: the family's class defaults; or a JSON file's).
     """
 
     def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, params: Any = None) -> None:
@@ -168,11 +170,34 @@ def controller_teacher(venv: VecEnv, cfg: Any) -> ControllerTeacher:
     return hinted_teacher(venv, family, env, cfg, params)
 
 
-CONTROLLER_PARAMS = ("tuned", "untuned")  # distill.controller_params
+CONTROLLER_PARAMS = ("tuned", "untuned")  # distill.controller_params, or the path of a JSON file of parameters
 
 
 def starting_params(family: ControllerFamily, which: str) -> Any:
     """The teacher controllers' starting parameters for ``distill.controller_params``: ``None`` for
     ``tuned`` (the controller's defaults for the robot: the trot's parameter file where the robot has one),
-    the family's class defaults for ``untuned`` (hand-tuned for openclaw_go1: the "defaults fail" case)."""
-    return None if which == "tuned" else family.params()
+    the family's class defaults for ``untuned`` (hand-tuned for openclaw_go1: the "defaults fail" case), else
+    the parameters in the JSON file at that path (:func:`params_from_file`).
+
+    Raises:
+        ValueError: the file cannot be read, or its parameters are not the family's (named in the message).
+    """
+    if which in CONTROLLER_PARAMS:
+        return None if which == "tuned" else family.params()
+    return family.params.from_dict(params_from_file(Path(which)))
+
+
+def params_from_file(path: Path) -> dict[str, Any]:
+    """A controller's parameters saved as JSON: the object under ``"params"`` where there is one (the trot's
+    ``trot_params/<robot>.json``, ``benchmarks/proposers.py``'s offline reference), else the whole object; fields it
+    leaves out take the class defaults. Raises ``ValueError`` naming what is wrong."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not JSON: {err}") from None
+    params = data.get("params", data) if isinstance(data, dict) else data
+    if not isinstance(params, dict):
+        raise ValueError(f"{path} holds no object of parameters (a JSON object, or one under \"params\")")
+    return params

@@ -12,8 +12,9 @@ the claw's object class) in a :class:`distill.contexts.ContextTable`: every env 
 episode's context's entry, a proposal asked for in a context changes that context only, whenever it
 comes back (``distill.hint_max_age``: adoptions in the context since the request, at which an answer is
 dropped as stale), and samples of a context whose last proposal was not accepted (or that has none yet)
-are masked (weight 0). The table is saved with every checkpoint (``context_params.json``), restored on
-resume and written next to an exported policy.
+are masked (weight 0). With ``distill.per_context=false`` every context shares one entry (one parameter set for
+the run, checked on episodes of every context: :func:`teaching_context`). The table is saved with every checkpoint
+(``context_params.json``), restored on resume and written next to an exported policy.
 
 This module is the only module of ``agents/`` that imports :mod:`distill.llm` (and with it ``openai``) when
 loaded; :mod:`agents.teachers.controller` loads this one only for ``distill=llm_hint``.
@@ -36,7 +37,7 @@ from agents.controller_policy import obs_row
 from agents.errors import ConfigError
 from agents.teachers.controller import ControllerTeacher
 from agents.teachers.verifier import ShadowVerifier
-from distill.contexts import ContextTable
+from distill.contexts import ALL, ContextTable
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.hints import build_request
 from distill.llm.proposer import LLMProposer
@@ -65,16 +66,19 @@ class HintedControllerTeacher(ControllerTeacher):
         params: the starting parameters of every context (``None``: the controllers' defaults for the robot).
         verify_on: what the verifier replays: ``context`` (episodes of the context, the verifier's seeds
             drawing commands or goals) or ``segment`` (the segment's own episode start, in its context).
+        per_context: one parameter set per context (True) or one for all of them (module docstring).
     """
 
     def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, service: ProposalService,
-                 segment_steps: int = 200, max_age: int = 3, params: Any = None, verify_on: str = "context") -> None:
+                 segment_steps: int = 200, max_age: int = 3, params: Any = None, verify_on: str = "context",
+                 per_context: bool = True) -> None:
         super().__init__(venv, family, spec, params)
         n = venv.num_envs
         self.service, self.schema = service, parameter_schema(family, spec)
         self.segment_steps, self.max_age, self.verify_on = segment_steps, max_age, verify_on
-        self.table = ContextTable(self.policy.controllers[0].params.to_dict())
-        self.contexts: list[TaskContext] = venv.env_method("task_context")
+        self.table = ContextTable(self.policy.controllers[0].params.to_dict(), per_context)
+        # each env's episode's teaching context (teaching_context): its table key and the options its checks replay
+        self.contexts: list[TaskContext] = [teaching_context(self.table, c) for c in venv.env_method("task_context")]
         self.applied: list[tuple[str, int] | None] = [None] * n  # (context, version) each controller has
         self.segments = [family.segment() for _ in range(n)]
         self.episode_start: list[Any] = [None] * n  # each env's first observation of its current episode
@@ -102,7 +106,7 @@ class HintedControllerTeacher(ControllerTeacher):
 
     def _enter_context(self, i: int) -> None:
         """Env ``i`` started an episode: its controller takes the parameters of the episode's context."""
-        self.contexts[i] = self.venv.env_method("task_context", indices=[i])[0]
+        self.contexts[i] = teaching_context(self.table, self.venv.env_method("task_context", indices=[i])[0])
         self._use_table(i)
 
     def _use_table(self, i: int) -> None:
@@ -163,6 +167,7 @@ class HintedControllerTeacher(ControllerTeacher):
     def restore_context_state(self, state: dict[str, Any]) -> None:
         """Continue with a saved context table (a resumed run): every env takes its context's parameters."""
         self.table = ContextTable.from_json(state)
+        self.contexts = [teaching_context(self.table, c) for c in self.venv.env_method("task_context")]
         self.applied = [None] * self.num_envs
         for i in range(self.num_envs):
             self._use_table(i)
@@ -256,10 +261,18 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     service = ProposalService(proposer, records_path=records, verifier=verifier,
                               verify_budget_s_per_min=distill.verify_budget_s_per_min,
                               max_verified=distill.max_verified)
+    # distill.per_context is absent from a run saved before the setting (resume): per context, as it was made
     teacher = HintedControllerTeacher(venv, family, env.controller_spec, service, distill.segment_steps,
-                                      distill.hint_max_age, params, distill.verify_on)
+                                      distill.hint_max_age, params, distill.verify_on, distill.get("per_context", True))
     teacher.on_close += [r.close for r in resources]
     return teacher
+
+
+def teaching_context(table: ContextTable, context: TaskContext) -> TaskContext:
+    """The context an episode in ``context`` teaches with: ``context`` itself, or for a pooled table
+    (``distill.per_context=false``) the run's one context :data:`~distill.contexts.ALL`, without reset options, so
+    that its checks play episodes of every context (the verifier's seeds draw them)."""
+    return context if table.per_context else TaskContext(ALL)
 
 
 def verify_start(family: ControllerFamily, verify_on: str, first_obs: Any, context: TaskContext) -> dict[str, Any]:

@@ -96,7 +96,7 @@ class DistillConfig:
     teacher: Optional[str] = None  # checkpoint teacher: a run directory made by train.py
     teacher_checkpoint: str = "best"  # best | latest
     teacher_std: float = 0.3  # scripted / llm_hint: std of the Gaussian around the controller's action
-    controller_params: str = "tuned"  # scripted / llm_hint: tuned (the robot's tuned defaults) | untuned (class defaults)
+    controller_params: str = "tuned"  # scripted / llm_hint: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
     segment_steps: int = 200  # llm_hint: a segment ends at an episode end or after this many env steps
     hint_max_age: int = 3  # llm_hint: a proposal asked for against a context's parameters is dropped once this many adoptions replaced them
     proposer: str = "llm"  # llm_hint: llm (the llm channel) | coach (the bundled coach) | random | cma | llm_cma
@@ -111,6 +111,7 @@ class DistillConfig:
     verify_rollouts: int = 2  # llm_hint: episodes per parameter set (current, proposed) in each check
     verify_steps: int = 100  # llm_hint: steps per check episode at most
     verify_on: str = "context"  # llm_hint: context (episodes of the proposal's task context) | segment (its episode)
+    per_context: bool = True  # llm_hint: one parameter set per task context (true) or one for all contexts (false)
     verify_margin: float = 0.01  # llm_hint: score gain a proposal needs to be adopted (claw: success - distance m)
     verify_confirm_rollouts: int = 0  # llm_hint: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
     verify_budget_s_per_min: Optional[float] = 10.0  # llm_hint: CPU s of checks per minute (null: unbounded)
@@ -215,7 +216,6 @@ def _choices() -> dict[str, tuple[str, ...]]:
     from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY
 
     from agents.factory import ACTIVATIONS
-    from agents.teachers.controller import CONTROLLER_PARAMS
     from agents.vec_env import VEC_MODES
     from distill.kl import Direction
     from distill.schedules import SCHEDULES
@@ -228,7 +228,6 @@ def _choices() -> dict[str, tuple[str, ...]]:
         "distill.direction": get_args(Direction),
         "distill.ema_condition": ("always", "eval_not_worse"),
         "distill.teacher_checkpoint": ("best", "latest"),
-        "distill.controller_params": CONTROLLER_PARAMS,
         "agent.her_goal_selection_strategy": tuple(KEY_TO_GOAL_STRATEGY),
     }
 
@@ -319,6 +318,7 @@ def validate(cfg: DictConfig) -> None:
 def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
+    from agents.teachers.controller import CONTROLLER_PARAMS, starting_params
     from envs.controllers import family_of_id
 
     d = cfg.distill
@@ -328,10 +328,15 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         if d[key] < 1:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: it must be >= 1")
     try:
-        family_of_id(cfg.env.id)
+        family = family_of_id(cfg.env.id)
     except ValueError as err:
         raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
                           "choose another env or distill=none|ema|checkpoint") from None
+    try:
+        starting_params(family, d.controller_params)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"distill.controller_params={d.controller_params!r}: {err}; use {' or '.join(CONTROLLER_PARAMS)}, "
+                          f"or a JSON file of the {family.family} controller's parameters") from None
     if d.proposer not in PROPOSERS:
         raise ConfigError(f"distill.proposer={d.proposer!r} is unknown; choose one of: {', '.join(PROPOSERS)}")
     if d.max_verified is not None and d.max_verified < 1:
