@@ -19,9 +19,8 @@ parameters.
 
 ``per_context=False`` (``distill.per_context=false``) pools every context into one entry, :data:`ALL`: one parameter
 set for the whole run, for a student that cannot tell the contexts apart from its observations (the claw's object
-mass and friction): a teacher whose action on the same observation depends on a context the student does not see
-gives it targets it cannot follow (benchmarks/RESULTS.md, issue 26: the claw_hard students). :meth:`ContextTable.key`
-maps an episode's context name to its entry's key.
+mass and friction), to which per-context parameters give different targets for the same observation.
+:meth:`ContextTable.key` maps an episode's context name to its entry's key.
 
 The table is JSON (:meth:`ContextTable.to_json`): saved in every checkpoint, restored on resume and written next to
 an exported policy; each entry keeps the history of its adoptions (env step, version, proposer, parameters, the
