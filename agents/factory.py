@@ -74,10 +74,6 @@ def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
         policy_kwargs=dict(net_arch=list(a.net_arch), activation_fn=ACTIVATIONS[a.activation]),
         fast_update=a.fast_update,
     )
-    if a.target_entropy == "teacher":
-        kwargs["teacher_entropy"] = True
-    elif a.target_entropy != "auto":
-        kwargs["target_entropy"] = float(a.target_entropy)
     if a.her and is_goal_env(venv):
         kwargs["replay_buffer_class"] = HerReplayBuffer
         kwargs["replay_buffer_kwargs"] = dict(

@@ -17,7 +17,7 @@ import torch
 from distill.kl import Direction, distillation_kl, weighted_mean
 from distill.policy import DiagGaussian, Observation, PolicyRegistry
 from distill.schedules import AlphaSchedule
-from distill.teachers import RecordedActions, Teacher, TeacherTargets
+from distill.teachers import RecordedActions, Teacher
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -84,11 +84,6 @@ class OnlinePolicyDistillation:
         :mod:`distill.schedules` is monotone, so 0 now and at the end means 0 in between."""
         return self.schedule(progress) == 0.0 and self.schedule(1.0) == 0.0
 
-    def targets(self, obs: Observation, raw_obs: Observation | None = None,
-                recorded: RecordedActions | None = None) -> TeacherTargets:
-        """The teacher's targets for a minibatch (no gradient flows into them)."""
-        return self.teacher.targets(obs, raw_obs, recorded)
-
     def distill_loss(
         self,
         obs: Observation,
@@ -96,18 +91,16 @@ class OnlinePolicyDistillation:
         raw_obs: Observation | None = None,
         student_dist: DiagGaussian | None = None,
         recorded: RecordedActions | None = None,
-        targets: TeacherTargets | None = None,
     ) -> tuple[torch.Tensor, float]:
         """(weighted KL loss, alpha) for a minibatch; the caller adds ``alpha * loss`` to its loss.
 
-        ``student_dist`` and ``targets`` may be passed when the learner has already computed them (saves a
-        forward pass); otherwise they are taken from the registry and the teacher.
+        ``student_dist`` may be passed when the learner has already computed it (saves a forward
+        pass); otherwise it is taken from the registry.
         """
         alpha = self.alpha(progress)
         if student_dist is None:
             student_dist = self.registry.action_distribution(self.student, obs)
-        if targets is None:
-            targets = self.targets(obs, raw_obs, recorded)
+        targets = self.teacher.targets(obs, raw_obs, recorded)
         kl = distillation_kl(targets.dist, student_dist, self.direction)
         loss = weighted_mean(kl, targets.weight)
         check_finite(distillation_KL=loss.detach(), alpha=alpha)

@@ -243,32 +243,6 @@ def test_sac_fast_update_differs_from_sb3_by_rounding_only():
         torch.testing.assert_close(b, a, rtol=0, atol=1e-4)
 
 
-def test_sac_entropy_target_follows_a_saturated_teacher_where_it_teaches():
-    """agent.target_entropy=teacher: a teacher at the action bounds (pre-tanh mean 3, std 0.1) has a squashed entropy
-    far below SB3's -dim(A), so SB3's target would raise ent_coef for a student that follows it (the runaway); the
-    lowered target is the teacher's entropy on taught samples and SB3's on masked ones."""
-    from agents.students.sac import squashed_entropy
-    from distill.teachers import TeacherTargets
-
-    torch.manual_seed(0)
-    teacher = DiagGaussian(torch.full((6, 12), 3.0), torch.full((6, 12), math.log(0.1)))
-    u = teacher.mean[:1] + 0.1 * torch.randn(20000, 12)
-    gaussian = -0.5 * (((u - 3.0) / 0.1) ** 2 + math.log(2 * math.pi)).sum(-1) - 12 * math.log(0.1)
-    log_prob = gaussian - torch.log(1 - torch.tanh(u) ** 2 + 1e-6).sum(-1)  # SB3's tanh-squashed log-probability
-    entropy = squashed_entropy(teacher)
-    assert -70 < float(entropy[0]) < -60 and abs(float(entropy[0]) + float(log_prob.mean())) < 1.0
-    model = _sac(SACStudent, teacher_entropy=True)
-    assert model.target_entropy == -12.0
-    weight = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0])
-    target = model._entropy_target(TeacherTargets(teacher, weight)).flatten()
-    assert torch.equal(target[weight == 0], torch.full((2,), -12.0))
-    torch.testing.assert_close(target[weight > 0], entropy[weight > 0])
-    # ent_coef's loss gradient is -(log_prob + target): with SB3's target a student that samples like its teacher
-    # pushes ent_coef up by ~50 nats a step; with the teacher's target it is balanced
-    assert float(log_prob.mean()) - 12.0 > 50 and abs(float(log_prob.mean()) + float(target[0])) < 1.0
-    assert model._entropy_target(None) == -12.0  # no teacher (alpha 0, or none attached): SB3's
-
-
 def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
     """With VecNormalize, the teacher sees exactly the raw observations the env produced."""
     venv = VecNormalize(make_vec_env("OpenClaw/Quadruped-v0", n_envs=2, seed=0))

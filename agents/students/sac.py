@@ -9,26 +9,12 @@ actor loss becomes::
 where the KL is between the pre-tanh Gaussians (exact: tanh is the same bijection on both sides) and
 ``scale = max(1, mean |min_Q|)`` (detached) makes alpha dimensionless against the Q magnitudes, which
 grow with reward scale and horizon. The teacher is updated after each actor optimiser step.
-
-**The entropy target under a teacher** (``teacher_entropy=True``, ``agent.target_entropy=teacher``). SAC's
-automatic entropy coefficient raises ``ent_coef`` while the policy's entropy is below its target (SB3: ``-dim(A)``
-nats). A teacher whose actions sit at the bounds (the scripted grasp: jaws fully closed, full speed) has a
-tanh-squashed entropy far below that (about -5.5 nats per saturated dimension at teacher std 0.1), so a student
-that follows it can never reach the target: ``ent_coef`` grows without bound (0.83 to 5e8 in 100 k steps on the
-claw), and since ``scale`` grows with the entropy bonus inside Q, the reward's share of the actor loss vanishes;
-in other runs it rises to ~100 and then collapses. With ``"teacher"`` the target of each taught sample is the lower
-of SB3's and the teacher's own squashed entropy there (:func:`squashed_entropy`), so following the teacher is
-consistent with the entropy target; untaught samples (weight 0, or alpha 0) keep SB3's. Measured
-(benchmarks/RESULTS.md, issue 26): the coefficient stays bounded; students reach their thresholds in about as
-many steps as with ``"auto"``; it stays opt-in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import math
 
 import numpy as np
 import torch
@@ -42,7 +28,6 @@ from agents.students.teacher_actions import TeacherActionSource, recorded_action
 from agents.vec_env import torch_unnormalize_obs
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
-from distill.teachers import TeacherTargets
 
 
 def sac_action_distribution(actor: torch.nn.Module, obs) -> DiagGaussian:
@@ -61,13 +46,6 @@ def frozen(parameters: list[torch.nn.Parameter]) -> Iterator[None]:
     finally:
         for p in parameters:
             p.requires_grad_(True)
-
-
-def squashed_entropy(dist: DiagGaussian, epsilon: float = 1e-6) -> torch.Tensor:
-    """Entropy (nats) of ``tanh(u)``, ``u ~ dist``, per row: the Gaussian's entropy plus ``sum log(1 - tanh(u)^2)``
-    taken at the mean (SB3's tanh correction, with its ``epsilon``); shape (batch,)."""
-    gaussian = (0.5 * math.log(2 * math.pi * math.e) + dist.log_std).sum(-1)
-    return gaussian + torch.log(1 - torch.tanh(dist.mean) ** 2 + epsilon).sum(-1)
 
 
 def soft_update(params: list[torch.Tensor], target_params: list[torch.Tensor], tau: float) -> None:
@@ -90,11 +68,8 @@ class SACStudent(DistillingStudent, SAC):
     critic ``zero_grad``), and the target networks' Polyak update in two vectorised operations.
     """
 
-    def __init__(self, *args, fast_update: bool = True, teacher_entropy: bool = False, **kwargs):
-        """``teacher_entropy``: lower SB3's ``target_entropy`` to the teacher's entropy on the samples it teaches
-        (``agent.target_entropy=teacher``, module docstring)."""
+    def __init__(self, *args, fast_update: bool = True, **kwargs):
         self.fast_update = fast_update
-        self.teacher_entropy = teacher_entropy
         super().__init__(*args, **(fused_adam(kwargs) if fast_update else kwargs))
 
     def _setup_model(self) -> None:
@@ -118,38 +93,21 @@ class SACStudent(DistillingStudent, SAC):
     def _progress(self) -> float:
         return 1.0 - self._current_progress_remaining
 
-    def _teaching(self) -> bool:
-        """Whether the distillation term acts now (a distillation is attached and its alpha is not 0)."""
-        return self.distillation is not None and self.distillation.alpha(self._progress()) != 0.0
-
-    def _teacher_targets(self, batch) -> TeacherTargets:
+    def _distill_term(self, batch, min_q_pi: torch.Tensor) -> torch.Tensor | None:
+        """alpha * scale * distillation loss for one minibatch, or None when it cannot change anything."""
         opd = self.distillation
-        raw = torch_unnormalize_obs(self._vec_normalize_env, batch.observations) if opd.needs_raw_obs else None
-        return opd.targets(batch.observations, raw, recorded_actions(batch))
-
-    def _entropy_target(self, targets: TeacherTargets | None) -> float | torch.Tensor:
-        """SB3's target entropy, or per sample (batch, 1) the lower of it and the teacher's where the teacher
-        teaches (``teacher_entropy``, module docstring)."""
-        if targets is None:
-            return self.target_entropy
-        lowered = squashed_entropy(targets.dist).clamp(max=self.target_entropy)
-        return torch.where(targets.weight > 0, lowered, torch.full_like(lowered, self.target_entropy)).reshape(-1, 1)
-
-    def _distill_term(self, batch, min_q_pi: torch.Tensor, targets: TeacherTargets | None) -> torch.Tensor | None:
-        """alpha * scale * distillation loss for one minibatch (``targets``: the teacher's, when already taken),
-        or None when it cannot change anything."""
-        if not self._teaching():
+        progress = self._progress()
+        if opd is None or opd.alpha(progress) == 0.0:
             return None
-        if targets is None:
-            targets = self._teacher_targets(batch)
-        loss, alpha = self.distillation.distill_loss(batch.observations, self._progress(), targets=targets)
+        raw = torch_unnormalize_obs(self._vec_normalize_env, batch.observations) if opd.needs_raw_obs else None
+        loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=raw, recorded=recorded_actions(batch))
         scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
         return alpha * scale * loss
 
     # ==================================================================================================
     # Copied from stable-baselines3 2.9.2, stable_baselines3/sac/sac.py, SAC.train (MIT licence).
     # Changes: the distillation term (_distill_term) is added to the actor loss and the teacher is told
-    # after each actor optimiser step; the entropy coefficient's target may follow the teacher (_entropy_target); ``train/rl_loss`` and the ``distill/*`` statistics are logged;
+    # after each actor optimiser step; ``train/rl_loss`` and the ``distill/*`` statistics are logged;
     # the minibatches come from replay_batches, the actor loss's critic pass is frozen() and the
     # Polyak update is soft_update (bit-identical speed-ups, see the class docstring); a non-finite loss
     # term stops training (check_finite).
@@ -178,12 +136,11 @@ class SACStudent(DistillingStudent, SAC):
 
             actions_pi, log_prob = self.actor.action_log_prob(data.observations)
             log_prob = log_prob.reshape(-1, 1)
-            targets = self._teacher_targets(data) if self.teacher_entropy and self._teaching() else None
 
             ent_coef_loss = None
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
                 ent_coef = torch.exp(self.log_ent_coef.detach())
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self._entropy_target(targets)).detach()).mean()
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
                 ent_coef_losses.append(ent_coef_loss.item())
                 check_finite(entropy_coefficient_loss=ent_coef_losses[-1])
             else:
@@ -215,7 +172,7 @@ class SACStudent(DistillingStudent, SAC):
             actor_loss = (ent_coef * log_prob - min_q_pi).mean()
             actor_losses.append(actor_loss.item())
             check_finite(actor_loss=actor_losses[-1])
-            distill = self._distill_term(data, min_q_pi, targets)
+            distill = self._distill_term(data, min_q_pi)
             if distill is not None:
                 actor_loss = actor_loss + distill
 

@@ -71,9 +71,6 @@ class SACConfig:
     train_freq: int = 1  # env steps (per env) between updates
     gradient_steps: int = 1
     ent_coef: str = "auto"  # "auto", "auto_0.1" or a number as a string
-    # the automatic ent_coef's target entropy (nats): "auto" (-dim(A)), a number as a string, or "teacher": "auto"
-    # lowered to the teacher's entropy on the samples it teaches (agents/students/sac.py)
-    target_entropy: str = "auto"
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
     her: bool = True  # use hindsight experience replay on goal-conditioned (Dict) observations
@@ -193,7 +190,6 @@ _AGENT_RULES: dict[str, tuple[Any, str]] = {
     "clip_range": (lambda v: v > 0, "> 0"),
     "ent_coef": (lambda v: _sac_ent_coef(v) if isinstance(v, str) else v >= 0,
                  ">= 0 (SAC: 'auto', 'auto_<initial value > 0>' or a number > 0)"),
-    "target_entropy": (lambda v: _sac_target_entropy(str(v)), "'auto', 'teacher' or a number of nats"),
     "vf_coef": (lambda v: v >= 0, ">= 0"),
     "max_grad_norm": (lambda v: v > 0, "> 0"),
     "target_kl": (lambda v: v is None or v > 0, "> 0 or null"),
@@ -205,15 +201,6 @@ _AGENT_RULES: dict[str, tuple[Any, str]] = {
     "gradient_steps": (lambda v: v >= 1 or v == -1, ">= 1, or -1 (as many as env steps)"),
     "her_n_sampled_goal": (lambda v: v >= 1, ">= 1"),
 }
-
-
-def _sac_target_entropy(value: str) -> bool:
-    if value in ("auto", "teacher"):
-        return True
-    try:
-        return math.isfinite(float(value))
-    except ValueError:
-        return False
 
 
 def _sac_ent_coef(value: str) -> bool:
