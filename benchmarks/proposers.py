@@ -40,6 +40,12 @@ Usage::
 
 ``replay`` validates a training run's teacher over the run (:func:`replay`): the student's steps to the threshold
 come from the run itself (``benchmarks/learning.py teachers --env go2 --arms cma_untuned ...``).
+
+``noise`` validates parameter sets whose actions are executed with Gaussian noise (std per ``--noise``, clipped to
+the action bounds), as an imperfect student would execute them: ``--tables untuned tuned <result name> ...`` (a
+result name is a ``teacher`` result file's stem, e.g. ``cma_s0_pooled_v8c8``: its final table)::
+
+    python benchmarks/proposers.py noise --case claw_hard --tables untuned tuned cma_s0_pooled_v8c8 --episodes 30
 """
 
 from __future__ import annotations
@@ -131,9 +137,25 @@ def table_params(table: ContextTable) -> Callable[[TaskContext], dict[str, Any]]
     return lambda context: table.params_for(context.name)
 
 
-def validate(case: Case, table: ContextTable, episodes: int, first_seed: int = VALIDATION_SEED) -> dict[str, float]:
-    """Mean metrics of the case's score over ``episodes`` seeded validation episodes (module docstring)."""
+class NoisyActions(gym.ActionWrapper):
+    """Executes the controller's action plus Gaussian noise of std ``std`` (action units), clipped to the bounds."""
+
+    def __init__(self, env: gym.Env, std: float, seed: int) -> None:
+        super().__init__(env)
+        self.std, self.rng = std, np.random.default_rng(seed)
+
+    def action(self, action: np.ndarray) -> np.ndarray:
+        noisy = action + self.std * self.rng.standard_normal(np.shape(action))
+        return np.clip(noisy, self.action_space.low, self.action_space.high)
+
+
+def validate(case: Case, table: ContextTable, episodes: int, first_seed: int = VALIDATION_SEED,
+             noise: float = 0.0) -> dict[str, float]:
+    """Mean metrics of the case's score over ``episodes`` seeded validation episodes (module docstring); with
+    ``noise`` > 0 the actions are executed with that much Gaussian noise (:class:`NoisyActions`, seeded)."""
     env = gym.make(case.env_id, **case.kwargs)
+    if noise > 0:
+        env = NoisyActions(env, noise, first_seed)
     metrics = rollout_metrics(env, case.family, env.unwrapped.controller_spec, table_params(table),
                               range(first_seed, first_seed + episodes), case.options, digits=4)
     env.close()
@@ -241,9 +263,14 @@ def run_name(arm: str, seed: int, tag: str) -> str:
     return f"{arm}_s{seed}" + (f"_{tag}" if tag else "")
 
 
+def rate_key(case: str) -> str:
+    """The rate reported beside a case's score: the claw's success, the quadruped's falls."""
+    return "success" if case == "claw_hard" else "fall"
+
+
 def report(case: str) -> None:
     rows = [json.loads(p.read_text()) for p in sorted((OUT / case).glob("*_s[0-9]*.json"))]
-    key = "success" if case == "claw_hard" else "fall"
+    key = rate_key(case)
     print(f"{case}: arm, seed, verified/adopted, score start -> final (best), {key} start -> final, verify CPU s, wall s")
     for r in rows:
         first, final = r["curve"][0], r["final"]
@@ -269,9 +296,20 @@ def replay(case: Case, run: Path, episodes: int) -> list[dict[str, Any]]:
     return curve
 
 
+def named_table(case: Case, name: str, args: argparse.Namespace) -> ContextTable:
+    """``untuned`` (the starting parameters), ``tuned`` (the offline reference) or a ``teacher`` result's final table."""
+    if name == "untuned":
+        return ContextTable(case.start().to_dict())
+    if name == "tuned":
+        return ContextTable(case.tuned().to_dict() if case.tuned is not None else offline_tuned(case, args))
+    return ContextTable.from_json(json.loads((OUT / args.case / f"{name}.json").read_text())["table"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", choices=["teacher", "report", "replay"])
+    parser.add_argument("task", choices=["teacher", "report", "replay", "noise"])
+    parser.add_argument("--tables", nargs="+", default=["untuned", "tuned"], help="noise: the parameter sets")
+    parser.add_argument("--noise", nargs="+", type=float, default=[0.0, 0.1, 0.2, 0.4], help="noise: action std")
     parser.add_argument("--run", help="replay: a training run directory taught by distill=llm_hint")
     parser.add_argument("--case", choices=["go2", "stairs", "claw_hard"], required=True)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
@@ -299,6 +337,16 @@ def main() -> None:
         report(args.case)
         return
     case = cases(args.level)[args.case]
+    if args.task == "noise":
+        for name in args.tables:
+            table = named_table(case, name, args)
+            cells = [validate(case, table, args.episodes, noise=std) for std in args.noise]
+            key = rate_key(args.case)
+            noise = " / ".join(f"{std:g}" for std in args.noise)
+            rates = " / ".join(f"{c[key]:.0%}" for c in cells)
+            scores = " / ".join(f"{c['score']:.3f}" for c in cells)
+            print(f"{name}: {key} at action noise {noise}: {rates}; score {scores}", flush=True)
+        return
     if args.task == "replay":
         curve = replay(case, Path(args.run), args.episodes)
         (Path(args.run) / "teacher_validation.json").write_text(json.dumps(curve, indent=1))

@@ -493,9 +493,11 @@ def test_failing_llm_masks_samples_and_the_env_keeps_stepping(server):
     venv = HintedControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04), service,
                                    segment_steps=10)
     venv.reset()
-    for _ in range(60):
+    deadline, steps = time.monotonic() + 20, 0  # step on (at least 60 steps) until two proposals have failed
+    while steps < 60 or (service.stats()["errors"] < 2 and time.monotonic() < deadline):
         venv.step(np.zeros((2, 5), dtype=np.float32))
         assert (venv.acted_on.weights == 0.0).all()
+        steps += 1
     assert service.wait_idle(20) and service.stats()["errors"] >= 2
     venv.close()
 

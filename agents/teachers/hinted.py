@@ -37,7 +37,7 @@ from agents.controller_policy import obs_row
 from agents.errors import ConfigError
 from agents.teachers.controller import ControllerTeacher
 from agents.teachers.verifier import ShadowVerifier
-from distill.contexts import ALL, ContextTable
+from distill.contexts import ContextTable
 from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
 from distill.llm.hints import build_request
 from distill.llm.proposer import LLMProposer
@@ -272,7 +272,8 @@ def teaching_context(table: ContextTable, context: TaskContext) -> TaskContext:
     """The context an episode in ``context`` teaches with: ``context`` itself, or for a pooled table
     (``distill.per_context=false``) the run's one context :data:`~distill.contexts.ALL`, without reset options, so
     that its checks play episodes of every context (the verifier's seeds draw them)."""
-    return context if table.per_context else TaskContext(ALL)
+    key = table.key(context.name)
+    return context if key == context.name else TaskContext(key)
 
 
 def verify_start(family: ControllerFamily, verify_on: str, first_obs: Any, context: TaskContext) -> dict[str, Any]:
