@@ -27,7 +27,7 @@ Arms: ``untuned`` (the starting parameters, never changed), ``tuned`` (the offli
 file for ``go2``; elsewhere an offline CMA-ES on the validation protocol with other seeds, :func:`offline_tuned`), ``coach``, ``random``, ``cma``, ``llm`` (the ``llm`` channel: pass ``llm.*`` overrides after ``--``, e.g.
 the ones ``benchmarks/llama_server.sh`` prints) and ``llm_cma``. Results: ``runs/benchmarks/proposers/<case>/
 <arm>_s<seed>.json`` (the curve, the proposal counts, the verifier's CPU seconds and the wall clock);
-``report`` prints the table.
+``report`` prints the table. ``--pooled``: one parameter set for every context (``distill.per_context=false``).
 
 Usage::
 
@@ -35,6 +35,7 @@ Usage::
     python benchmarks/proposers.py teacher --case stairs --arms random --seeds 0 1 2
     python benchmarks/proposers.py teacher --case go2 --arms cma --budget 200 --every 20 --verify-confirm 4 --tag b200_c4
     python benchmarks/proposers.py teacher --case claw_hard --arms llm --budget 12 -- $(bash benchmarks/llama_server.sh ...)
+    python benchmarks/proposers.py teacher --case claw_hard --arms cma --pooled --verify-rollouts 8 --verify-confirm 8
     python benchmarks/proposers.py report --case go2
     python benchmarks/proposers.py replay --case go2 --run runs/benchmarks/go2/teachers-go2-cma_untuned-seed0
 
