@@ -71,6 +71,7 @@ from distill.proposals import ProposalService
 from distill.search import ParameterBox
 from envs.base import TaskContext
 from envs.controllers import FAMILIES, ControllerFamily
+from envs.controllers.params_file import read_params
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
 
@@ -172,7 +173,7 @@ def offline_tuned(case: Case, args: argparse.Namespace) -> dict[str, Any]:
 
     cached = OUT / args.case / "offline_params.json"
     if cached.is_file():
-        return json.loads(cached.read_text())["params"]
+        return read_params(cached)
     start = json.loads(json.dumps(case.start().to_dict()))
     box = ParameterBox(parameter_schema(case.family, case_spec(case)), start)
     es = cma.CMAEvolutionStrategy(box.to_unit(start), 0.2, {"bounds": [0.0, 1.0], "seed": 1, "verbose": -9})
@@ -196,11 +197,8 @@ def offline_tuned(case: Case, args: argparse.Namespace) -> dict[str, Any]:
 
 def teacher_phase(case: Case, arm: str, seed: int, args: argparse.Namespace, llm: list[str]) -> dict[str, Any]:
     """One arm's teacher phase (module docstring)."""
-    if arm == "tuned":
-        tuned = case.tuned().to_dict() if case.tuned is not None else offline_tuned(case, args)
-        table = ContextTable(tuned)
-    else:
-        table = ContextTable(case.start().to_dict(), per_context=not args.pooled)
+    table = named_table(case, "tuned", args) if arm == "tuned" else ContextTable(case.start().to_dict(),
+                                                                                  per_context=not args.pooled)
     t0, cpu0 = time.monotonic(), time.process_time()
     curve = [{"verified": 0, "adopted": 0, **validate(case, table, args.episodes)}]
     record: dict[str, Any] = {"case": args.case, "arm": arm, "seed": seed, "tag": args.tag, "budget": args.budget,

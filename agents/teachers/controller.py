@@ -14,7 +14,6 @@ the action teaches; 0: masked) and the student's buffer stores them with the sam
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from agents.students.teacher_actions import TeacherActions
 from agents.teachers import TEACHERS
 from envs.base import ControllerSpec
 from envs.controllers import ControllerFamily, family_of
+from envs.controllers.params_file import read_params
 
 
 class ControllerTeacher(VecEnvWrapper):
@@ -177,27 +177,12 @@ def starting_params(family: ControllerFamily, which: str) -> Any:
     """The teacher controllers' starting parameters for ``distill.controller_params``: ``None`` for
     ``tuned`` (the controller's defaults for the robot: the trot's parameter file where the robot has one),
     the family's class defaults for ``untuned`` (hand-tuned for openclaw_go1: the "defaults fail" case), else
-    the parameters in the JSON file at that path (:func:`params_from_file`).
+    the parameters in the JSON file at that path (:func:`envs.controllers.params_file.read_params`; fields it
+    leaves out take the class defaults).
 
     Raises:
         ValueError: the file cannot be read, or its parameters are not the family's (named in the message).
     """
     if which in CONTROLLER_PARAMS:
         return None if which == "tuned" else family.params()
-    return family.params.from_dict(params_from_file(Path(which)))
-
-
-def params_from_file(path: Path) -> dict[str, Any]:
-    """A controller's parameters saved as JSON: the object under ``"params"`` where there is one (the trot's
-    ``trot_params/<robot>.json``, ``benchmarks/proposers.py``'s offline reference), else the whole object; fields it
-    leaves out take the class defaults. Raises ``ValueError`` naming what is wrong."""
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not JSON: {err}") from None
-    params = data.get("params", data) if isinstance(data, dict) else data
-    if not isinstance(params, dict):
-        raise ValueError(f"{path} holds no object of parameters (a JSON object, or one under \"params\")")
-    return params
+    return family.params.from_dict(read_params(Path(which)))

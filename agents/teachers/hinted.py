@@ -77,8 +77,7 @@ class HintedControllerTeacher(ControllerTeacher):
         self.service, self.schema = service, parameter_schema(family, spec)
         self.segment_steps, self.max_age, self.verify_on = segment_steps, max_age, verify_on
         self.table = ContextTable(self.policy.controllers[0].params.to_dict(), per_context)
-        # each env's episode's teaching context (teaching_context): its table key and the options its checks replay
-        self.contexts: list[TaskContext] = [teaching_context(self.table, c) for c in venv.env_method("task_context")]
+        self.contexts: list[TaskContext] = self._teaching_contexts()
         self.applied: list[tuple[str, int] | None] = [None] * n  # (context, version) each controller has
         self.segments = [family.segment() for _ in range(n)]
         self.episode_start: list[Any] = [None] * n  # each env's first observation of its current episode
@@ -103,6 +102,10 @@ class HintedControllerTeacher(ControllerTeacher):
         self.steps += self.num_envs
         self._track_segments(obs, dones, infos)
         self._collect()
+
+    def _teaching_contexts(self) -> list[TaskContext]:
+        """Each env's episode's teaching context (:func:`teaching_context`): its table key and what its checks replay."""
+        return [teaching_context(self.table, c) for c in self.venv.env_method("task_context")]
 
     def _enter_context(self, i: int) -> None:
         """Env ``i`` started an episode: its controller takes the parameters of the episode's context."""
@@ -167,7 +170,7 @@ class HintedControllerTeacher(ControllerTeacher):
     def restore_context_state(self, state: dict[str, Any]) -> None:
         """Continue with a saved context table (a resumed run): every env takes its context's parameters."""
         self.table = ContextTable.from_json(state)
-        self.contexts = [teaching_context(self.table, c) for c in self.venv.env_method("task_context")]
+        self.contexts = self._teaching_contexts()
         self.applied = [None] * self.num_envs
         for i in range(self.num_envs):
             self._use_table(i)

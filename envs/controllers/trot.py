@@ -36,7 +36,6 @@ Servo sag: Go1's servos are soft (Kp 35 N·m/rad), so a stance leg carrying half
 from __future__ import annotations
 
 import functools
-import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.controllers.params_file import read_params
 from envs.quadruped import QuadrupedEnv
 from envs.robots import LegGeometry, default_leg_geometry
 
@@ -62,7 +62,7 @@ def has_height_scan(spec: Any) -> bool:
 def _tuned_params(name: str) -> tuple[tuple[str, float], ...] | None:
     """The parameters in ``trot_params/<name>.json`` (read once per process), or ``None`` without a file."""
     path = PARAMS_DIR / f"{name}.json"
-    return tuple(json.loads(path.read_text())["params"].items()) if path.is_file() else None
+    return tuple(read_params(path).items()) if path.is_file() else None
 
 
 @dataclass
