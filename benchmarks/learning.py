@@ -11,7 +11,7 @@ Tasks:
 ``claw``       SAC on ``OpenClaw/Claw-v0`` through ``train.py`` (tuned: dense reward, no HER); first
                evaluation (50 episodes) with >= 90% success.
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
-               (``distill=scripted``, alpha 1 constant, teacher std 0.1).
+               (``distill=scripted_sac``: alpha 1 constant, teacher std 0.1).
 ``panda_teacher`` ``claw_teacher`` with the Franka Panda (``env=claw_panda``).
 ``claw_hard_teacher``, ``claw_hard_cma`` ``claw_teacher`` on ``env=claw_hard`` (heavy, slippery cubes), taught by the
                default grasp, or by it adapted per object class by CMA-ES (``distill=llm_hint distill.proposer=cma``,
@@ -60,8 +60,9 @@ import runs
 ROOT = runs.ROOT
 
 CLAW_SAC = ["agent=sac", "train.eval_episodes=50", "train.eval_envs=10"]
+# the adaptive teacher with scripted_sac's weights (configs/distill/scripted_sac.yaml: alpha 1, constant, std 0.1)
 TEACHER_WEIGHT = ["distill.alpha=1.0", "distill.schedule=constant", "distill.teacher_std=0.1"]
-CLAW_TEACHER = [*CLAW_SAC, "distill=scripted", *TEACHER_WEIGHT]
+CLAW_TEACHER = [*CLAW_SAC, "distill=scripted_sac"]
 TASKS = {
     "quadruped": dict(
         overrides=[

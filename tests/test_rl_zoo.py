@@ -1,7 +1,7 @@
 """The shipped RL Zoo hyper-parameter files hold the tuned settings, in the form RL Zoo reads.
 
 RL Zoo itself is not installed by the test extra: ``pip install rl_zoo3`` downgrades Pillow (13 -> 11.3,
-via moviepy), so its loader is not run here; the README lists the RL Zoo commands that were run.
+via moviepy), so its loader is not run here; docs/envs.md ("RL Zoo") lists the RL Zoo commands that were run.
 """
 
 from __future__ import annotations

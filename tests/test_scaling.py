@@ -2,7 +2,7 @@
 
 ``hydra/launcher=ray_local`` (configs/hydra/launcher/) starts Ray on this machine with 2 CPUs; the two
 seeds of the smoke preset run as two Ray tasks at the same time, each in its own worker process.
-The same runs go to a real cluster with ``hydra/launcher=ray_cluster`` (README, "Scaling past one machine").
+The same runs go to a real cluster with ``hydra/launcher=ray_cluster`` (docs/scaling.md).
 """
 
 from __future__ import annotations

@@ -137,16 +137,34 @@ def test_bad_overrides_fail_clearly(override, expected, tmp_path):
 def test_default_teacher_follows_the_env(overrides, teacher):
     """The quadruped's config picks the trot teacher (handing over to RL after 200 k steps); other envs
     default to no teacher, and distill=... on the command line wins."""
+    cfg = compose_train(*overrides)
+    assert cfg.distill.name == teacher
+    if teacher == "scripted":
+        assert (cfg.distill.alpha, cfg.distill.final_alpha, cfg.distill.schedule_steps) == (0.5, 0.0, 200_000)
+
+
+@pytest.mark.parametrize("env", ["claw", "claw_panda", "claw_hard"])
+def test_scripted_sac_preset_is_the_four_override_recipe(env):
+    """distill=scripted_sac (configs/distill/scripted_sac.yaml) resolves to exactly the config the claw recipe
+    spelt out before: distill=scripted distill.alpha=1 distill.schedule=constant distill.teacher_std=0.1."""
+    from omegaconf import OmegaConf
+
+    preset = compose_train(f"env={env}", "agent=sac", "distill=scripted_sac")
+    spelt_out = compose_train(f"env={env}", "agent=sac", "distill=scripted", "distill.alpha=1",
+                              "distill.schedule=constant", "distill.teacher_std=0.1")
+    assert OmegaConf.to_container(preset, resolve=True) == OmegaConf.to_container(spelt_out, resolve=True)
+    assert preset.distill.name == "scripted"
+
+
+def compose_train(*overrides: str):
+    """``configs/train.yaml`` composed with ``overrides`` as ``train.py`` composes it (schema registered)."""
     from hydra import compose, initialize_config_dir
 
     from agents.training.config import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        cfg = compose("train", overrides=list(overrides))
-    assert cfg.distill.name == teacher
-    if teacher == "scripted":
-        assert (cfg.distill.alpha, cfg.distill.final_alpha, cfg.distill.schedule_steps) == (0.5, 0.0, 200_000)
+        return compose("train", overrides=list(overrides))
 
 
 def test_help_lists_groups():
