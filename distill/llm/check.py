@@ -5,9 +5,9 @@
 ``configs/llm/NAME.yaml``; ``llm.KEY=VALUE`` overrides one key, as on ``train.py``'s command line),
 applies the environment overrides, starts the bundled server when ``base_url`` is null, and sends
 each configured model (hint and judge) one minimal chat call (each attempt over within ``llm.timeout_s`` s,
-however slowly the server answers). An answer that echoes the prompt fails.
-When the server answered (an echo too), it then probes once with a made-up model id and warns when the server answers it anyway (it ignores
-model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
+however slowly the server answers). An answer that echoes the prompt fails. When the server answered (an
+echo too), it then probes once with a made-up model id and warns when the server answers it anyway (it
+ignores model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
 no chat endpoint, it tries the other and says so). Prints model, answer and latency, or the diagnosis
 of what to fix; exits 0 when all succeed, 1 otherwise. :func:`check_channel` does the same from Python;
 at training start the hint teacher runs :func:`check_models` on the channel it opened. This module is the

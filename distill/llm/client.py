@@ -13,7 +13,7 @@ mid-answer is ``connection`` with ``detail="dropped"`` (retried), not "cannot co
 over :data:`MAX_RESPONSE_BYTES` bytes is read (``bad_response``, ``detail="too_large"``).
 
 Secrets rule: the key never appears in a message, log line, exception or record; anything built
-from server text goes through :meth:`LLMChannel.redact`.
+from server text goes through ``LLMChannel.redact`` (:class:`distill.llm.settings.Redactor`).
 
 Structured output: :meth:`LLMChannel.chat` takes an OpenAI ``response_format`` (a JSON schema or
 ``json_object``). When the server rejects a request that carries one (a 4xx the plain request does
@@ -49,7 +49,8 @@ from distill.llm.deadline import install, request_deadline
 from distill.llm.diagnosis import Diagnosis
 from distill.llm.errors import RETRYABLE_KINDS, ChannelError
 from distill.llm.server import HintServer, start_server
-from distill.llm.settings import NO_KEY, ChannelConfig, is_loopback, resolve_api_key, safe_url, validate_base_url
+from distill.llm.settings import (NO_KEY, ChannelConfig, Redactor, is_loopback, resolve_api_key, safe_url,
+                                  validate_base_url)
 from distill.proposals import latency_percentiles
 
 MAX_BREAKER_PAUSE_S = 600.0
@@ -84,7 +85,7 @@ class LLMChannel:
     def __init__(self, cfg: ChannelConfig, api_key: str) -> None:
         self.cfg = cfg
         self.base_url = validate_base_url(cfg.base_url)
-        self._secrets = [s for s in {api_key, api_key.strip()} if s and s != NO_KEY]
+        self.redact = Redactor(api_key)  # ``redact(text)``: ``text`` with the API key replaced by ``***``
         # proxies from the environment unless the server is on this machine; every request gets a deadline
         http_client = install(openai.DefaultHttpxClient(trust_env=not is_loopback(self.base_url)))
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or NO_KEY,
@@ -106,14 +107,7 @@ class LLMChannel:
         self._pause_s = cfg.breaker_cooldown_s
         self._closed_at = 0.0  # monotonic time until which the breaker is open
         self._breaker_opened = 0
-        self._diagnose = Diagnosis(cfg, self.base_url, self.redact, self.list_models).of
-
-    # -- secrets
-    def redact(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        self._diagnosis = Diagnosis(cfg, self.base_url, self.redact)
 
     # -- calls
     def chat(self, model: str, messages: Sequence[Mapping[str, Any]], *,
@@ -205,7 +199,7 @@ class LLMChannel:
                     except Exception as exc:  # noqa: BLE001 - classified below, outside the semaphore
                         failure = exc
             if failure is not None:
-                err = self._diagnose(failure, attempt, model, attempts)
+                err = self._diagnosis.of(failure, attempt, model, attempts, self.list_models)
                 if err.kind not in RETRYABLE_KINDS or k == self.cfg.max_retries:
                     raise err from None
                 time.sleep(self._delay(failure, k))
@@ -227,7 +221,7 @@ class LLMChannel:
             except Exception as exc:  # noqa: BLE001 - classified below
                 failure = exc
         if failure is not None:
-            raise self._diagnose(failure, attempt, "<models>", 1, limit) from None
+            raise self._diagnosis.of(failure, attempt, "<models>", 1, self.list_models, limit) from None
         return sorted(str(_get(m, "id")) for m in (_get(page, "data") or []))
 
     # -- internals

@@ -103,28 +103,35 @@ def _of_bytes(attempt: Attempt) -> str:
     return f" of {attempt.declared_bytes}" if attempt.declared_bytes is not None else ""
 
 
+def _available(list_models: Callable[[], list[str]]) -> str:
+    """Comma-separated model list from /models, or why it could not be listed."""
+    try:
+        models = list_models()
+    except ChannelError as err:
+        return f"<could not list /models: {err.kind}>"
+    return ", ".join(models) if models else "<none listed>"
+
+
 class Diagnosis:
     """The what-to-fix diagnosis of one channel's failed requests.
 
-    ``base_url``: the channel's validated API root; ``redact``: the channel's key redaction;
-    ``list_models``: the channel's ``/models`` list (asked only to name the models when one is unknown).
+    ``base_url``: the channel's validated API root; ``redact``: the channel's key redaction.
     """
 
-    def __init__(self, cfg: ChannelConfig, base_url: str, redact: Callable[[str], str],
-                 list_models: Callable[[], list[str]]) -> None:
+    def __init__(self, cfg: ChannelConfig, base_url: str, redact: Callable[[str], str]) -> None:
         self.cfg = cfg
         self.base_url = base_url
         self.redact = redact
-        self.list_models = list_models
 
     def of(self, exc: Exception, attempt: Attempt, model: str, attempts: int,
-           limit_s: float | None = None) -> ChannelError:
+           list_models: Callable[[], list[str]], limit_s: float | None = None) -> ChannelError:
         """The ChannelError for one failed request: ``attempt`` is its progress, ``attempts`` how many were made,
-        ``limit_s`` its deadline, s (default ``llm.timeout_s``)."""
+        ``list_models`` the channel's ``/models`` list (asked only to name the models when one is unknown),
+        ``limit_s`` the request's deadline, s (default ``llm.timeout_s``)."""
         case, fields = self._case(exc, attempt, self.cfg.timeout_s if limit_s is None else limit_s)
         kind, detail, message = CASES[case]
         if case == "404_model":
-            fields["available"] = self._available()
+            fields["available"] = _available(list_models)
         var = self.cfg.api_key_env
         message = message.format(url=safe_url(self.base_url), model=model,
                                  tries=f"after {attempts} attempt{'s' if attempts != 1 else ''}",
@@ -197,11 +204,3 @@ class Diagnosis:
         if status in (401, 403, 429):
             return str(status), fields
         return ("5xx" if status >= 500 else "4xx"), fields
-
-    def _available(self) -> str:
-        """Comma-separated model list from /models, or why it could not be listed."""
-        try:
-            models = self.list_models()
-        except ChannelError as err:
-            return f"<could not list /models: {err.kind}>"
-        return ", ".join(models) if models else "<none listed>"

@@ -3,13 +3,13 @@
 * :class:`ChannelConfig` — the ``llm`` config group (``configs/llm/*.yaml``), validated; :func:`load_config`
   reads a YAML file and ``train.py``-style overrides into one; ``OPENCLAW_*`` environment overrides.
 * :func:`resolve_api_key` — the API key comes ONLY from the environment variable named by
-  ``api_key_env``; it is never read from, or written to, a file.
+  ``api_key_env``; it is never read from, or written to, a file. :class:`Redactor` takes it out of any text.
 * :func:`validate_base_url` says what is wrong with a base URL before any request; :func:`safe_url` is the
   form of a URL any message may show (no user-info, query or fragment: they may carry credentials);
   :func:`is_loopback` says whether proxies are bypassed.
 
 Secrets rule: the key never appears in a message, log line, exception or record; anything built
-from server text goes through :meth:`distill.llm.client.LLMChannel.redact`.
+from server text goes through the channel's :class:`Redactor` (``LLMChannel.redact``).
 """
 
 from __future__ import annotations
@@ -197,6 +197,18 @@ def is_loopback(url: str | None) -> bool:
     except ValueError:
         return False
     return host in _LOOPBACK_HOSTS or host.startswith("127.")
+
+
+class Redactor:
+    """``redactor(text)``: ``text`` with the API key replaced by ``***`` (the secrets rule, module docstring)."""
+
+    def __init__(self, api_key: str) -> None:
+        self._secrets = [s for s in {api_key, api_key.strip()} if s and s != NO_KEY]
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
 
 def resolve_api_key(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ,
