@@ -46,8 +46,8 @@ import envs  # noqa: E402,F401  (registers the OpenClaw ids)
 from agents.teachers.hinted import parameter_schema  # noqa: E402
 from envs.controllers import FAMILIES  # noqa: E402
 from agents.teachers.verifier import ShadowVerifier  # noqa: E402
-from distill.llm.channel import open_channel  # noqa: E402
-from distill.llm.check import load_config  # noqa: E402
+from distill.llm.client import open_channel  # noqa: E402
+from distill.llm.settings import load_config  # noqa: E402
 from distill.llm.hints import build_request  # noqa: E402
 from distill.llm.proposer import LLMProposer  # noqa: E402
 from distill.proposals import ProposalService  # noqa: E402

@@ -24,10 +24,11 @@ from agents.teachers.controller import ControllerTeacher
 from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
 from agents.teachers.verifier import CONFIRM_SEED, ShadowVerifier, rollout_metrics
 from agents.vec_env import make_vec_env
-from distill.llm.channel import ChannelConfig, LLMChannel
-from distill.llm.server import start_server
+from distill.llm.client import LLMChannel
 from distill.llm.hints import HintParseError, ParsedHint, build_request, parse_answer, vote
 from distill.llm.proposer import LLMProposer
+from distill.llm.server import start_server
+from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, Proposal, ProposalService, Verification
 from distill.search import ParameterBox
 from distill.teachers import RecordedActions, RecordedActionTeacher

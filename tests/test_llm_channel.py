@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel, resolve_api_key
-from distill.llm.check import check_channel, load_config
+from distill.llm.check import check_channel
+from distill.llm.client import LLMChannel
+from distill.llm.completions import MODELS, ServerQuirks
+from distill.llm.errors import ChannelError
 from distill.llm.hints import response_format
-from distill.llm.server import MODELS, ServerQuirks, start_server
+from distill.llm.server import start_server
+from distill.llm.settings import ChannelConfig, load_config, resolve_api_key
 from distill.proposals import latency_percentiles
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -507,15 +510,15 @@ def test_connection_dropped_mid_body_is_not_cannot_connect(server):
 
 
 def test_a_huge_answer_is_refused_naming_its_size_and_the_limit(server, monkeypatch):
-    from distill.llm import channel as channel_module
+    from distill.llm import client
 
     with make(server.url, max_retries=2) as ch:
         err, elapsed = timed_failure(ch, "fault-huge")  # no Content-Length: cut off while reading
-    limit = channel_module.MAX_RESPONSE_BYTES
+    limit = client.MAX_RESPONSE_BYTES
     assert err.kind == "bad_response" and err.detail == "too_large", err.message
     assert f"{limit} bytes" in err.message and "more than" in err.message
     assert server.request_counts()["models"]["fault-huge"] == 1 and elapsed < 2.0 + 3.0  # not retried
-    monkeypatch.setattr(channel_module, "MAX_RESPONSE_BYTES", 10_000)
+    monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 10_000)
     with make(server.url) as ch:
         err, _ = timed_failure(ch, "fault-long")  # its Content-Length says it is too large: not read at all
     assert err.kind == "bad_response" and err.detail == "too_large", err.message
@@ -564,7 +567,7 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
 # ------------------------------------------------------------------------------- records stay small
 def test_long_answers_are_capped_in_the_records(server, tmp_path):
     from distill.llm.proposer import LLMProposer
-    from distill.llm.server import LONG_BYTES
+    from distill.llm.completions import LONG_BYTES
     from distill.proposals import ParameterSchema, ProposalService
 
     cfg = ChannelConfig(base_url=server.url, hint_model="fault-long", num_answers=2)

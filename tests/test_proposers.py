@@ -12,10 +12,11 @@ import pytest
 from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
 from agents.vec_env import make_vec_env
 from distill.contexts import ContextTable
-from distill.llm.channel import ChannelConfig, LLMChannel
+from distill.llm.client import LLMChannel
 from distill.llm.hints import HintParseError, build_request, parse_answer
 from distill.llm.proposer import LLMProposer
 from distill.llm.server import start_server
+from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, ProposalOutcome, ProposalService, Verification
 from distill.search import CMAProposer, HybridProposer, ParameterBox, RandomProposer
 from envs.controllers import FAMILIES

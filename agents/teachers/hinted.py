@@ -38,9 +38,12 @@ from agents.errors import ConfigError
 from agents.teachers.controller import ControllerTeacher
 from agents.teachers.verifier import ShadowVerifier
 from distill.contexts import ContextTable
-from distill.llm.channel import ChannelConfig, ChannelError, check_models, models_of, open_channel
+from distill.llm.check import check_models, models_of
+from distill.llm.client import open_channel
+from distill.llm.errors import ChannelError
 from distill.llm.hints import build_request
 from distill.llm.proposer import LLMProposer
+from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, Proposer, ProposalService
 from distill.search import CMAProposer, HybridProposer, RandomProposer
 from envs.base import ControllerSpec, TaskContext

@@ -150,7 +150,7 @@ class TrainConfig:
     env: EnvConfig = MISSING
     agent: Any = MISSING
     distill: DistillConfig = field(default_factory=DistillConfig)
-    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.llm.channel.ChannelConfig)
+    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.llm.settings.ChannelConfig)
     train: RunConfig = field(default_factory=RunConfig)
     seed: int = 0
     resume: Optional[str] = None  # a run directory to continue
@@ -362,7 +362,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         return
     if cfg.llm is None:
         raise ConfigError("distill=llm_hint needs an LLM channel: add llm=default (configs/llm/)")
-    from distill.llm.channel import ChannelConfig
+    from distill.llm.settings import ChannelConfig
 
     try:
         ChannelConfig.from_mapping(OmegaConf.to_container(cfg.llm, resolve=True))

@@ -5,12 +5,13 @@
 ``configs/llm/NAME.yaml``; ``llm.KEY=VALUE`` overrides one key, as on ``train.py``'s command line),
 applies the environment overrides, starts the bundled server when ``base_url`` is null, and sends
 each configured model (hint and judge) one minimal chat call (each attempt over within ``llm.timeout_s`` s,
-however slowly the server answers). An answer that echoes the prompt fails.
-When the server answered (an echo too), it then probes once with a made-up model id and warns when the server answers it anyway (it ignores
-model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
+however slowly the server answers). An answer that echoes the prompt fails. When the server answered (an
+echo too), it then probes once with a made-up model id and warns when the server answers it anyway (it
+ignores model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
 no chat endpoint, it tries the other and says so). Prints model, answer and latency, or the diagnosis
-of what to fix; exits 0 when all succeed, 1 otherwise. :func:`check_channel` does the same for use
-at training start.
+of what to fix; exits 0 when all succeed, 1 otherwise. :func:`check_channel` does the same from Python;
+at training start the hint teacher runs :func:`check_models` on the channel it opened. This module is the
+one place for the model check.
 """
 
 from __future__ import annotations
@@ -19,13 +20,71 @@ import argparse
 import dataclasses
 import os
 import sys
+import uuid
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 
-from distill.llm.channel import (ChannelConfig, ChannelError, CheckResult, check_models, ignores_model_names,
-                                 models_of, open_channel, safe_url)
+from distill.llm.client import LLMChannel, open_channel
+from distill.llm.errors import ChannelError
+from distill.llm.settings import DEFAULT_LLM_CONFIG, ChannelConfig, load_config, safe_url
 
-DEFAULT_LLM_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "llm" / "default.yaml"
+PING = "Reply with the word: pong"
+
+
+@dataclass
+class CheckResult:
+    """The outcome for one model."""
+
+    model: str
+    ok: bool
+    latency_s: float | None
+    answer: str
+    error_kind: str | None
+    message: str
+
+
+def models_of(cfg: ChannelConfig) -> list[str]:
+    """Hint and judge model, deduplicated, in that order."""
+    return list(dict.fromkeys([cfg.hint_model, cfg.judge]))
+
+
+def check_models(channel: LLMChannel, models: list[str]) -> list[CheckResult]:
+    """One minimal chat call per model on an open ``channel``; never raises ChannelError.
+
+    An answer that repeats the prompt is an echo, not an answer: that model fails the check.
+    """
+    results: list[CheckResult] = []
+    for model in models:
+        try:
+            res = channel.chat(model, [{"role": "user", "content": PING}], n_tokens=16, temperature=0.0)
+        except ChannelError as err:
+            results.append(CheckResult(model, False, None, "", err.kind, channel.redact(err.message)))
+            continue
+        answer = channel.redact(res.text.strip())
+        if PING.lower() in answer.lower():
+            results.append(CheckResult(model, False, res.latency_s, answer, "bad_response", (
+                f"model '{model}' echoed the prompt instead of answering it (a base model without a chat template, "
+                "or a server that returns the prompt); use an instruction-tuned model or a server that applies "
+                "its chat template")))
+            continue
+        results.append(CheckResult(model, True, res.latency_s, answer, None, "ok"))
+    return results
+
+
+def ignores_model_names(channel: LLMChannel) -> str | None:
+    """Probe once with a model id no server has: a warning when it answers anyway (else None).
+
+    llama.cpp's server answers any name with the one model it loaded, so a typo in llm.hint_model
+    would go unnoticed.
+    """
+    bogus = f"openclaw-no-such-model-{uuid.uuid4().hex[:8]}"
+    try:
+        channel.chat(bogus, [{"role": "user", "content": PING}], n_tokens=1, temperature=0.0)
+    except ChannelError:
+        return None
+    return (f"the server at {safe_url(channel.base_url)} answered the made-up model id '{bogus}': it ignores model "
+            "names (llama.cpp does), so llm.hint_model / llm.judge_model are not checked; make sure it serves the "
+            "model you mean")
 
 
 def check_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ,
@@ -67,36 +126,6 @@ def _check_once(cfg: ChannelConfig, environ: Mapping[str, str], notes: list[str]
         channel.close()
         if server is not None:
             server.close()
-
-
-def load_config(path: str | os.PathLike[str] | None, overrides: list[str] = ()) -> ChannelConfig:
-    """Read an ``llm`` config YAML (OmegaConf) and ``train.py``-style overrides into a validated ChannelConfig.
-
-    ``overrides``: ``llm=NAME`` (use ``configs/llm/NAME.yaml``) and ``llm.KEY=VALUE`` items.
-    """
-    from omegaconf import OmegaConf
-
-    dotlist = []
-    for item in overrides:
-        key, eq, value = item.partition("=")
-        if key == "llm" and eq:
-            path = DEFAULT_LLM_CONFIG.with_name(f"{value}.yaml")
-            if not path.is_file():
-                names = sorted(p.stem for p in DEFAULT_LLM_CONFIG.parent.glob("*.yaml"))
-                raise ValueError(f"llm={value}: no {path}; choose one of: {', '.join(names)}")
-        elif key.startswith("llm.") and eq:
-            dotlist.append(f"{key[len('llm.'):]}={value}")
-        else:
-            raise ValueError(f"override {item!r} is not llm=NAME or llm.KEY=VALUE (e.g. llm.api_key_env=MY_KEY)")
-    file = Path(path) if path else DEFAULT_LLM_CONFIG
-    repo_root = DEFAULT_LLM_CONFIG.parents[2]
-    if not file.exists() and not file.is_absolute() and (repo_root / file).exists():
-        file = repo_root / file  # a repo-relative path given from another directory
-    merged = OmegaConf.merge(OmegaConf.load(file), OmegaConf.from_dotlist(dotlist))
-    data = OmegaConf.to_container(merged, resolve=True)
-    if not isinstance(data, dict):
-        raise ValueError(f"{file}: expected a mapping of llm settings")
-    return ChannelConfig.from_mapping(data)
 
 
 def main(argv: list[str] | None = None) -> int:

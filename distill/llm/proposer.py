@@ -27,9 +27,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from distill.llm.channel import ChannelConfig, ChannelError, LLMChannel
+from distill.llm.client import LLMChannel
+from distill.llm.errors import ChannelError
 from distill.llm.hints import (HintParseError, ParsedHint, build_messages, parse_answer, prompt_hash,
                                response_format, vote)
+from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, Proposal, Verification
 
 RECORD_TEXT_BYTES = 4096  # the most bytes of one answer's text written to the records (UTF-8)

@@ -1,28 +1,26 @@
-"""Bundled offline OpenAI-compatible hint server (standard library only).
+"""Bundled offline OpenAI-compatible hint server (standard library only): the HTTP side.
 
 Serves on 127.0.0.1 by default:
 
 * ``GET /healthz`` -> ``{"ok": true}``
-* ``GET /v1/models`` -> OpenAI list of :data:`MODELS`
-* ``POST /v1/chat/completions`` -> OpenAI ``chat.completion`` (supports ``n``, ``seed``,
-  ``temperature``; ``max_tokens`` is accepted and ignored)
+* ``GET /v1/models`` -> OpenAI list of :data:`distill.llm.completions.MODELS`
+* ``POST /v1/chat/completions`` -> OpenAI ``chat.completion``
 * ``GET /stats`` -> ``{"total": N, "models": {model: N}, "max_in_flight": K}`` (chat requests)
 
-Models: ``openclaw-coach`` (deterministic scripted coach: the last user message is a JSON hint
-request answered by :func:`distill.llm.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
-the fault models used by tests (see :data:`FAULT_MODELS`; ``fault-random`` is the adversarial coach
-:func:`distill.llm.coaches.random_answer`: valid, in-bound, random parameters, always +1). Token counts are rough:
-``len(text) // 4 + 1``.
+What each model answers (the coach ``openclaw-coach``, the fault models) is the chat-completion protocol of
+:mod:`distill.llm.completions`; this module receives requests, checks the key and sends the answers,
+the transport faults included.
 
 Transport faults (``trickle_s``: seconds between two bytes, 1 s by default): ``fault-slow`` waits ``slow_s`` s
 before answering; ``fault-trickle`` sends the headers at once, then the body one byte every ``trickle_s`` s;
 ``fault-slow-headers`` sends the status line and headers one byte every ``trickle_s`` s, then the body;
 ``fault-drop`` sends the headers and half the body, then closes the connection; ``fault-huge`` answers
-:data:`HUGE_BYTES` bytes of text (no Content-Length: the body ends when the connection closes);
-``fault-long`` answers :data:`LONG_BYTES` bytes of text (with a Content-Length). Their answers to a
-non-JSON message are otherwise the coach's (``pong``). With ``api_key`` set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
+:data:`~distill.llm.completions.HUGE_BYTES` bytes of text (no Content-Length: the body ends when the
+connection closes); ``fault-long`` answers :data:`~distill.llm.completions.LONG_BYTES` bytes of text (with a
+Content-Length). Their answers to a non-JSON message are otherwise the coach's (``pong``). With ``api_key``
+set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
 
-Switches (:class:`ServerQuirks`, CLI flags) make it behave like third-party servers such as
+Switches (:class:`~distill.llm.completions.ServerQuirks`, CLI flags) make it behave like third-party servers such as
 llama.cpp's ``llama-server``: ``response_format=False`` rejects requests that carry a
 ``response_format`` (400, as servers without structured output do); ``echo=True`` answers every chat
 with the last user message (a base model that echoes its prompt); ``any_model=True`` answers any
@@ -38,89 +36,20 @@ from __future__ import annotations
 
 import argparse
 import errno
-import hashlib
 import hmac
 import json
 import os
-import random
 import signal
 import socket
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from distill.llm.coaches import coach_answer, random_answer
-
-COACH_MODEL = "openclaw-coach"
-FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
-                "fault-nochoices", "fault-random", "fault-trickle", "fault-slow-headers", "fault-drop",
-                "fault-huge", "fault-long")
-MODELS = (COACH_MODEL, *FAULT_MODELS)
-PONG = "pong"
-HUGE_BYTES = 5 * 1024 * 1024  # fault-huge: size of its answer (bytes)
-LONG_BYTES = 64 * 1024  # fault-long: size of its answer (bytes)
-MALFORMED_TEXT = "Sure! {decision: maybe"
-REFUSAL_TEXT = "I'm sorry, but I can't help with that."
-_CREATED = 1_700_000_000
-
-
-def count_tokens(text: str) -> int:
-    """Rough token count: ``len(text) // 4 + 1``."""
-    return len(text) // 4 + 1
-
-
-def _text(content: Any) -> str:
-    """Message content as text (string content or OpenAI content parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-def _last_user(messages: list[dict]) -> str:
-    """Text of the last user message ("" when there is none)."""
-    return next((_text(m.get("content")) for m in reversed(messages)
-                 if isinstance(m, dict) and m.get("role") == "user"), "")
-
-
-def coach_reply(messages: list[dict], seed: int | None, temperature: float, index: int,
-                answer: Any = coach_answer) -> str:
-    """The coach's content for choice ``index``: JSON ``answer(request, rng)`` to a JSON request, else ``pong``.
-
-    The rng is seeded from ``seed`` (or a hash of the request); with ``temperature > 0`` each
-    choice adds its index, so the ``n`` choices may differ. Raises ValueError on a bad request.
-    """
-    user = _last_user(messages)
-    try:
-        request = json.loads(user)
-    except ValueError:
-        return PONG
-    if not isinstance(request, dict):
-        return PONG
-    base = seed if seed is not None else int(hashlib.sha256(user.encode()).hexdigest()[:12], 16)
-    rng = random.Random(base + index if temperature > 0 else base)
-    try:
-        reply = answer(request, rng)
-    except Exception as exc:  # noqa: BLE001 - reported to the client as a 400
-        raise ValueError(f"invalid hint request: {type(exc).__name__}: {exc}") from exc
-    return json.dumps(reply, sort_keys=True)
-
-
-@dataclass(frozen=True)
-class ServerQuirks:
-    """How far the server departs from OpenAI's API (module docstring); the defaults do not."""
-
-    response_format: bool = True  # accept requests with a response_format (False: 400 for them)
-    echo: bool = False  # answer with the last user message
-    any_model: bool = False  # answer unknown model ids with the coach
-    without_v1: bool = False  # also serve the API without the /v1 prefix
+from distill.llm.completions import MODELS, ChatError, ServerQuirks, checked_request, completion, models_list
 
 
 class _State:
@@ -279,9 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._authorized():
                 self._unauthorized()
                 return
-            self._send(200, {"object": "list", "data": [
-                {"id": m, "object": "model", "created": _CREATED, "owned_by": "openclaw"}
-                for m in MODELS]})
+            self._send(200, models_list())
         else:
             self._not_found("GET", path)
 
@@ -307,73 +234,15 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             self._unauthorized()
             return
-        bad = "invalid_request_error"
-        if not isinstance(req, dict) or not isinstance(model, str):
-            self._error(400, "body must be a JSON object with 'model' and 'messages'", bad, None)
-            return
-        messages = req.get("messages")
-        n = req.get("n") or 1
-        seed = req.get("seed")
-        temperature = req.get("temperature", 1.0)
-        if (not isinstance(messages, list) or not isinstance(n, int) or not 1 <= n <= 16
-                or not (seed is None or isinstance(seed, int))
-                or not isinstance(temperature, (int, float))):
-            self._error(400, "'messages' must be a list, 'n' an integer in 1..16, 'seed' an "
-                        "integer, 'temperature' a number", bad, None)
-            return
-        quirks = self.server.quirks
-        if req.get("response_format") is not None and not quirks.response_format:
-            self._error(400, "Unrecognized request argument supplied: response_format", bad, None)
-            return
-        if model not in MODELS and quirks.any_model:
-            model = COACH_MODEL
-        if model not in MODELS:
-            self._error(404, f"The model '{model}' does not exist or you do not have access "
-                        "to it.", bad, "model_not_found")
-            return
-        if model == "fault-500":
-            self._error(500, "The server had an error while processing your request.",
-                        "server_error", None)
-            return
-        if model == "fault-429":
-            self._error(429, "Rate limit reached; retry later.", "requests", "rate_limit_exceeded",
-                        headers={"Retry-After": "0"})
-            return
-        if model == "fault-slow" and self.server.stopping.wait(self.server.slow_s):
-            return  # shutting down: drop the request
         try:
-            if quirks.echo:
-                contents = [_last_user(messages)] * n
-            elif model == "fault-malformed":
-                contents = [MALFORMED_TEXT] * n
-            elif model == "fault-refuse":
-                contents = [REFUSAL_TEXT] * n
-            elif model in ("fault-huge", "fault-long"):
-                size = HUGE_BYTES if model == "fault-huge" else LONG_BYTES
-                contents = [("long answer " * (size // 12 + 1))[:size]] * n
-            else:
-                answer = random_answer if model == "fault-random" else coach_answer
-                contents = [coach_reply(messages, seed, float(temperature), i, answer) for i in range(n)]
-        except ValueError as exc:
-            self._error(400, str(exc), bad, None)
+            request = checked_request(req, model, self.server.quirks)
+            if request.model == "fault-slow" and self.server.stopping.wait(self.server.slow_s):
+                return  # shutting down: drop the request
+            body = completion(request, echo=self.server.quirks.echo)
+        except ChatError as err:
+            self._error(err.status, err.message, err.type, err.code, err.headers)
             return
-        prompt = count_tokens("".join(_text(m.get("content")) for m in messages
-                                      if isinstance(m, dict)))
-        completion = sum(count_tokens(c) for c in contents)
-        body: dict[str, Any] = {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "system_fingerprint": "openclaw-hint",
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
-        }
-        if model != "fault-nochoices":
-            body["choices"] = [{"index": i, "message": {"role": "assistant", "content": c},
-                                "finish_reason": "stop", "logprobs": None}
-                               for i, c in enumerate(contents)]
-        self._send_faulty(model, body)
+        self._send_faulty(request.model, body)
 
 
 class HintServer:
