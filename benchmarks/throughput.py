@@ -248,7 +248,7 @@ def compare_variants(args: argparse.Namespace, variants: dict[str, tuple[str, di
 
 def robots_section(args: argparse.Namespace) -> dict[str, float]:
     """The ``--robots`` comparison: every ``robot=`` of ``OpenClaw/Quadruped-v1``."""
-    from envs.robots import ROBOTS
+    from envs.quadruped import ROBOTS
 
     return compare_variants(args, {robot: ("OpenClaw/Quadruped-v1", {"robot": robot}) for robot in ROBOTS}, "robot")
 

