@@ -370,7 +370,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self.gait_phase = 0.0
         self._update_clock_obs()
 
-    # ------------------------------------------------------------------ a step, in order (the base's step())
+    # ------------------------------------------------------------------ a step, in order
+    # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
+    # finish_step (_observe, _step_outcome).
     def _apply_action(self, action: np.ndarray) -> None:
         # ctrl = default + scale * action; always inside the joint ranges (checked in __init__).
         ctrl = self._ctrl
@@ -384,8 +386,6 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             self._update_clock_obs()
         if self._push_every:
             self._push()
-
-    # (the physics steps here)
 
     def _observe(self) -> np.ndarray:
         obs = observation(self._obs_parts, self._default_pose32)
