@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.base import ControllerSpec
 from envs.controllers import controller_named
+from envs.declarations import ControllerSpec
 
 
 class ControllerPolicy:

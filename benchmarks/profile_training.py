@@ -68,7 +68,7 @@ BUCKETS = (
 )
 
 # (bucket, path fragment or None, function names or None); the first match wins.
-_OBS_REWARD = {"_observe", "_evaluate", "compute_reward", "_info_term", "_reset_info", "_blowup_reward", "command"}
+_OBS_REWARD = {"_observe", "_step_outcome", "compute_reward", "_info_term", "_reset_info", "_blowup_reward", "command"}
 _BACKWARD = {"backward", "clip_grad_norm_", "zero_grad", "_engine_run_backward", "step"}
 
 
@@ -188,7 +188,7 @@ HOT_SPOTS = (
     ("gymnasium wrappers (self time)", "gymnasium/", "step"),
     ("env._validate_action", "envs/base.py", "_validate_action"),
     ("env._observe", "", "_observe"),
-    ("env._evaluate", "", "_evaluate"),
+    ("env._step_outcome", "", "_step_outcome"),
     ("torch Distribution validation", "torch/distributions/distribution.py", "_validate_sample"),
     ("torch Distribution.__init__", "torch/distributions/distribution.py", "__init__"),
     ("obs_as_tensor", "common/utils.py", "obs_as_tensor"),

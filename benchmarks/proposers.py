@@ -69,11 +69,11 @@ from distill.contexts import ContextTable
 from distill.llm.hints import build_request
 from distill.proposals import ProposalService
 from distill.search import ParameterBox
-from envs.base import TaskContext
 from envs.controllers import FAMILIES, ControllerFamily
 from envs.controllers.params_file import read_params
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
+from envs.declarations import TaskContext
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "runs" / "benchmarks" / "proposers"

@@ -64,8 +64,8 @@ def reach(episodes: int, levels: list[int], blind: bool) -> list:
     import envs  # noqa: F401
     from agents.evaluation.tiles import evaluate_tiles
     from envs.controllers.trot import TrotController
-    from envs.robots import LegGeometry
-    from envs.terrain import TERRAIN_TYPES
+    from envs.quadruped import LegGeometry
+    from envs.quadruped.terrain import TERRAIN_TYPES
 
     def make_act(sim):
         spec = sim.tasks[0].controller_spec
@@ -137,7 +137,7 @@ def policy_act(run: Path):
 def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
     import envs  # noqa: F401
     from agents.evaluation.tiles import evaluate_tiles, highest_levels
-    from envs.terrain import TERRAIN_TYPES
+    from envs.quadruped.terrain import TERRAIN_TYPES
 
     out = {}
     for arm in arms:

@@ -23,7 +23,7 @@ beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ra
 same three figures as ``--robots`` (the overview camera; the Panda's meshes in view), each beside the gantry's.
 
 ``--robots`` prints the robots section instead: for each ``robot=`` of ``OpenClaw/Quadruped-v1``
-(``envs.robots.ROBOTS``), one env's steps/s through ``gymnasium.make``, ``BatchedVecEnv`` x16 total
+(``envs.quadruped.ROBOTS``), one env's steps/s through ``gymnasium.make``, ``BatchedVecEnv`` x16 total
 steps/s (``--vec`` sizes), and rgb frames/s at 480 x 480 from the tracking camera with the robot's meshes
 in view, each beside ``openclaw_go1``'s.
 
@@ -248,7 +248,7 @@ def compare_variants(args: argparse.Namespace, variants: dict[str, tuple[str, di
 
 def robots_section(args: argparse.Namespace) -> dict[str, float]:
     """The ``--robots`` comparison: every ``robot=`` of ``OpenClaw/Quadruped-v1``."""
-    from envs.robots import ROBOTS
+    from envs.quadruped import ROBOTS
 
     return compare_variants(args, {robot: ("OpenClaw/Quadruped-v1", {"robot": robot}) for robot in ROBOTS}, "robot")
 

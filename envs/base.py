@@ -1,22 +1,42 @@
-"""Plumbing shared by every OpenClaw MuJoCo environment.
+"""The env base shared by every OpenClaw MuJoCo environment: :class:`MujocoTaskEnv` and :class:`EnvConfig`.
 
 :class:`MujocoTaskEnv` owns the MuJoCo model and data, steps the physics ``frame_skip`` times per
 control step in one native call, validates actions, guards against physics blow-ups and renders
-offscreen (``rgb_array``/``depth_array``) or in a passive viewer (``human``). Subclasses implement
-the task: ``_reset_task``, ``_apply_action``, ``_observe`` and ``_evaluate``, and declare what generic
-code reports about it: ``METRICS`` (:class:`Metric` s read from ``info``) and ``overlay_lines`` (the
-task lines of evaluation videos). Each env's constructor arguments, their defaults and their checks
-are one :class:`EnvConfig` subclass.
+offscreen (``rgb_array``/``depth_array``) or in a passive viewer (``human``). Each env's constructor
+arguments, their defaults and their checks are one :class:`EnvConfig` subclass; :func:`reset_option` and
+:func:`reject_unknown_options` check ``reset(options=...)``.
+
+Subclasses implement the task (private hooks, called by this class only): ``_reset_task``,
+``_apply_action``, ``_before_physics`` (optional), ``_observe`` and ``_step_outcome`` (this step's
+reward, termination and info), and declare what generic code reads about it (``envs.declarations``):
+``METRICS``, ``CURRICULUM``, ``controller_spec``, ``task_context()``, ``overlay_lines``.
+
+The batched vector env (``envs.batched``) drives the physics of many envs in one call and calls these
+public hooks (``step()`` is ``prepare_step``, ``frame_skip`` physics steps, ``finish_step``):
+
+=========================  =================================================================================
+hook                       job
+=========================  =================================================================================
+``prepare_step(a)``        everything of ``step()`` before the physics; returns the clipped action
+``finish_step(a)``         everything after it: ``(obs, reward, terminated, False, info)``
+``diverged()``             whether the last physics call diverged (MuJoCo's bad-state warnings)
+``blowup_transition()``    the episode-ending transition after a divergence
+``before_physics_batch``   (classmethod) ``_before_physics`` of N envs at once
+``apply_batch``            (classmethod) the ``ctrl`` rows of N envs' clipped actions
+``finish_batch``           (classmethod) ``finish_step`` of N envs at once, on arrays
+=========================  =================================================================================
+
+A class that overrides ``apply_batch`` and ``finish_batch`` is *batch-native*: the batched vector env
+computes its steps for all copies at once; for any other it calls ``prepare_step``/``finish_step`` env by
+env. Packaging helpers are ``envs.packaging``; the maths backends ``envs.array_math``.
 
 Units follow MuJoCo: metres, seconds, radians, kilograms, newtons.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,48 +45,14 @@ import mujoco
 import numpy as np
 
 from envs import headless
-
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+from envs.array_math import clip_actions
+from envs.declarations import ControllerSpec, Curriculum, Metric, TaskContext
+from envs.packaging import asset_path
 
 # MuJoCo raises these warnings (and resets the state to qpos0) when the simulation diverges.
 _DIVERGENCE_WARNINGS = tuple(
     int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQACC)
 )
-
-
-def asset_path(name: str) -> Path:
-    """Absolute path of an MJCF file shipped in ``assets/``."""
-    path = ASSETS_DIR / name
-    if not path.is_file():
-        raise FileNotFoundError(f"MJCF asset {path} is missing; reinstall the package from a full checkout")
-    return path
-
-
-class MissingExtra(ImportError, ValueError):
-    """An env argument needs a PyPI package that is not installed; the message names the pyproject extra that
-    installs it. A ``ValueError`` too: to the env's callers it is a bad argument value for this installation."""
-
-
-def installed_package_dir(module: str, package: str, extra: str, needed_by: str, alternative: str) -> Path:
-    """The directory of the installed module ``module`` of PyPI package ``package`` (located, not imported:
-    nothing of it runs); :class:`MissingExtra` naming ``pip install -e ".[<extra>]"`` and ``alternative`` when
-    it is absent. ``needed_by`` names what needs it (``"robot='go2'"``)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingExtra(
-            f"{needed_by} loads its model from the {package} package, which is not installed; "
-            f'install the extra: pip install -e ".[{extra}]" (setup.sh does), or {alternative}'
-        )
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def package_file(package_dir: Path, relative: str, package: str, extra: str) -> Path:
-    """``package_dir / relative``, checked; :class:`MissingExtra` telling to reinstall the extra when missing."""
-    path = package_dir / relative
-    if not path.is_file():
-        raise MissingExtra(f"{path} is missing from the installed {package}; reinstall it: "
-                           f'pip install --force-reinstall -e ".[{extra}]"')
-    return path
 
 
 def reset_option(
@@ -103,173 +89,7 @@ def reject_unknown_options(env_cls: type, options: dict[str, Any], valid: tuple[
         )
 
 
-def clip_actions(a: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Float64 actions (one, or a batch) clipped to [-1, 1] into ``out``; ``ValueError`` for NaN/inf.
-
-    NaN/inf is detected with one dot product (the exact element-wise check runs only when that
-    overflows), and clipping writes in place: together ~1 us for one action instead of ~4 us for
-    ``np.isfinite(a).all()`` and ``np.clip``.
-    """
-    flat = a.reshape(-1)
-    if not math.isfinite(flat.dot(flat)) and not np.isfinite(a).all():
-        raise ValueError(f"action contains NaN or inf: {a}; check the policy output")
-    np.minimum(a, 1.0, out=out)
-    np.maximum(out, -1.0, out=out)
-    return out
-
-
-def _per_element(fn):
-    """``fn`` of Python floats applied element by element to equal-length float64 arrays."""
-    def apply(*arrays: np.ndarray) -> np.ndarray:
-        return np.fromiter(map(fn, *(a.tolist() for a in arrays)), dtype=np.float64, count=len(arrays[0]))
-    return apply
-
-
-class ScalarMath:
-    """The maths that an env's observation and reward functions are written in, on Python floats (one env).
-
-    The same function, given :class:`BatchMath` and ``(N,)`` float64 arrays for the floats, computes
-    ``N`` envs at once and bit-identically: ``+ - * / % sqrt`` and comparisons round the same on
-    arrays, and the transcendental functions stay the Python ones per element (numpy's may differ
-    in the last bit). Booleans combine with ``&`` (not ``and``) to work on both.
-    """
-
-    sqrt = staticmethod(math.sqrt)
-    atan2 = staticmethod(math.atan2)
-    cos = staticmethod(math.cos)
-    sin = staticmethod(math.sin)
-    exp = staticmethod(math.exp)
-
-    @staticmethod
-    def where(condition: bool, a: float, b: float) -> float:
-        return a if condition else b
-
-    @staticmethod
-    def sum_of_squares(x: np.ndarray) -> float:
-        """``x . x`` of one env's vector (a float64 array of shape ``(k,)``)."""
-        return float(x.dot(x))
-
-    @staticmethod
-    def clip(x: float, low: float, high: float) -> float:
-        return low if x < low else high if x > high else x
-
-    @staticmethod
-    def float32(columns: tuple[float, ...]) -> np.ndarray:
-        """The observation vector, shape ``(len(columns),)``."""
-        return np.array(columns, dtype=np.float32)
-
-
-class BatchMath:
-    """:class:`ScalarMath` on ``(N,)`` float64 arrays, one entry per env."""
-
-    sqrt = staticmethod(np.sqrt)
-    atan2 = staticmethod(_per_element(math.atan2))
-    cos = staticmethod(_per_element(math.cos))
-    sin = staticmethod(_per_element(math.sin))
-    exp = staticmethod(_per_element(math.exp))
-    where = staticmethod(np.where)
-
-    @staticmethod
-    def sum_of_squares(x: np.ndarray) -> np.ndarray:
-        """``x . x`` of each row of ``(N, k)`` float64 ``x``: the same dot product per row (a row-wise
-        ``(x * x).sum(axis=1)`` could round differently)."""
-        return np.fromiter((row.dot(row) for row in x), dtype=np.float64, count=len(x))
-
-    @staticmethod
-    def clip(x: np.ndarray, low: float, high: float) -> np.ndarray:
-        return np.minimum(np.maximum(x, low), high)
-
-    @staticmethod
-    def float32(columns: tuple[np.ndarray, ...]) -> np.ndarray:
-        """The observations, shape ``(N, len(columns))``."""
-        return np.stack(columns, axis=1).astype(np.float32)
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One number an env reports per evaluation, declared by the env and read by generic code.
-
-    Per episode, ``info[info_key]`` is reduced by ``per_episode``: ``"mean"`` averages it over the
-    episode's steps (a step without the key counts as 0), ``"last"`` takes its value at the episode's
-    last step (an episode whose last ``info`` lacks the key is left out). The evaluation reports the
-    mean over episodes as ``name``: the ``metrics.json`` key and ``EvalResult`` attribute, the
-    ``eval.csv`` column, ``eval/<name>`` in TensorBoard and ``final_<name>`` in ``summary.json``.
-    During training a ``"mean"`` metric is also logged per step as ``env/<info_key>``.
-
-    Args:
-        name: output name, e.g. ``"fall_rate"``.
-        info_key: the ``info`` key read, e.g. ``"fell"``.
-        per_episode: ``"mean"`` or ``"last"`` (above).
-        unit: unit of the reported value, e.g. ``"m/s"``; ``"fraction"`` for a share of episodes in
-            [0, 1] (a ``"last"`` metric of a bool or 0/1 value), printed in percent.
-        label: a few words for console lines and plot axes, e.g. ``"falls"``.
-    """
-
-    name: str
-    info_key: str
-    per_episode: str
-    unit: str
-    label: str
-
-    PER_EPISODE: ClassVar[tuple[str, ...]] = ("mean", "last")
-
-    def __post_init__(self) -> None:
-        if self.per_episode not in self.PER_EPISODE:
-            raise ValueError(
-                f"Metric {self.name!r}: per_episode={self.per_episode!r} is unknown; use one of {self.PER_EPISODE}"
-            )
-
-    def format(self, value: float) -> str:
-        """``value`` for a console line: ``"falls 10%"``, ``"tracking error 0.123 m/s"``."""
-        if self.unit == "fraction":
-            return f"{self.label} {100 * value:.0f}%"
-        return f"{self.label} {value:.3f} {self.unit}"
-
-
-@dataclass(frozen=True)
-class Curriculum:
-    """How an env with a difficulty curriculum reports it, declared by the env (``CURRICULUM``) and read by
-    generic code (training logs, checkpoints, evaluation tables).
-
-    Every step's ``info[level_key]`` is the env copy's current level (int, 0 = easiest, ``levels - 1`` the
-    hardest) and ``info[group_key]`` the index of its group in ``groups`` (e.g. terrain types). An env with a
-    curriculum also has ``curriculum_state() -> dict`` (JSON-serialisable: what a resumed run needs to continue
-    where the copy was) and ``set_curriculum_state(state)``, which its next reset keeps.
-    """
-
-    level_key: str
-    group_key: str
-    groups: tuple[str, ...]
-    levels: int
-
-
-@dataclass(frozen=True)
-class TaskContext:
-    """The class of task an episode belongs to, as far as a scripted controller may need its own parameters
-    for it (``env.task_context()``, for the current episode; read by generic code: the adaptive teachers
-    keep one parameter set per context).
-
-    Args:
-        name: the context's name, stable across runs and processes: what the episode shares with every
-            episode of its class, ``/``-separated (``"go2"``; ``"go1/stairs_up/level3"``; ``"gantry/heavy"``).
-        options: the ``reset(options=...)`` that put an episode in this context (``{}`` where every
-            episode of the env is in one context), so that a check in simulation can replay the class.
-    """
-
-    name: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-
 RENDER_MODES = ("human", "rgb_array", "depth_array")
-
-
-@dataclass(frozen=True, eq=False)
-class ControllerSpec:
-    """What an env tells the scripted controller that drives it (``env.controller_spec``; the controllers'
-    interface, ``envs.controllers``): here the control period ``dt`` (s); an env family whose controller
-    needs more of its model (the quadruped's leg geometry) subclasses it."""
-
-    dt: float
 
 
 @dataclass(kw_only=True)
@@ -391,40 +211,40 @@ class MujocoTaskEnv(gym.Env):
         """Current observation (float32 arrays)."""
         raise NotImplementedError
 
-    def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+    def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         """Reward, termination flag and info for the transition that just happened."""
         raise NotImplementedError
 
     @classmethod
-    def _before_physics_batch(cls, tasks: list[MujocoTaskEnv]) -> None:
+    def before_physics_batch(cls, tasks: list[MujocoTaskEnv]) -> None:
         """:meth:`_before_physics` of ``N`` envs of this class (same arguments), which the batched vector
         env calls before it copies their states; default: env by env."""
         for task in tasks:
             task._before_physics()
 
     @classmethod
-    def _apply_batch(cls, tasks: list[MujocoTaskEnv], actions: np.ndarray, qpos: np.ndarray) -> np.ndarray:
+    def apply_batch(cls, tasks: list[MujocoTaskEnv], actions: np.ndarray, qpos: np.ndarray) -> np.ndarray:
         """The ``ctrl`` rows ``(N, nu)`` that :meth:`_apply_action` writes for clipped ``actions``
         ``(N, action_dim)`` of ``N`` envs of this class (same arguments) at joint positions ``qpos``
-        ``(N, nq)`` (m or rad); the batched vector env calls :meth:`_before_physics_batch` first
+        ``(N, nq)`` (m or rad); the batched vector env calls :meth:`before_physics_batch` first
         (before the ``ctrl`` of :meth:`_apply_action`: it must not read it). Batch-native classes
         override it; the batched vector env otherwise prepares env by env."""
         raise NotImplementedError
 
     @classmethod
-    def _finish_batch(
+    def finish_batch(
         cls, tasks: list[MujocoTaskEnv], actions: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
         derived: dict[str, np.ndarray],
     ) -> tuple[Any, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """:meth:`_finish_step` of ``N`` envs of this class, made with the same arguments, at once.
+        """:meth:`finish_step` of ``N`` envs of this class, made with the same arguments, at once.
 
         ``actions`` ``(N, action_dim)`` are the clipped actions of the step; ``qpos`` ``(N, nq)``,
         ``qvel`` ``(N, nv)`` and ``derived`` (``"sensordata"`` ``(N, nsensordata)``, ``"actuator_force"``
         ``(N, nu)``, N) hold the envs' state after the physics (as in each env's ``data``; positions m
         or rad, velocities m/s or rad/s). Returns the
         batched observation, rewards ``(N,)`` float64, terminations ``(N,)`` bool and the info as one
-        ``(N,)`` array per key (the dtype of the Python type :meth:`_finish_step` puts there), equal
-        to what each env's :meth:`_finish_step` returns, physics divergence aside (the caller checks
+        ``(N,)`` array per key (the dtype of the Python type :meth:`finish_step` puts there), equal
+        to what each env's :meth:`finish_step` returns, physics divergence aside (the caller checks
         it per env); the envs' own state that later steps read is updated. Envs' ``_last_obs`` are
         not. Batch-native classes override it; the batched vector env otherwise finishes env by env.
         """
@@ -462,17 +282,17 @@ class MujocoTaskEnv(gym.Env):
         return {}
 
     def step(self, action):
-        action = self._prepare_step(action)
+        action = self.prepare_step(action)
         mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
-        transition = self._finish_step(action)
+        transition = self.finish_step(action)
         if self.render_mode == "human":
             self.render()
         return transition
 
-    def _prepare_step(self, action) -> np.ndarray:
+    def prepare_step(self, action) -> np.ndarray:
         """Everything of :meth:`step` before the physics: validate and apply ``action``; returns it clipped.
 
-        :meth:`step` is ``_prepare_step``, ``frame_skip`` physics steps, :meth:`_finish_step`; a batched
+        :meth:`step` is ``prepare_step``, ``frame_skip`` physics steps, :meth:`finish_step`; a batched
         vector env (``envs.batched``) runs the physics of many envs in one call between the two.
         """
         action = self._validate_action(action)
@@ -480,12 +300,12 @@ class MujocoTaskEnv(gym.Env):
         self._before_physics()
         return action
 
-    def _finish_step(self, action: np.ndarray) -> tuple:
+    def finish_step(self, action: np.ndarray) -> tuple:
         """Everything of :meth:`step` after the physics: ``(obs, reward, terminated, False, info)``."""
-        if self._diverged():
-            return self._blowup_transition()
+        if self.diverged():
+            return self.blowup_transition()
         obs = self._observe()
-        reward, terminated, info = self._evaluate(action)
+        reward, terminated, info = self._step_outcome(action)
         self._action[:] = action
         self._last_obs = obs
         return obs, reward, terminated, False, info
@@ -503,10 +323,11 @@ class MujocoTaskEnv(gym.Env):
             )
         return clip_actions(a, self._clipped_action)
 
-    def _diverged(self) -> bool:
+    def diverged(self) -> bool:
+        """Whether MuJoCo reported a diverging state (bad qpos, qvel or qacc) since the warnings were cleared."""
         return any(stat.number for stat in self._divergence_stats)
 
-    def _blowup_transition(self):
+    def blowup_transition(self):
         """End the episode after a physics divergence without leaking NaNs."""
         info = {"physics_blowup": True, "is_success": False}
         last = self._last_obs

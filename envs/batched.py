@@ -7,7 +7,7 @@ still truncates). Each step it applies every env's action exactly as that env's 
 all ``N`` simulations by ``frame_skip`` ``mj_step``\\ s with one :class:`mujoco.batch.Batch` call,
 which releases the GIL and runs on a persistent pool of native threads, and finally computes
 observations, rewards, terminations and infos: for all copies at once with array maths when the
-env class is batch-native (:meth:`~envs.base.MujocoTaskEnv._finish_batch`, the same functions its
+env class is batch-native (:meth:`~envs.base.MujocoTaskEnv.finish_batch`, the same functions its
 single ``step()`` runs; both OpenClaw envs), else with each env's own methods. A step's result is a
 :class:`BatchStep` of arrays; :class:`InfoBatch` turns its infos into per-env dicts only when asked.
 
@@ -75,7 +75,7 @@ def _scalar_arrays(infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
 
 
 class InfoBatch:
-    """The infos of a batch of env steps, as one array per key (``(N,)``, see ``_finish_batch``) or
+    """The infos of a batch of env steps, as one array per key (``(N,)``, see ``finish_batch``) or
     as one dict per env, whichever it was made from; each form is built from the other on demand."""
 
     def __init__(self, arrays: dict[str, np.ndarray] | None = None, dicts: list[dict[str, Any]] | None = None):
@@ -163,7 +163,7 @@ class BatchedSimulation:
         # batch-native env classes compute the step's control and results for all copies at once
         self._cls = type(first)
         self._native = all(getattr(self._cls, name).__func__ is not getattr(MujocoTaskEnv, name).__func__
-                           for name in ("_apply_batch", "_finish_batch"))
+                           for name in ("apply_batch", "finish_batch"))
         m, c = first.model, mujoco.mjtState
         qpos, qvel, ctrl = (_state_offset(m, k) for k in (c.mjSTATE_QPOS, c.mjSTATE_QVEL, c.mjSTATE_CTRL))
         self._qpos, self._qvel, self._ctrl = slice(qpos, qpos + m.nq), slice(qvel, qvel + m.nv), slice(ctrl, ctrl + m.nu)
@@ -200,13 +200,13 @@ class BatchedSimulation:
         a = np.asarray(actions, dtype=np.float64)[ids]
         clipped = clip_actions(a, a)  # raises for NaN/inf before anything changes
         if self._native and id_list:
-            self._cls._before_physics_batch(stepped)  # task logic such as pushes; the controls come below
+            self._cls.before_physics_batch(stepped)  # task logic such as pushes; the controls come below
         for j, task in enumerate(stepped):
             if not self._native:
-                task._prepare_step(clipped[j])
+                task.prepare_step(clipped[j])
             mujoco.mj_getState(task.model, task.data, state[id_list[j]], _STATE)
         if self._native and id_list:
-            state[ids, self._ctrl] = self._cls._apply_batch(stepped, clipped, state[ids, self._qpos])
+            state[ids, self._ctrl] = self._cls.apply_batch(stepped, clipped, state[ids, self._qpos])
         self._warning[...] = 0
         self._batch.step(None if len(id_list) == self.num_envs else ids, nstep=self.frame_skip)
         warned = np.flatnonzero(self._warning[:, :, 1].any(axis=1)).tolist()
@@ -222,12 +222,12 @@ class BatchedSimulation:
         else:
             rows = state[ids]
             derived = {name: source[ids] for name, source in zip(_DERIVED, self._derived)}
-            batch = self._cls._finish_batch(stepped, clipped, rows[:, self._qpos], rows[:, self._qvel], derived)
+            batch = self._cls.finish_batch(stepped, clipped, rows[:, self._qpos], rows[:, self._qvel], derived)
             result = BatchStep(ids, batch[0], batch[1], batch[2], np.zeros(len(id_list), dtype=np.bool_),
                                InfoBatch(arrays=batch[3]))
             position = {i: j for j, i in enumerate(id_list)}
             for i in warned:
-                if i in position and tasks[i]._diverged():
+                if i in position and tasks[i].diverged():
                     self._blowup(result, position[i], tasks[i], _copy_row(self.obs, i))
         self.elapsed_steps[ids] += 1
         if self.max_episode_steps is not None:
@@ -236,8 +236,8 @@ class BatchedSimulation:
         return result
 
     def _finish_one_by_one(self, ids: np.ndarray, tasks: list[MujocoTaskEnv], actions: np.ndarray) -> BatchStep:
-        """The batch's results from each env's own ``_finish_step``."""
-        results = [task._finish_step(action) for task, action in zip(tasks, actions)]
+        """The batch's results from each env's own ``finish_step``."""
+        results = [task.finish_step(action) for task, action in zip(tasks, actions)]
         obs, rewards, terminated, truncated, infos = ([r[k] for r in results] for k in range(5))
         batch_obs = create_empty_array(self._observation_space, len(obs))
         if obs:
@@ -249,7 +249,7 @@ class BatchedSimulation:
     def _blowup(result: BatchStep, j: int, task: MujocoTaskEnv, last_obs: Any) -> None:
         """Row ``j`` of ``result`` becomes ``task``'s physics blow-up transition (after ``last_obs``)."""
         task._last_obs = last_obs
-        obs, result.rewards[j], result.terminated[j], _, info = task._blowup_transition()
+        obs, result.rewards[j], result.terminated[j], _, info = task.blowup_transition()
         _set_rows(result.obs, j, obs)
         result.infos.replace(j, info)
 

@@ -3,7 +3,7 @@
 The spec - observation, action, reward, success/termination and argument tables, with units and
 frames - is :class:`ClawEnv`'s docstring (``help(envs.claw.ClawEnv)``); ``OpenClaw/Claw-v0`` and
 ``OpenClaw/ClawPlace-v0`` are that class with ``task="lift"`` and ``task="place"``. This module also
-holds the model constants, the reward terms (``reward_<term>``), :func:`observe` and :func:`evaluate`,
+holds the model constants, the reward terms (``reward_<term>``), :func:`observe` and :func:`step_outcome`,
 which the env's ``step()`` and the batched vector env (``envs.batched``) both run, the gantry arm
 (:class:`GantryArm`; the Panda's is ``envs.panda.PandaArm``) and :class:`ClawConfig`, the constructor's
 arguments and their checks.
@@ -21,17 +21,10 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from envs.base import (
-    BatchMath,
-    EnvConfig,
-    Metric,
-    MujocoTaskEnv,
-    ScalarMath,
-    TaskContext,
-    asset_path,
-    reject_unknown_options,
-    reset_option,
-)
+from envs.array_math import BatchMath, ScalarMath
+from envs.base import EnvConfig, MujocoTaskEnv, reject_unknown_options, reset_option
+from envs.declarations import Metric, TaskContext
+from envs.packaging import asset_path
 
 # ---------------------------------------------------------------- model constants (see claw.xml)
 TABLE_TOP_Z = 0.40  # m, table top height
@@ -230,7 +223,7 @@ def observe(grip, q, v, f, desired_goal: np.ndarray, m: type[ScalarMath] | type[
     return {"observation": obs, "achieved_goal": obs[..., 10:13].copy(), "desired_goal": desired_goal}, grasped, reach
 
 
-def evaluate(ag, g, reach_distance, grasped, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]):
+def step_outcome(ag, g, reach_distance, grasped, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]):
     """Reward, termination (the cube fell) and info of one env's transition or of ``N`` at once.
 
     ``ag`` and ``g`` hold the float32-exact achieved and desired goal coordinates x, y, z (m) as three
@@ -356,7 +349,7 @@ class ClawEnv(MujocoTaskEnv):
     else ``0.0`` (Fetch). ``reward_type="dense"``: the sum of the terms below, each also reported as
     ``info["reward_<term>"]`` (for both reward types), computed by ``envs.claw``'s function
     ``reward_<term>`` (``reward_goal`` for ``lift``/``place``) with its scale from ``REWARD_SCALES``, inside
-    :func:`~envs.claw.evaluate`, which this env's ``step()`` (on floats) and the batched vector env
+    :func:`~envs.claw.step_outcome`, which this env's ``step()`` (on floats) and the batched vector env
     (``envs.batched``, on arrays) both run. ``reach`` and ``grasp`` do not depend on the goal
     and are read back from ``info`` by :meth:`ClawEnv.compute_reward`; the goal terms are recomputed
     from its arguments, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
@@ -619,7 +612,7 @@ class ClawEnv(MujocoTaskEnv):
         self.data.ctrl[:] = self.claw_arm.controls(self.data.qpos.tolist(), action.tolist())
 
     @classmethod
-    def _apply_batch(cls, tasks, actions, qpos):
+    def apply_batch(cls, tasks, actions, qpos):
         return tasks[0].claw_arm.batch_controls([task.claw_arm for task in tasks], actions, qpos)
 
     def _observe(self) -> dict[str, np.ndarray]:
@@ -631,19 +624,19 @@ class ClawEnv(MujocoTaskEnv):
         self._ag_list = obs["achieved_goal"].tolist()  # float32-exact cube position, what compute_reward sees
         return obs
 
-    def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+    def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         # _ag_list, _reach and _grasped are set by _observe(), which the base calls just before
-        return evaluate(self._ag_list, self._goal_list, self._reach, self._grasped, self, ScalarMath)
+        return step_outcome(self._ag_list, self._goal_list, self._reach, self._grasped, self, ScalarMath)
 
     @classmethod
-    def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
+    def finish_batch(cls, tasks, actions, qpos, qvel, derived):
         first = tasks[0]
         goals = np.stack([task._goal32 for task in tasks])
         grip = first.claw_arm.batch_grip_state([task.claw_arm for task in tasks], qpos, qvel)
         obs, grasped, reach = observe(grip, qpos.T[first._object_qpos], qvel.T[first._object_qvel],
                                       derived["sensordata"].T, goals, BatchMath)
         ag, g = obs["achieved_goal"].T.astype(np.float64), goals.T.astype(np.float64)
-        reward, fell, info = evaluate(ag, g, reach, grasped, first, BatchMath)
+        reward, fell, info = step_outcome(ag, g, reach, grasped, first, BatchMath)
         return obs, reward, fell, info
 
     def _reset_info(self) -> dict[str, Any]:

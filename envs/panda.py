@@ -45,7 +45,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from envs.base import asset_path, installed_package_dir, package_file
+from envs.packaging import asset_path, installed_package_dir, package_file
 from envs.claw import (
     GRIP_HOME,
     PAD_FRICTION,
@@ -76,7 +76,7 @@ _DOWN = np.array([[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])  # grip 
 
 
 def franka_assets() -> Path:
-    """The installed gymnasium-robotics' ``franka_assets`` folder; :class:`~envs.base.MissingExtra` naming the extra."""
+    """The installed gymnasium-robotics' ``franka_assets`` folder; :class:`~envs.packaging.MissingExtra` naming the extra."""
     root = installed_package_dir("gymnasium_robotics", PACKAGE, EXTRA, "arm='panda'", "use arm='gantry' (the default)")
     package_file(root, f"{FRANKA_ASSETS}/chain.xml", PACKAGE, EXTRA)
     return root / FRANKA_ASSETS

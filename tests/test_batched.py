@@ -129,7 +129,7 @@ def test_sb3_matches_dummy_vec_env(case):
 
 @pytest.mark.parametrize("scales", [None, {"termination": 3.0, "feet_air_time": -2.0, "tracking_lin_vel": 0.0}])
 def test_quadruped_single_env_and_batch_share_the_reward_bit_for_bit(scales):
-    """The single env's ``step()`` and the batch run the same reward code (``envs.quadruped.evaluate``):
+    """The single env's ``step()`` and the batch run the same reward code (``envs.quadruped.rewards.step_outcome``):
     observations, rewards, every reward term, fall flags and the feet's air clocks agree to the bit,
     on trot rollouts (touchdowns: ``feet_air_time`` terms) and on random actions that end in falls."""
     env_id, n = "OpenClaw/Quadruped-v1", 3
@@ -240,7 +240,7 @@ def test_envs_step_batch_native(env_id):
 
 def test_batch_math_equals_scalar_math_bit_for_bit():
     """The array maths that batch-native envs share with the single env rounds exactly as the Python maths."""
-    from envs.base import BatchMath, ScalarMath
+    from envs.array_math import BatchMath, ScalarMath
 
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.normal(0.0, 3.0, 2000), [0.0, -0.0, np.pi, -np.pi / 4, 1e-300, -7.5]])

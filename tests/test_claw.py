@@ -14,10 +14,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from omegaconf import OmegaConf
 
-from envs.base import TaskContext, asset_path
 from envs.batched import BatchedVecEnv
 from envs.claw import OBJECT_REST_Z, TABLE_TOP_Z, ClawEnv
 from envs.controllers.grasp import CARRY, GraspController, GraspParams
+from envs.declarations import TaskContext
+from envs.packaging import asset_path
 from test_batched import assert_identical, random_actions
 
 LIFT, PLACE = "OpenClaw/Claw-v0", "OpenClaw/ClawPlace-v0"

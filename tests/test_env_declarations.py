@@ -20,9 +20,8 @@ from omegaconf import open_dict
 from agents.teachers.hinted import parameter_schema
 from agents.evaluation.protocol import evaluate
 from agents.vec_env import make_vec_env
-from envs.base import ControllerSpec
-from envs.base import Metric
 from envs.controllers import CONTROLLER_NAMES, FAMILIES, controller_named, family_of, family_of_id
+from envs.declarations import ControllerSpec, Metric
 
 ROOT = Path(__file__).resolve().parent.parent
 BEACON = "Test/Beacon-v0"

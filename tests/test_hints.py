@@ -32,11 +32,11 @@ from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, Proposal, ProposalService, Verification
 from distill.search import ParameterBox
 from distill.teachers import RecordedActions, RecordedActionTeacher
-from envs.base import ControllerSpec
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
-from envs.robots import default_leg_geometry
+from envs.declarations import ControllerSpec
+from envs.quadruped import default_leg_geometry
 
 ROOT = Path(__file__).resolve().parent.parent
 # the schemas on the families' default envs (spec None: the claw, the flat quadruped)

@@ -22,7 +22,7 @@ from distill.search import CMAProposer, HybridProposer, ParameterBox, RandomProp
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
-from envs.robots import default_leg_geometry
+from envs.quadruped import default_leg_geometry
 
 SCHEMA = ParameterSchema("toy", {"a": (0.0, 1.0), "b": (-2.0, 2.0), "n": (1, 20), "xy": (-0.5, 0.5)}, frozenset({"n"}))
 START = {"a": 0.5, "b": 0.0, "n": 10, "xy": [0.0, 0.0]}

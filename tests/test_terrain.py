@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import envs  # noqa: F401  (registers OpenClaw/*)
-from envs.quadruped_terrain import QuadrupedTerrainEnv
-from envs.terrain import CELL, COLUMN_TYPES, COLUMNS, LEVELS, TERRAIN_TYPES, riser_height, size_scale, terrain_grid
+from envs.quadruped import QuadrupedTerrainEnv
+from envs.quadruped.terrain import CELL, COLUMN_TYPES, COLUMNS, LEVELS, TERRAIN_TYPES, riser_height, size_scale, terrain_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
@@ -246,7 +246,7 @@ def test_terrain_aware_trot_walks_down_stairs_where_the_blind_one_falls():
 
     from agents.evaluation.tiles import evaluate_tiles
     from envs.controllers.trot import TrotController
-    from envs.robots import LegGeometry
+    from envs.quadruped import LegGeometry
 
     def trot(scan: bool):
         def make(sim):

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from envs.base import Metric
+from envs.declarations import Metric
 
 #: ``info[REWARD_TERM_PREFIX + name]`` holds one weighted reward term of the step (both envs).
 REWARD_TERM_PREFIX = "reward_"

@@ -43,8 +43,8 @@ from agents.controller_policy import ControllerPolicy
 from agents.export.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
 from agents.evaluation.video import Clip, contact_sheet, recordable, recording
-from envs.base import Curriculum
 from envs.controllers import CONTROLLER_NAMES, controller_named, family_of_id, tell_env
+from envs.declarations import Curriculum
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

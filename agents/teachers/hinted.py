@@ -46,8 +46,8 @@ from distill.llm.proposer import LLMProposer
 from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, Proposer, ProposalService
 from distill.search import CMAProposer, HybridProposer, RandomProposer
-from envs.base import ControllerSpec, TaskContext
 from envs.controllers import ControllerFamily
+from envs.declarations import ControllerSpec, TaskContext
 
 
 def parameter_schema(family: ControllerFamily, spec: ControllerSpec | None) -> ParameterSchema:

@@ -51,8 +51,8 @@ import numpy as np
 
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from distill.proposals import Confirmation, Verification
-from envs.base import ControllerSpec, TaskContext
 from envs.controllers import ControllerFamily, tell_env
+from envs.declarations import ControllerSpec, TaskContext
 
 # the first seed of the held-out confirmations (ShadowVerifier.confirm_seeds): far from the first check's seeds 0..k-1
 # and from the benchmarks' validation (1000...) and offline-tuning (2000...) seeds

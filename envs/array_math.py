@@ -1,0 +1,94 @@
+"""The maths backends that an env's observation and reward functions are written in, one env or a batch.
+
+:class:`ScalarMath` computes one env on Python floats; :class:`BatchMath` the same functions on ``(N,)``
+float64 arrays for ``N`` envs at once (the batched vector env, ``envs.batched``), bit-identically.
+:func:`clip_actions` validates and clips actions, one or a batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def clip_actions(a: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Float64 actions (one, or a batch) clipped to [-1, 1] into ``out``; ``ValueError`` for NaN/inf.
+
+    NaN/inf is detected with one dot product (the exact element-wise check runs only when that
+    overflows), and clipping writes in place: together ~1 us for one action instead of ~4 us for
+    ``np.isfinite(a).all()`` and ``np.clip``.
+    """
+    flat = a.reshape(-1)
+    if not math.isfinite(flat.dot(flat)) and not np.isfinite(a).all():
+        raise ValueError(f"action contains NaN or inf: {a}; check the policy output")
+    np.minimum(a, 1.0, out=out)
+    np.maximum(out, -1.0, out=out)
+    return out
+
+
+def _per_element(fn):
+    """``fn`` of Python floats applied element by element to equal-length float64 arrays."""
+    def apply(*arrays: np.ndarray) -> np.ndarray:
+        return np.fromiter(map(fn, *(a.tolist() for a in arrays)), dtype=np.float64, count=len(arrays[0]))
+    return apply
+
+
+class ScalarMath:
+    """The maths that an env's observation and reward functions are written in, on Python floats (one env).
+
+    The same function, given :class:`BatchMath` and ``(N,)`` float64 arrays for the floats, computes
+    ``N`` envs at once and bit-identically: ``+ - * / % sqrt`` and comparisons round the same on
+    arrays, and the transcendental functions stay the Python ones per element (numpy's may differ
+    in the last bit). Booleans combine with ``&`` (not ``and``) to work on both.
+    """
+
+    sqrt = staticmethod(math.sqrt)
+    atan2 = staticmethod(math.atan2)
+    cos = staticmethod(math.cos)
+    sin = staticmethod(math.sin)
+    exp = staticmethod(math.exp)
+
+    @staticmethod
+    def where(condition: bool, a: float, b: float) -> float:
+        return a if condition else b
+
+    @staticmethod
+    def sum_of_squares(x: np.ndarray) -> float:
+        """``x . x`` of one env's vector (a float64 array of shape ``(k,)``)."""
+        return float(x.dot(x))
+
+    @staticmethod
+    def clip(x: float, low: float, high: float) -> float:
+        return low if x < low else high if x > high else x
+
+    @staticmethod
+    def float32(columns: tuple[float, ...]) -> np.ndarray:
+        """The observation vector, shape ``(len(columns),)``."""
+        return np.array(columns, dtype=np.float32)
+
+
+class BatchMath:
+    """:class:`ScalarMath` on ``(N,)`` float64 arrays, one entry per env."""
+
+    sqrt = staticmethod(np.sqrt)
+    atan2 = staticmethod(_per_element(math.atan2))
+    cos = staticmethod(_per_element(math.cos))
+    sin = staticmethod(_per_element(math.sin))
+    exp = staticmethod(_per_element(math.exp))
+    where = staticmethod(np.where)
+
+    @staticmethod
+    def sum_of_squares(x: np.ndarray) -> np.ndarray:
+        """``x . x`` of each row of ``(N, k)`` float64 ``x``: the same dot product per row (a row-wise
+        ``(x * x).sum(axis=1)`` could round differently)."""
+        return np.fromiter((row.dot(row) for row in x), dtype=np.float64, count=len(x))
+
+    @staticmethod
+    def clip(x: np.ndarray, low: float, high: float) -> np.ndarray:
+        return np.minimum(np.maximum(x, low), high)
+
+    @staticmethod
+    def float32(columns: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The observations, shape ``(N, len(columns))``."""
+        return np.stack(columns, axis=1).astype(np.float32)

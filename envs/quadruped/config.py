@@ -1,0 +1,185 @@
+"""The quadruped envs' settings in one place: the task's constants and every constructor argument's default.
+
+Like MuJoCo Playground's ``default_config()``: the control period, action scale, thresholds, gait clock,
+observation noise scales and reward scales are the module's constants (:class:`~envs.quadruped.QuadrupedEnv`
+exposes each as the class attribute of its name); :class:`QuadrupedConfig` (``OpenClaw/Quadruped-*``) and
+:class:`QuadrupedTerrainConfig` (``OpenClaw/QuadrupedTerrain-v1``) are the constructors' arguments, their
+defaults and their checks (the Arguments tables of the env classes' docstrings; units there).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import mujoco
+import numpy as np
+
+from envs.base import EnvConfig
+from envs.quadruped.robots import robot_named
+from envs.quadruped.terrain import LEVELS
+
+FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.004, ctrl_dt 0.02)
+ACTION_SCALE = 0.5  # rad per unit action (Playground Go1 action_scale)
+AIR_TIME_THRESHOLD = 0.1  # s; Playground Go1 feet_air_time offset
+CONTACT_FORCE_THRESHOLD = 1.0  # N of foot touch sensor reading that counts as contact
+FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
+
+GAIT_FREQUENCY_HZ = 2.5  # default gait clock frequency (cycles per second)
+GAIT_FREQUENCY_RANGE = (1.0, 4.0)  # Hz, allowed by set_gait_frequency
+# Trot: FR and RL share a phase, FL and RR are half a cycle later (fraction of a cycle).
+GAIT_PHASE_OFFSETS = np.array([0.0, 0.5, 0.5, 0.0])
+
+# Observation noise per channel at obs_noise=1 (half-widths of uniform noise): MuJoCo Playground's Go1
+# joystick noise_config scales (linvel 0.1, gyro 0.2, gravity 0.05, joint_pos 0.03, joint_vel 1.5).
+OBS_NOISE_SCALES = {"lin_vel": 0.1, "ang_vel": 0.2, "gravity": 0.05, "joint_pos": 0.03, "joint_vel": 1.5}
+
+DEFAULT_REWARD_SCALES = {
+    "tracking_lin_vel": 1.0,
+    "tracking_ang_vel": 0.5,
+    "lin_vel_z": -2.0,
+    "ang_vel_xy": -0.05,
+    "orientation": -5.0,
+    "torques": -0.0002,
+    "action_rate": -0.01,
+    "feet_air_time": 1.0,
+    "base_height": -10.0,
+    "termination": -50.0,
+}
+REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)
+
+
+def checked_gait_frequency(frequency_hz: Any) -> float:
+    """``frequency_hz`` (Hz) as a float; ``ValueError`` unless it is a number in ``GAIT_FREQUENCY_RANGE``."""
+    lo, hi = GAIT_FREQUENCY_RANGE
+    try:
+        frequency = float(frequency_hz)
+    except (TypeError, ValueError):
+        frequency = math.nan
+    if not lo <= frequency <= hi:
+        raise ValueError(f"gait frequency {frequency_hz!r} Hz must be a number in [{lo}, {hi}]")
+    return frequency
+
+
+def _range_pair(name: str, value: Any, low: float, high: float, kind: type) -> tuple:
+    """``value`` as a ``(lo, hi)`` pair of finite ``kind`` with ``low <= lo <= hi <= high``; ``ValueError``
+    naming ``name`` and what it must be."""
+    try:
+        lo, hi = (kind(v) for v in value)
+        ok = (all(float(v) == kind(v) for v in value) and math.isfinite(lo) and math.isfinite(hi)
+              and low <= lo <= hi <= high)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        kinds = "whole numbers" if kind is int else "finite numbers"
+        within = f" within [{low}, {high}]" if math.isfinite(low) and math.isfinite(high) else ""
+        raise ValueError(f"{name}={value!r} must be a (low, high) pair of {kinds} with low <= high{within}; "
+                         "swap or fix the bounds")
+    return lo, hi
+
+
+@dataclass(kw_only=True)
+class QuadrupedConfig(EnvConfig):
+    """:class:`~envs.quadruped.QuadrupedEnv`'s constructor arguments, their defaults and their checks (the
+    Arguments table of its docstring; units there). After the checks every value is normalized (floats,
+    bools, ``(low, high)`` float pairs) and ``reward_scales`` holds the scale of every term: the defaults,
+    overridden."""
+
+    robot: str = "openclaw_go1"
+    terrain: str = "flat"
+    terrain_seed: int = 0
+    terrain_bump_height: float = 0.05
+    command_vx: tuple[float, float] = (-1.0, 1.0)
+    command_vy: tuple[float, float] = (-0.5, 0.5)
+    command_yaw_rate: tuple[float, float] = (-1.0, 1.0)
+    reward_scales: dict[str, float] | None = None
+    tracking_sigma: float = 0.25
+    reset_noise_scale: float = 0.05
+    domain_randomization: bool = False
+    push_interval_s: float = 0.0
+    push_velocity: float = 0.0
+    gait_clock: bool = False
+    gait_frequency_hz: float = GAIT_FREQUENCY_HZ
+    obs_noise: float = 0.0
+    action_delay_steps: tuple[int, int] = (0, 0)
+    motor_strength: tuple[float, float] = (1.0, 1.0)
+    kp_scale: tuple[float, float] = (1.0, 1.0)
+    kd_scale: tuple[float, float] = (1.0, 1.0)
+    camera: str | int | None = "tracking"
+
+    TERRAINS: ClassVar[tuple[str, ...]] = ("flat", "rough")  # the env's choices of ``terrain``
+
+    def __post_init__(self) -> None:
+        robot_named(self.robot)  # ValueError listing the robots
+        if self.terrain not in self.TERRAINS:
+            raise ValueError(f"terrain={self.terrain!r} is not supported; use one of: {', '.join(self.TERRAINS)}")
+        if not 0.0 <= self.terrain_bump_height <= 0.2:
+            raise ValueError(f"terrain_bump_height={self.terrain_bump_height} m must be in [0, 0.2]")
+        for name in ("command_vx", "command_vy", "command_yaw_rate"):
+            setattr(self, name, _range_pair(name, getattr(self, name), -math.inf, math.inf, float))
+        scales = dict(DEFAULT_REWARD_SCALES)
+        if self.reward_scales is not None:
+            unknown = sorted(set(self.reward_scales) - set(scales))
+            if unknown:
+                raise ValueError(
+                    f"unknown reward term(s) {unknown} in reward_scales; "
+                    f"valid names are: {', '.join(REWARD_TERMS)}"
+                )
+            for k, v in self.reward_scales.items():
+                if not math.isfinite(float(v)):
+                    raise ValueError(f"reward_scales[{k!r}]={v} must be finite")
+                scales[k] = float(v)
+        self.reward_scales = scales
+        if not self.tracking_sigma > 0:
+            raise ValueError(f"tracking_sigma={self.tracking_sigma} must be > 0")
+        if self.reset_noise_scale < 0:
+            raise ValueError(f"reset_noise_scale={self.reset_noise_scale} must be >= 0")
+        if self.push_interval_s < 0 or self.push_velocity < 0:
+            raise ValueError(
+                f"push_interval_s={self.push_interval_s} and push_velocity={self.push_velocity} must be >= 0 "
+                "(0 disables pushes)"
+            )
+        self.tracking_sigma, self.reset_noise_scale = float(self.tracking_sigma), float(self.reset_noise_scale)
+        self.push_interval_s, self.push_velocity = float(self.push_interval_s), float(self.push_velocity)
+        self.domain_randomization, self.gait_clock = bool(self.domain_randomization), bool(self.gait_clock)
+        self.gait_frequency_hz = checked_gait_frequency(self.gait_frequency_hz)
+        self.obs_noise = float(self.obs_noise)
+        if not (math.isfinite(self.obs_noise) and self.obs_noise >= 0):
+            raise ValueError(f"obs_noise={self.obs_noise} must be >= 0 (1: MuJoCo Playground's Go1 noise scales)")
+        self.action_delay_steps = _range_pair("action_delay_steps", self.action_delay_steps, 0, 10, int)
+        for name in ("motor_strength", "kp_scale", "kd_scale"):
+            setattr(self, name, _range_pair(name, getattr(self, name), 0.1, 10.0, float))
+        super().__post_init__()
+
+    def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
+        super().check_model(model, model_path)
+        if isinstance(self.camera, str) and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, self.camera) < 0:
+            raise ValueError(f"camera={self.camera!r} is not in the model; use 'tracking', a camera id, or None")
+
+
+
+@dataclass(kw_only=True)
+class QuadrupedTerrainConfig(QuadrupedConfig):
+    """:class:`~envs.quadruped.QuadrupedTerrainEnv`'s constructor arguments: :class:`QuadrupedConfig`'s
+    (``terrain`` is ``"tiles"``, the gait clock on) and the terrain ones of the class docstring, checked."""
+
+    terrain: str = "tiles"
+    gait_clock: bool = True
+    curriculum: bool = True
+    max_init_level: int = 5
+    ground_friction: tuple[float, float] = (0.5, 1.25)
+    heading_command: bool = True
+
+    TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.gait_clock:
+            raise ValueError("gait_clock=False: the terrain env's observation always carries the gait clock")
+        self.curriculum, self.heading_command = bool(self.curriculum), bool(self.heading_command)
+        self.max_init_level = _range_pair("max_init_level", (self.max_init_level, self.max_init_level), 0,
+                                          LEVELS - 1, int)[0]
+        self.ground_friction = _range_pair("ground_friction", self.ground_friction, 0.05, 3.0, float)
+

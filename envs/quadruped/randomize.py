@@ -1,0 +1,106 @@
+"""The quadruped's domain and sim-to-real randomisation, for one env and for the batch: :class:`Randomization`.
+
+What is drawn, per episode unless noted (the Arguments table of :class:`~envs.quadruped.QuadrupedEnv`'s
+docstring; defaults in :mod:`envs.quadruped.config`):
+
+* ``domain_randomization``: foot friction ``U(0.4, 1.25)``, link masses and inertias ``x U(0.9, 1.1)``,
+  servo Kp ``x U(0.9, 1.1)``;
+* ``motor_strength``, ``kp_scale``, ``kd_scale``: per joint, the PD torque and the gains ``x U(lo, hi)``;
+* ``action_delay_steps``: the servos get the action of ``d ~ U{lo..hi}`` control steps ago;
+* ``push_interval_s`` / ``push_velocity``: every interval (per step), a random planar trunk velocity kick;
+* ``obs_noise``: per step, uniform noise on the observation (``OBS_NOISE_SCALES``).
+
+:class:`Randomization` is a base of :class:`~envs.quadruped.QuadrupedEnv`: its methods read and write the
+env's model, state and random generator (``np_random``), so the draws come from the env's one seeded stream
+in the order the env's reset and step call them. The ``*_batch`` classmethods are the same for the N envs
+of the batched vector env (``envs.batched``), env by env in env order (the same draws, the same bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Randomization:
+    """Domain and sim-to-real randomisation of a :class:`~envs.quadruped.QuadrupedEnv` (module docstring)."""
+
+    def _init_randomization(self, config) -> None:
+        """Keep the model's nominal physical parameters (restored and randomized per reset), set up the action
+        delay line and the push clock, from the checked ``config`` (a ``QuadrupedConfig``)."""
+        m = self.model
+        self._nominal_mass = m.body_mass.copy()
+        self._nominal_inertia = m.body_inertia.copy()
+        self._nominal_kp = m.actuator_gainprm[:, 0].copy()
+        self._nominal_kd_bias = m.actuator_biasprm[:, 2].copy()  # -Kd
+        self._kp_factor = np.ones(m.nu)  # domain_randomization's Kp draw of the episode
+        self._randomize_gains = any(r != (1.0, 1.0) for r in (config.motor_strength, config.kp_scale, config.kd_scale))
+        self._max_delay = config.action_delay_steps[1]  # control steps
+        self._delay = 0
+        self._past_actions = np.zeros((self._max_delay + 1, 12))  # newest first
+        pushes = config.push_interval_s > 0 and config.push_velocity > 0
+        self._push_every = max(1, int(round(config.push_interval_s / self.dt))) if pushes else 0  # steps
+        self._steps = 0  # control steps since the reset (the push clock)
+
+    def _randomize_physics(self) -> None:
+        """``domain_randomization``'s draws: foot friction, link masses and inertias, servo Kp."""
+        m, rng = self.model, self.np_random
+        m.geom_friction[self._foot_geoms, 0] = rng.uniform(0.4, 1.25, size=4)
+        s = rng.uniform(0.9, 1.1, size=m.nbody)
+        s[0] = 1.0  # world
+        m.body_mass[:] = self._nominal_mass * s
+        m.body_inertia[:] = self._nominal_inertia * s[:, None]
+        self._kp_factor = rng.uniform(0.9, 1.1, size=m.nu)
+        kp = self._nominal_kp * self._kp_factor
+        m.actuator_gainprm[:, 0] = kp
+        m.actuator_biasprm[:, 1] = -kp
+
+    def _randomize_servos(self) -> None:
+        """Per joint: motor strength scales the whole PD torque, ``kp_scale`` and ``kd_scale`` the gains, each
+        a uniform draw from its range (on top of ``domain_randomization``'s Kp draw); the torque limits stay."""
+        m, rng = self.model, self.np_random
+        strength = rng.uniform(*self.motor_strength, size=m.nu)
+        kp = self._nominal_kp * self._kp_factor * strength * rng.uniform(*self.kp_scale, size=m.nu)
+        m.actuator_gainprm[:, 0] = kp
+        m.actuator_biasprm[:, 1] = -kp
+        m.actuator_biasprm[:, 2] = self._nominal_kd_bias * strength * rng.uniform(*self.kd_scale, size=m.nu)
+
+    def _draw_action_delay(self) -> None:
+        """This episode's action delay (control steps); the servos get the default pose until the first
+        delayed action arrives."""
+        self._past_actions[:] = 0.0
+        self._delay = int(self.np_random.integers(self.action_delay_steps[0], self.action_delay_steps[1] + 1))
+
+    def _delayed(self, action: np.ndarray) -> np.ndarray:
+        """The action the servos get this step with an action delay on: the one of ``self._delay`` steps ago."""
+        self._past_actions[1:] = self._past_actions[:-1]
+        self._past_actions[0] = action
+        return self._past_actions[self._delay]
+
+    @classmethod
+    def _delayed_batch(cls, tasks, actions: np.ndarray) -> np.ndarray:
+        """:meth:`_delayed` of N envs: (N, 12) clipped actions -> the (N, 12) actions their servos get."""
+        return np.stack([task._delayed(action) for task, action in zip(tasks, actions)])
+
+    def _push(self) -> None:
+        """Every ``push_interval_s``, add a random planar velocity (up to ``push_velocity`` m/s) to the trunk."""
+        self._steps += 1
+        if self._steps % self._push_every == 0:
+            v = self.push_velocity
+            self._qvel[0:2] += self.np_random.uniform(-v, v, 2)
+
+    @classmethod
+    def _push_batch(cls, tasks) -> None:
+        """:meth:`_push` of N envs."""
+        for task in tasks:
+            task._push()
+
+    def _noisy(self, obs: np.ndarray) -> np.ndarray:
+        """``obs`` plus uniform noise ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry (in place)."""
+        obs += (self.obs_noise * self._noise_scales * self.np_random.uniform(-1.0, 1.0, obs.shape)).astype(obs.dtype)
+        return obs
+
+    @classmethod
+    def _noisy_batch(cls, tasks, obs: np.ndarray) -> None:
+        """:meth:`_noisy` of N envs' (N, dim) observations ``obs``, row by row, in place."""
+        for task, row in zip(tasks, obs):
+            task._noisy(row)

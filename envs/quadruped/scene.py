@@ -1,0 +1,87 @@
+"""The compiled model a quadruped env runs: the robot of ``envs.quadruped.robots`` in our scene, with its terrain.
+
+``terrain="flat"`` is the scene as it is (:func:`~envs.quadruped.robots.robot_model`); :func:`add_rough_terrain`
+fills the scene's heightfield with the rough field (``terrain="rough"``); :func:`tiles_model` builds the scene
+around the tile grid of ``OpenClaw/QuadrupedTerrain-v1``. The heights come from ``envs.quadruped.terrain``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import mujoco
+import numpy as np
+
+from envs.quadruped.config import ACTION_SCALE
+from envs.quadruped.robots import LegGeometry, robot_model, robot_named, robot_spec
+from envs.quadruped.terrain import TerrainGrid, rough_heights, size_scale, terrain_grid
+
+BORDER = 50.0  # m of flat ground around the tile grid
+VIEW_SAMPLES = 81  # the rendered window of the tile grid: 81 x 81 samples ...
+VIEW_CELL = 0.1  # ... 0.1 m apart (an 8 m square around the robot; software OpenGL draws ~10 k cells fast)
+
+
+def add_rough_terrain(model: mujoco.MjModel, seed: int, bump_height: float) -> None:
+    """Fill ``model``'s heightfield ``terrain`` with the rough field of ``seed``
+    (:func:`~envs.quadruped.terrain.rough_heights`): heights in [0, ``bump_height``] m, flat (0) at the spawn,
+    and make it the colliding, visible ground.
+
+    Ground level stays z = 0 (the plane's height; bumps only rise above it, mean ~h/2), so the spawn
+    pose, fall height and base-height target are the same as on flat ground. World geoms are static in
+    MuJoCo (their poses are computed once), so only hfield data, size and collision flags are edited.
+    """
+    m = model
+    hid = m.hfield("terrain").id
+    nrow, ncol = int(m.hfield_nrow[hid]), int(m.hfield_ncol[hid])
+    heights = rough_heights(seed, nrow, ncol, float(m.hfield_size[hid, 0]), float(m.hfield_size[hid, 1]))
+    m.hfield_data[m.hfield_adr[hid] : m.hfield_adr[hid] + nrow * ncol] = heights.ravel()
+    m.hfield_size[hid, 2] = max(bump_height, 1e-6)
+    gid = m.geom("terrain").id
+    m.geom_contype[gid], m.geom_conaffinity[gid] = 1, 0
+    m.geom_rgba[gid] = (0.72, 0.68, 0.6, 1.0)
+    m.geom_group[gid] = 0  # group 3 (hidden) in the XML
+    # The plane would duplicate every contact at terrain minima: no collisions, and hidden (coplanar).
+    fid = m.geom("floor").id
+    m.geom_contype[fid] = m.geom_conaffinity[fid] = 0
+    m.geom_matid[fid] = -1
+    m.geom_rgba[fid] = (0.0, 0.0, 0.0, 0.0)
+
+
+@functools.lru_cache(maxsize=2)
+def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
+    """The robot in our scene on the tile grid of ``seed`` sized for its legs, and the grid (built once per
+    process; treat the model as read-only: an env runs a copy).
+
+    The grid is the heightfield ``terrain`` (colliding, never drawn), within flat border boxes ``BORDER`` m
+    wide at z = 0; the plane is hidden and inert; ``terrain_view`` is a ``VIEW_SAMPLES`` x ``VIEW_SAMPLES``
+    heightfield, ``VIEW_CELL`` m apart, that only renders (the terrain env fills it around the robot)."""
+    geometry = LegGeometry.from_model(robot_model(robot), robot_named(robot), 0.02, ACTION_SCALE)
+    grid = terrain_grid(seed, size_scale(float(geometry.thigh[0] + np.hypot(*geometry.calf[0]))))
+    spec = robot_spec(robot)
+    nx, ny = grid.heights.shape
+    low, high = float(grid.heights.min()), float(grid.heights.max())
+    field = spec.hfield("terrain")
+    field.nrow, field.ncol = ny, nx  # MuJoCo's rows run along y, its columns along x
+    field.size = (grid.extent[0] / 2, grid.extent[1] / 2, max(high - low, 1e-6), 0.1)
+    field.userdata = ((grid.heights.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
+    geom = spec.geom("terrain")
+    geom.pos = (grid.extent[0] / 2, grid.extent[1] / 2, low)
+    geom.contype = 1  # collides, never drawn (group 3, transparent): the view below is what renders
+    half = (VIEW_SAMPLES - 1) * VIEW_CELL / 2
+    spec.add_hfield(name="terrain_view", nrow=VIEW_SAMPLES, ncol=VIEW_SAMPLES, size=(half, half, max(high - low, 1e-6), 0.1),
+                    userdata=np.zeros(VIEW_SAMPLES * VIEW_SAMPLES, dtype=np.float32))
+    spec.worldbody.add_geom(name="terrain_view", type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname="terrain_view",
+                            pos=(0, 0, low), material="terrain", rgba=(0.72, 0.68, 0.6, 1.0), contype=0, conaffinity=0)
+    floor = spec.geom("floor")  # hidden and inert: the heightfield and the border are the ground
+    floor.contype = floor.conaffinity = 0
+    floor.rgba = (0, 0, 0, 0)
+    floor.material = ""
+    ex, ey = grid.extent
+    for name, cx, cy, hx, hy in (("border_south", -BORDER / 2, ey / 2, BORDER / 2, ey / 2 + BORDER),
+                                 ("border_north", ex + BORDER / 2, ey / 2, BORDER / 2, ey / 2 + BORDER),
+                                 ("border_west", ex / 2, -BORDER / 2, ex / 2, BORDER / 2),
+                                 ("border_east", ex / 2, ey + BORDER / 2, ex / 2, BORDER / 2)):
+        spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=(cx, cy, -0.5), size=(hx, hy, 0.5),
+                                material="floor", contype=1, conaffinity=0, condim=3)
+    spec.modelname = f"{spec.modelname}_terrain"
+    return spec.compile(), grid
