@@ -139,7 +139,7 @@ def test_default_teacher_follows_the_env(overrides, teacher):
     default to no teacher, and distill=... on the command line wins."""
     from hydra import compose, initialize_config_dir
 
-    from agents.training.config import register_configs
+    from agents.config.schema import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
