@@ -21,9 +21,10 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 
+from agents.config.schema import register_configs
 from agents.errors import ConfigError
-from agents.training.config import register_configs, validate
 from agents.overrides import exit_if_invalid, resume_argv
+from agents.training.checks import validate
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_configs()

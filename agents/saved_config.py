@@ -17,6 +17,7 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from agents.config.schema import PPOConfig, SACConfig, TrainConfig
 from agents.errors import ConfigError
 
 CONFIG = "config.yaml"
@@ -91,8 +92,6 @@ def _type_problem(saved: DictConfig) -> str | None:
 
     Keys the schema does not know (a config from another version) are left alone.
     """
-    from agents.training.config import PPOConfig, SACConfig, TrainConfig
-
     agents = {"ppo": PPOConfig, "sac": SACConfig}
     name = saved.agent.name
     if name not in agents:

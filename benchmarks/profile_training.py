@@ -52,7 +52,8 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.core.global_hydra import GlobalHydra  # noqa: E402
 from omegaconf import DictConfig, open_dict  # noqa: E402
 
-from agents.training.config import register_configs, validate  # noqa: E402
+from agents.config.schema import register_configs  # noqa: E402
+from agents.training.checks import validate  # noqa: E402
 
 BUCKETS = (
     "physics (mj_*)",

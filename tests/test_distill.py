@@ -433,6 +433,8 @@ def test_imports_flow_one_way():
     core = distill_core_imports()
     assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "openai"} or n.startswith("distill.llm")}
     assert "agents.training" not in imported_modules("agents/evaluation", depth=2)
+    # the config schema, read by saved run directories and so by evaluation, imports nothing of ours
+    assert not {"agents", "envs", "distill"} & imported_modules("agents/config")
     assert not {"agents", "envs"} & imported_modules("distill/llm")
     llm_at_load = {path.relative_to(ROOT / "agents").as_posix() for path in (ROOT / "agents").rglob("*.py")
                    if {n for n in top_level_imports(path) if n == "openai" or n.startswith("distill.llm")}}

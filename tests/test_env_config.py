@@ -16,7 +16,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from agents.training.config import register_configs
+from agents.config.schema import register_configs
 from envs.claw import ClawConfig, ClawEnv
 from envs.quadruped import QuadrupedConfig, QuadrupedEnv
 

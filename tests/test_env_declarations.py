@@ -86,7 +86,7 @@ def test_a_metric_named_like_a_result_field_is_refused(monkeypatch):
 
 
 def test_training_logs_and_summarises_the_metrics_a_new_env_declares(tmp_path):
-    from agents.training.config import register_configs
+    from agents.config.schema import register_configs
     from agents.training.runner import train
 
     register_configs()
@@ -150,7 +150,8 @@ def test_whole_number_hint_parameters_come_from_the_params_class():
 
 def test_an_env_without_a_controller_is_named_with_the_families_that_have_one():
     from agents.errors import ConfigError
-    from agents.training.config import register_configs, validate
+    from agents.config.schema import register_configs
+    from agents.training.checks import validate
 
     with pytest.raises(ValueError, match=r"no scripted controller for Beacon.*quadruped \(QuadrupedEnv: trot\)"):
         family_of(gym.make(BEACON))

@@ -150,12 +150,28 @@ def test_training_records_clips_and_tensorboard_plays_them(tmp_path):
     assert np.abs(frames[-1].astype(float) - frames[0]).mean() > 0.5  # and they move
 
 
+# what evaluating never loads: the training stack, the teachers and any LLM code
+NOT_FOR_EVALUATION = ("agents.training", "agents.teachers", "distill.llm", "openai")
+
+
 def test_scripted_evaluation_loads_neither_training_nor_llm_code(tmp_path):
-    """``evaluate.py policy=trot`` runs without importing the training runner or any LLM code."""
+    """``evaluate.py policy=trot`` runs without importing the training runner, the teachers or any LLM code."""
     argv = ["policy=trot", "episodes=1", "envs=1", "videos=0", f"out_dir={tmp_path / 'eval'}",
             f"hydra.run.dir={tmp_path / 'hydra'}", "+env_kwargs.max_episode_steps=50"]
-    out, loaded = run_loading("evaluate.py", argv, ("agents.training", "distill.llm", "openai"))
+    out, loaded = run_loading("evaluate.py", argv, NOT_FOR_EVALUATION)
     assert out.returncode == 0, out.stderr
+    assert (tmp_path / "eval" / "metrics.json").is_file()
+    assert loaded == "LOADED []", out.stdout
+
+
+def test_evaluating_a_run_directory_loads_neither_training_nor_teachers(run_dir, tmp_path):
+    """``evaluate.py run=<dir>`` reads the run's config.yaml through the config schema (agents.config), not
+    through the training stack, and loads no teacher (the run was taught by the scripted trot)."""
+    assert OmegaConf.load(run_dir / "config.yaml").distill.name == "scripted"
+    argv = [f"run={run_dir}", "episodes=1", "envs=1", "videos=0", f"out_dir={tmp_path / 'eval'}",
+            f"hydra.run.dir={tmp_path / 'hydra'}", f"+env_kwargs.max_episode_steps={STEPS}"]
+    out, loaded = run_loading("evaluate.py", argv, NOT_FOR_EVALUATION)
+    assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "eval" / "metrics.json").is_file()
     assert loaded == "LOADED []", out.stdout
 

@@ -21,7 +21,7 @@ from omegaconf import open_dict
 from stable_baselines3 import PPO
 
 from agents import checkpoint
-from agents.training.config import register_configs
+from agents.config.schema import register_configs
 from agents.training.runner import TrainingFailed, train
 from agents.vec_env import make_vec_env, wrap_normalization
 from test_train import ROOT, run_train

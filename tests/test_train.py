@@ -160,7 +160,7 @@ def compose_train(*overrides: str):
     """``configs/train.yaml`` composed with ``overrides`` as ``train.py`` composes it (schema registered)."""
     from hydra import compose, initialize_config_dir
 
-    from agents.training.config import register_configs
+    from agents.config.schema import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):

@@ -99,7 +99,7 @@ def test_secret_checks_pass_every_shipped_config_and_ordinary_values():
     from agents.evaluation.run import register_config as register_evaluate
     from agents.export.run import register_config as register_export
     from agents.overrides import command_line_secret, config_secret, secret_kind
-    from agents.training.config import register_configs
+    from agents.config.schema import register_configs
 
     register_configs(), register_evaluate(), register_export()
     choices = [[]] + [[f"{group}={p.stem}"] for group in ("env", "agent", "distill", "llm", "train")

@@ -40,7 +40,7 @@ def tuned_pairs() -> list[tuple[str, str]]:
 
 def training_config(env: str, agent: str, tuned: bool = True) -> DictConfig:
     """The composed ``train.py env=<env> agent=<agent>`` config (``tuned=False``: without ``configs/tuned/``)."""
-    from agents.training.config import register_configs
+    from agents.config.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

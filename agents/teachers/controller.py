@@ -25,7 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from agents.controller_policy import ControllerPolicy
 from agents.students.teacher_actions import TeacherActions
-from agents.teachers import TEACHERS
+from agents.config.teacher_kinds import TEACHERS
 from envs.controllers import ControllerFamily, family_of
 from envs.controllers.params_file import read_params
 from envs.declarations import ControllerSpec

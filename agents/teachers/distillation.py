@@ -22,7 +22,7 @@ from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import ALGORITHMS
 from agents.students import policy_entry
-from agents.teachers import TEACHERS
+from agents.config.teacher_kinds import TEACHERS
 from agents.vec_env import torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import Observation, PolicyRegistry

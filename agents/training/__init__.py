@@ -1,1 +1,1 @@
-"""Training: the config schema, the run loop, its callbacks and the end-of-run report (``train.py``)."""
+"""Training: the config checks, the run loop, its callbacks and the end-of-run report (``train.py``)."""

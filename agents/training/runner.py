@@ -30,7 +30,7 @@ from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
-from agents.teachers import TEACHERS
+from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback, controller_teacher
 from agents.teachers.distillation import build_distillation
 from agents.factory import build_agent, check_observation_space, load_agent
