@@ -58,8 +58,8 @@ _SPECS = {
         kwargs={"terrain": "rough", "gait_clock": True},
     ),
     "OpenClaw/QuadrupedTerrain-v1": dict(entry_point="envs.quadruped_terrain:QuadrupedTerrainEnv", max_episode_steps=1000),
-    "OpenClaw/Claw-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=100),
-    "OpenClaw/ClawPlace-v0": dict(entry_point="envs.claw:ClawEnv", max_episode_steps=150, kwargs={"task": "place"}),
+    "OpenClaw/Claw-v0": dict(entry_point="envs.claw.env:ClawEnv", max_episode_steps=100),
+    "OpenClaw/ClawPlace-v0": dict(entry_point="envs.claw.env:ClawEnv", max_episode_steps=150, kwargs={"task": "place"}),
 }
 
 for _env_id, _spec in _SPECS.items():

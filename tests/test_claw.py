@@ -16,7 +16,8 @@ from omegaconf import OmegaConf
 
 from envs.base import TaskContext, asset_path
 from envs.batched import BatchedVecEnv
-from envs.claw import OBJECT_REST_Z, TABLE_TOP_Z, ClawEnv
+from envs.claw import ClawEnv
+from envs.claw.scene import OBJECT_REST_Z, TABLE_TOP_Z
 from envs.controllers.grasp import CARRY, GraspController, GraspParams
 from test_batched import assert_identical, random_actions
 

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from envs.base import ControllerSpec
-from envs.claw import NOMINAL_SPEED, OBJECT_REST_Z, POS_STEP, YAW_STEP, ClawEnv
+from envs.claw import ClawEnv
+from envs.claw.scene import NOMINAL_SPEED, OBJECT_REST_Z, POS_STEP, YAW_STEP
 
 _S = ClawEnv.OBS_SLICES
 _GRIP = _S["grip_pos"]

@@ -1,21 +1,20 @@
 """Goal-conditioned claw (Fetch-style pick-and-lift and pick-and-place), gantry or Franka Panda: :class:`ClawEnv`.
 
-The spec - observation, action, reward, success/termination and argument tables, with units and
-frames - is :class:`ClawEnv`'s docstring (``help(envs.claw.ClawEnv)``); ``OpenClaw/Claw-v0`` and
-``OpenClaw/ClawPlace-v0`` are that class with ``task="lift"`` and ``task="place"``. This module also
-holds the model constants, the reward terms (``reward_<term>``), :func:`observe` and :func:`evaluate`,
-which the env's ``step()`` and the batched vector env (``envs.batched``) both run, the gantry arm
-(:class:`GantryArm`; the Panda's is ``envs.panda.PandaArm``) and :class:`ClawConfig`, the constructor's
-arguments and their checks.
+The spec - observation, action, reward, success/termination and argument tables, with units and frames - is
+the class docstring. Its ``step()`` (``envs.base.MujocoTaskEnv``'s) runs, in order, :meth:`ClawEnv._apply_action`
+(the arm's controls), the physics, :meth:`ClawEnv._observe` (:func:`envs.claw.observation.observe`) and
+:meth:`ClawEnv._evaluate` (:func:`envs.claw.rewards.step_outcome`); the batched vector env runs the same
+functions on arrays (:meth:`ClawEnv._apply_batch`, :meth:`ClawEnv._finish_batch`). The episode's cube
+(object properties fixed or drawn per reset) is written into the model here too.
+
+Module length: the class docstring (the spec, ~180 lines) and the class (~250 lines) stay together, the
+spec beside the code it describes.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 import mujoco
@@ -23,242 +22,29 @@ import numpy as np
 
 from envs.base import (
     BatchMath,
-    EnvConfig,
     Metric,
     MujocoTaskEnv,
     ScalarMath,
     TaskContext,
-    asset_path,
     reject_unknown_options,
     reset_option,
 )
-
-# ---------------------------------------------------------------- model constants (see claw.xml)
-TABLE_TOP_Z = 0.40  # m, table top height
-OBJECT_HALF_SIZE = 0.02  # m, cube half edge (nominal: object_size's default)
-OBJECT_MASS = 0.15  # kg, cube mass (nominal: object_mass's default)
-PAD_FRICTION = 1.0  # sliding friction coefficient of the rubber pads (nominal: object_friction's default)
-OBJECT_REST_Z = TABLE_TOP_Z + OBJECT_HALF_SIZE  # m, nominal cube centre height when resting on the table
-GRIP_HOME = (0.0, 0.0, 0.65)  # m, grip centre when every gantry joint is 0
-MAX_OPENING = 0.085  # m, jaw stroke
-GRIP_FORCE_LIMIT = 20.0  # N, grip actuator force limit
-WORKSPACE_LOW = np.array([-0.25, -0.25, TABLE_TOP_Z + 0.015])  # m, grip centre
-WORKSPACE_HIGH = np.array([0.25, 0.25, TABLE_TOP_Z + 0.35])  # m, grip centre
-YAW_LIMIT = 1.5708  # rad, wrist yaw servo range
-OBJECT_XY_LIMIT = 0.22  # m, |x|, |y| of a cube start position that stays on the table within reach
-
-
-class ObjectProperty(NamedTuple):
-    """One physical property of the cube that :class:`ClawConfig` makes an argument (fixed or drawn per episode)."""
-
-    argument: str  # the ClawConfig field
-    nominal: float  # claw.xml's value, the argument's default
-    limits: tuple[float, float]  # the values the argument may take
-    unit: str
-    halves: tuple[str, str]  # task-context words of a draw in the lower / upper half of the argument's range
-
-
-#: The cube's randomizable properties, in task-context order: mass (kg), sliding friction on the pads, half edge (m).
-#: Half edges stay within the 85 mm jaw stroke with 15 mm to spare and keep the cube's centre above the
-#: grip's lowest point minus the pads' half height.
-OBJECT_PROPERTIES = {
-    "mass": ObjectProperty("object_mass", OBJECT_MASS, (0.01, 2.0), "kg", ("light", "heavy")),
-    "friction": ObjectProperty("object_friction", PAD_FRICTION, (0.05, 2.0), "", ("low", "high")),
-    "size": ObjectProperty("object_size", OBJECT_HALF_SIZE, (0.01, 0.035), "m", ("small", "large")),
-}
-GOAL_LOW = np.array([WORKSPACE_LOW[0], WORKSPACE_LOW[1], TABLE_TOP_Z + OBJECT_PROPERTIES["size"].limits[0]])
-"""m, lowest cube-centre target: the resting centre of the smallest cube"""
-
-# ---------------------------------------------------------------- action scaling
-FRAME_SKIP = 20  # 20 x 2 ms = 40 ms control period (25 Hz), as Fetch
-POS_STEP = 0.05  # m of servo-target lead per unit action (Fetch uses 0.05 m)
-YAW_STEP = 0.15  # rad of servo-target lead per unit action
-NOMINAL_SPEED = 0.75  # m/s, steady grip speed per unit action (kp/kv * POS_STEP), for controllers
-
-# ---------------------------------------------------------------- dense reward: scales and terms
-REWARD_SCALES = {
-    "reach": -1.0,  # per m of grip-to-cube distance
-    "grasp": 0.25,  # while the cube is held
-    "goal": -2.0,  # per m of cube-to-target distance (info key reward_lift or reward_place)
-    "success": 1.0,  # while within distance_threshold
-}
-
-
-def reward_reach(scale: float, grip_to_cube: float) -> float:
-    """``scale * |grip_pos - object_pos|`` (m)."""
-    return scale * grip_to_cube
-
-
-def reward_grasp(scale: float, grasped: bool | np.ndarray) -> float | np.ndarray:
-    """``scale`` while the cube is held, else 0; works on batches of flags."""
-    return scale * grasped
-
-
-def reward_goal(scale: float, distance: float | np.ndarray) -> float | np.ndarray:
-    """``scale * d``, ``d`` = |achieved_goal - desired_goal| (m); works on batches of distances."""
-    return scale * distance
-
-
-def reward_success(scale: float, success: bool | np.ndarray) -> float | np.ndarray:
-    """``scale`` where ``d <= distance_threshold``, else 0; works on batches of flags."""
-    return scale * success
-
-GRASP_MIN_FORCE = 0.5  # N on each pad to count as held
-
-_HALF_PI = math.pi / 2
-_QUARTER_PI = math.pi / 4
-
-
-class GantryArm:
-    """``ClawEnv(arm="gantry")``'s arm (the default): the Cartesian gantry of ``assets/claw.xml``, whose joints
-    are the grip's coordinates (x, y, z slides from :data:`GRIP_HOME`, wrist yaw, two coupled jaws).
-
-    The arm interface :class:`ClawEnv` drives (``envs.panda.PandaArm`` is the other): ``create()`` a model and the arm on it,
-    ``reset(data)`` to the start pose, ``grip_state`` (what the observation says of the grip) and ``controls``
-    (the ``ctrl`` of an action) of one env, and their batched forms for the batched vector env (here array
-    maths on all envs at once, bit-identical to the single env's).
-    """
-
-    name = "gantry"
-    #: the joint layout of claw.xml this class is written for (checked when an env is made)
-    JOINTS = ("gantry_x", "gantry_y", "gantry_z", "wrist_yaw", "finger_l", "finger_r", "object")
-
-    def __init__(self, model: mujoco.MjModel) -> None:
-        names = tuple(model.joint(i).name for i in range(model.njnt))
-        if names != self.JOINTS or model.nu != 5 or model.nsensor != 2:
-            raise RuntimeError(f"assets/claw.xml joint layout changed: {names}; update envs/claw.py")
-        self.pad_geoms = [model.geom("pad_l").id, model.geom("pad_r").id]
-        # servo target limits (joint coordinates; grip = GRIP_HOME + q for the slides)
-        home = np.array(GRIP_HOME)
-        self.ctrl_low = np.concatenate([WORKSPACE_LOW - home, [-YAW_LIMIT, 0.0]]).tolist()
-        self.ctrl_high = np.concatenate([WORKSPACE_HIGH - home, [YAW_LIMIT, MAX_OPENING]]).tolist()
-
-    @classmethod
-    def create(cls) -> tuple[mujoco.MjModel, GantryArm]:
-        """A new model of ``assets/claw.xml`` and the arm on it."""
-        model = mujoco.MjModel.from_xml_path(str(asset_path("claw.xml")))
-        return model, cls(model)
-
-    def reset(self, data: mujoco.MjData) -> None:
-        """Gantry at home (``qpos0`` = 0), jaws open, servos on that pose (``data`` freshly reset)."""
-        data.qpos[4] = data.qpos[5] = MAX_OPENING / 2
-        data.ctrl[:] = (0.0, 0.0, 0.0, 0.0, MAX_OPENING)
-
-    @staticmethod
-    def grip_state(q, v, m: type[ScalarMath] | type[BatchMath] = ScalarMath) -> tuple:
-        """Grip position x, y, z (m), jaw opening (m), linear velocity (m/s), yaw (rad), yaw rate (rad/s) and
-        opening rate (m/s), world frame, from ``qpos`` and ``qvel`` (lists, or with ``m=BatchMath`` the
-        transposed batch arrays)."""
-        return (q[0] + GRIP_HOME[0], q[1] + GRIP_HOME[1], q[2] + GRIP_HOME[2], q[4] + q[5],
-                v[0], v[1], v[2], q[3], v[3], v[4] + v[5])
-
-    def controls(self, q, a, m: type[ScalarMath] | type[BatchMath] = ScalarMath) -> tuple:
-        """The five ``ctrl`` values (m, m, m, rad, m) for clipped action ``a`` at joint positions ``q``
-        (see the action table), for one env or, with ``m=BatchMath`` and ``(N,)`` arrays as entries of
-        ``q`` and ``a``, for ``N`` at once; the servo targets are clipped to the workspace."""
-        lo, hi = self.ctrl_low, self.ctrl_high
-        return (
-            m.clip(q[0] + POS_STEP * a[0], lo[0], hi[0]),
-            m.clip(q[1] + POS_STEP * a[1], lo[1], hi[1]),
-            m.clip(q[2] + POS_STEP * a[2], lo[2], hi[2]),
-            m.clip(q[3] + YAW_STEP * a[3], lo[3], hi[3]),
-            0.5 * MAX_OPENING * (1.0 - a[4]),
-        )
-
-    @staticmethod
-    def batch_grip_state(arms: list[GantryArm], qpos: np.ndarray, qvel: np.ndarray) -> tuple:
-        """:meth:`grip_state` of ``N`` envs at ``qpos`` ``(N, nq)``, ``qvel`` ``(N, nv)``: ten ``(N,)`` arrays."""
-        return arms[0].grip_state(qpos.T, qvel.T, BatchMath)
-
-    @staticmethod
-    def batch_controls(arms: list[GantryArm], actions: np.ndarray, qpos: np.ndarray) -> np.ndarray:
-        """``(N, 5)``: :meth:`controls` of ``N`` envs."""
-        return np.stack(arms[0].controls(qpos.T, actions.T, BatchMath), axis=1)
-
-
-def arm_class(name: str) -> type:
-    """The arm class of ``ClawEnv(arm=name)``: :class:`GantryArm` or ``envs.panda.PandaArm`` (imported only
-    when asked for: building it needs the ``arms`` extra)."""
-    if name == "gantry":
-        return GantryArm
-    from envs.panda import PandaArm
-
-    return PandaArm
-
-
-def observe(grip, q, v, f, desired_goal: np.ndarray, m: type[ScalarMath] | type[BatchMath]):
-    """Observation dict, held flag and grip-to-cube distance (m) of one env or of ``N`` at once.
-
-    One env (``m=ScalarMath``): ``grip`` is the arm's grip state (:meth:`GantryArm.grip_state`: position,
-    opening, velocity, yaw, yaw rate, opening rate), ``q`` and ``v`` the cube's free-joint ``qpos`` (7: m,
-    quaternion) and ``qvel`` (6: m/s world, rad/s body), ``f`` the ``sensordata`` (pad forces, N),
-    ``desired_goal`` the (3,) float32 target. ``N`` envs (``m=BatchMath``): each entry of ``grip``, ``q``,
-    ``v``, ``f`` is an ``(N,)`` float64 array (the transposed batch arrays), ``desired_goal`` is ``(N, 3)``,
-    and the results gain a leading ``N`` axis.
-    """
-    f_l, f_r = f[0], f[1]
-    gx, gy, gz, opening, gvx, gvy, gvz, wyaw, wyaw_rate, opening_rate = (grip[i] for i in range(10))
-    ox, oy, oz = q[0], q[1], q[2]
-    qw, qx, qy, qz = q[3], q[4], q[5], q[6]
-    rx, ry, rz = ox - gx, oy - gy, oz - gz
-    # cube yaw (z-x-y intrinsic approx. valid while the cube is roughly upright) relative to wrist,
-    # folded by the cube's 90-degree symmetry
-    oyaw = m.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
-    yaw_rel = (oyaw - wyaw + _QUARTER_PI) % _HALF_PI - _QUARTER_PI
-    # free-joint angular velocity is in the body frame: rotate to world, w' = w + 2 qw (u x w) + 2 u x (u x w)
-    wx, wy, wz = v[3], v[4], v[5]
-    tx, ty, tz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
-    awx = wx + qw * tx + (qy * tz - qz * ty)
-    awy = wy + qw * ty + (qz * tx - qx * tz)
-    awz = wz + qw * tz + (qx * ty - qy * tx)
-    obs = m.float32((
-        gx, gy, gz, opening, gvx, gvy, gvz, wyaw, wyaw_rate, opening_rate,
-        ox, oy, oz, rx, ry, rz, qw, qx, qy, qz, yaw_rel,
-        v[0], v[1], v[2], awx, awy, awz, f_l / GRIP_FORCE_LIMIT, f_r / GRIP_FORCE_LIMIT,
-    ))
-    # held: both pads press and the cube centre lies between the pads (claw frame)
-    c, s = m.cos(wyaw), m.sin(wyaw)
-    lx, ly = c * rx + s * ry, -s * rx + c * ry
-    grasped = (
-        (f_l > GRASP_MIN_FORCE)
-        & (f_r > GRASP_MIN_FORCE)
-        & (abs(lx) < 0.02)
-        & (abs(rz) < 0.02)
-        & (abs(ly) < 0.5 * opening + 0.005)
-    )
-    reach = m.sqrt(rx * rx + ry * ry + rz * rz)
-    return {"observation": obs, "achieved_goal": obs[..., 10:13].copy(), "desired_goal": desired_goal}, grasped, reach
-
-
-def evaluate(ag, g, reach_distance, grasped, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]):
-    """Reward, termination (the cube fell) and info of one env's transition or of ``N`` at once.
-
-    ``ag`` and ``g`` hold the float32-exact achieved and desired goal coordinates x, y, z (m) as three
-    floats or three ``(N,)`` float64 arrays; ``reach_distance`` (m) and ``grasped`` come from
-    :func:`observe`; ``env`` gives the settings (reward type, success radius, task).
-    """
-    dx, dy, dz = ag[0] - g[0], ag[1] - g[1], ag[2] - g[2]
-    dist = m.sqrt(dx * dx + dy * dy + dz * dz)
-    success = dist <= env.distance_threshold
-    k = REWARD_SCALES
-    reach = reward_reach(k["reach"], reach_distance)
-    grasp = reward_grasp(k["grasp"], grasped)
-    goal_term = reward_goal(k["goal"], dist)
-    success_term = reward_success(k["success"], success)
-    reward = reach + grasp + goal_term + success_term if env._dense else m.where(success, 0.0, -1.0)
-    fell = ag[2] < TABLE_TOP_Z
-    info = {
-        "is_success": m.where(success, 1.0, 0.0),
-        "distance": dist,
-        "grasped": grasped,
-        "object_fell": fell,
-        "reward_reach": reach,
-        "reward_grasp": grasp,
-        env._goal_term: goal_term,
-        "reward_success": success_term,
-    }
-    return reward, fell, info
-
+from envs.claw.config import REWARD_TYPES, TASKS, ClawConfig
+from envs.claw.gantry import ARMS, arm_class
+from envs.claw.her import relabelled_reward
+from envs.claw.observation import OBS_DIM, OBS_SLICES, observe
+from envs.claw.rewards import step_outcome
+from envs.claw.scene import (
+    FRAME_SKIP,
+    GOAL_LOW,
+    MAX_OPENING,
+    OBJECT_PROPERTIES,
+    OBJECT_XY_LIMIT,
+    POS_STEP,
+    TABLE_TOP_Z,
+    WORKSPACE_HIGH,
+    YAW_STEP,
+)
 
 class ClawEnv(MujocoTaskEnv):
     """Goal-conditioned gantry claw: grasp a cube and lift it (``task="lift"``, ``OpenClaw/Claw-v0``) or
@@ -285,7 +71,7 @@ class ClawEnv(MujocoTaskEnv):
 
     ``arm="panda"`` puts a Franka Emika Panda on a pedestal behind the table (x = -0.50 m, facing +x) in place
     of the gantry: the model Gymnasium-Robotics ships (meshes, joint limits, the Panda's position servos and
-    torque limits), built into this scene by :mod:`envs.panda` (the ``arms`` extra installs the package).
+    torque limits), built into this scene by :mod:`envs.claw.panda` (the ``arms`` extra installs the package).
     Everything below holds for both arms - the action, observation and goal layout, rewards, success,
     starting state, arguments - except where marked *Panda*: an action asks for the same grip targets, which
     differential IK turns into the arm's seven joint targets, so HER, the scripted grasp controller and every
@@ -317,7 +103,7 @@ class ClawEnv(MujocoTaskEnv):
 
     *Panda*: the grip targets (position from the grip's current position, yaw from its current yaw, the hand
     pointing down) are solved by differential IK from the current joint angles into joint targets for the
-    seven position servos, clipped to the joint limits (:class:`envs.panda.DifferentialIK`); each finger's
+    seven position servos, clipped to the joint limits (:class:`envs.claw.panda.DifferentialIK`); each finger's
     target is ``0.02 * (1 - a)`` m (opening 80 mm to 0). The servos' gain over the joints' damping (kp / b =
     870 / 100 per s on joints 1-4) sets the speeds: about ``0.25-0.35 * a`` m/s, ``1.2 * a`` rad/s of yaw. The far top corners of the
     workspace (x = 0.25 m, z above 0.7 m) lie up to 3 cm out of the arm's reach; the IK gets as close as it can.
@@ -354,12 +140,12 @@ class ClawEnv(MujocoTaskEnv):
 
     ``reward_type="sparse"``: ``-1.0`` while ``d = |achieved_goal - desired_goal| > distance_threshold``,
     else ``0.0`` (Fetch). ``reward_type="dense"``: the sum of the terms below, each also reported as
-    ``info["reward_<term>"]`` (for both reward types), computed by ``envs.claw``'s function
+    ``info["reward_<term>"]`` (for both reward types), computed by :mod:`envs.claw.rewards`' function
     ``reward_<term>`` (``reward_goal`` for ``lift``/``place``) with its scale from ``REWARD_SCALES``, inside
-    :func:`~envs.claw.evaluate`, which this env's ``step()`` (on floats) and the batched vector env
+    :func:`~envs.claw.rewards.step_outcome`, which this env's ``step()`` (on floats) and the batched vector env
     (``envs.batched``, on arrays) both run. ``reach`` and ``grasp`` do not depend on the goal
     and are read back from ``info`` by :meth:`ClawEnv.compute_reward`; the goal terms are recomputed
-    from its arguments, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
+    from its arguments by the same functions, so ``compute_reward(ag, dg, info)`` equals the ``step()`` reward. (SB3's
     ``HerReplayBuffer`` must then store infos: ``replay_buffer_kwargs=dict(copy_info_dict=True)``.)
 
     ==================  ==========================================================  ==========
@@ -422,7 +208,7 @@ class ClawEnv(MujocoTaskEnv):
     =======================  ==============  ==========================================================
     ``task``                 ``"lift"``      ``"lift"`` or ``"place"``
     ``arm``                  ``"gantry"``    ``"gantry"`` (``assets/claw.xml``) or ``"panda"`` (the Franka Panda,
-                                             ``envs.panda``; needs ``pip install -e ".[arms]"``)
+                                             ``envs.claw.panda``; needs ``pip install -e ".[arms]"``)
     ``reward_type``          ``"sparse"``    ``"sparse"`` (Fetch's default) or ``"dense"``
     ``distance_threshold``   0.025           success radius (m), in (0, 0.2]
     ``object_range``         0.15            half-width of the square of cube start positions (m)
@@ -442,29 +228,15 @@ class ClawEnv(MujocoTaskEnv):
     =======================  ==============  ==========================================================
     """
 
-    OBS_SLICES: dict[str, slice] = {
-        "grip_pos": slice(0, 3),
-        "opening": slice(3, 4),
-        "grip_vel": slice(4, 7),
-        "wrist_yaw": slice(7, 8),
-        "wrist_yaw_rate": slice(8, 9),
-        "opening_rate": slice(9, 10),
-        "object_pos": slice(10, 13),
-        "object_rel_pos": slice(13, 16),
-        "object_quat": slice(16, 20),
-        "object_yaw_rel": slice(20, 21),
-        "object_vel": slice(21, 24),
-        "object_angvel": slice(24, 27),
-        "pad_force": slice(27, 29),
-    }
-    OBS_DIM = 29
+    OBS_SLICES = OBS_SLICES  # named slices of the observation (envs.claw.observation)
+    OBS_DIM = OBS_DIM
     #: physical change per unit action (see the action table): servo-target lead of dx, dy, dz (m) and
     #: dyaw (rad) from the current position; jaw opening target 0.0425 m + this * a (m, closes as a grows)
     ACTION_SCALE = (POS_STEP, POS_STEP, POS_STEP, YAW_STEP, -MAX_OPENING / 2)
-    TASKS = ("lift", "place")
-    ARMS = ("gantry", "panda")  # the arm= choices: GantryArm, envs.panda.PandaArm
+    TASKS = TASKS  # the task= choices (envs.claw.config)
+    ARMS = ARMS  # the arm= choices: GantryArm, envs.claw.panda.PandaArm (envs.claw.gantry)
     RESET_OPTIONS = ("object_xy", "object_yaw", "goal", "object_class")  # the keys reset(options=...) takes
-    REWARD_TYPES = ("dense", "sparse")
+    REWARD_TYPES = REWARD_TYPES
     METRICS = (Metric("success_rate", "is_success", "last", "fraction", "success"),)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -473,7 +245,7 @@ class ClawEnv(MujocoTaskEnv):
         # model and arm
         model, arm = arm_class(config.arm).create()
         super().__init__(model, FRAME_SKIP, 5, config, scene_file="claw.xml")
-        self.claw_arm = arm  # GantryArm or envs.panda.PandaArm (env.arm is the argument, its name)
+        self.claw_arm = arm  # GantryArm or envs.claw.panda.PandaArm (env.arm is the argument, its name)
         m = self.model
         self._target_mocap = m.body("target").mocapid[0]
         self._object_body, self._object_geom = m.body("object").id, m.geom("object").id
@@ -482,7 +254,7 @@ class ClawEnv(MujocoTaskEnv):
         self._object_qvel = slice(int(m.jnt_dofadr[obj]), int(m.jnt_dofadr[obj]) + 6)  # m/s (world), rad/s (body)
         self._pad_geoms = self.claw_arm.pad_geoms
         if self._object_values() != {name: p.nominal for name, p in OBJECT_PROPERTIES.items()}:
-            raise RuntimeError("the claw model's cube mass, size or pad friction changed; update envs/claw.py")
+            raise RuntimeError("the claw model's cube mass, size or pad friction changed; update envs/claw/scene.py")
         # Object properties: fixed ones written once (unless nominal: the model stays claw.xml's), drawn ones per reset.
         fixed = {name: getattr(config, p.argument) for name, p in OBJECT_PROPERTIES.items()}
         self._drawn = {name: fixed.pop(name) for name in list(fixed) if isinstance(fixed[name], tuple)}
@@ -633,7 +405,7 @@ class ClawEnv(MujocoTaskEnv):
 
     def _evaluate(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         # _ag_list, _reach and _grasped are set by _observe(), which the base calls just before
-        return evaluate(self._ag_list, self._goal_list, self._reach, self._grasped, self, ScalarMath)
+        return step_outcome(self._ag_list, self._goal_list, self._reach, self._grasped, self, ScalarMath)
 
     @classmethod
     def _finish_batch(cls, tasks, actions, qpos, qvel, derived):
@@ -643,7 +415,7 @@ class ClawEnv(MujocoTaskEnv):
         obs, grasped, reach = observe(grip, qpos.T[first._object_qpos], qvel.T[first._object_qvel],
                                       derived["sensordata"].T, goals, BatchMath)
         ag, g = obs["achieved_goal"].T.astype(np.float64), goals.T.astype(np.float64)
-        reward, fell, info = evaluate(ag, g, reach, grasped, first, BatchMath)
+        reward, fell, info = step_outcome(ag, g, reach, grasped, first, BatchMath)
         return obs, reward, fell, info
 
     def _reset_info(self) -> dict[str, Any]:
@@ -670,132 +442,10 @@ class ClawEnv(MujocoTaskEnv):
         terms (``reward_reach``, ``reward_grasp``); with SB3 the dense reward therefore needs
         ``replay_buffer_kwargs=dict(copy_info_dict=True)`` (SB3 passes empty dicts otherwise, which
         raises ``ValueError``). The sparse reward ignores ``info``. Returns a float for one goal
-        pair, else a float64 array of the leading shape.
+        pair, else a float64 array of the leading shape (:func:`envs.claw.her.relabelled_reward`, from the
+        same reward terms as :meth:`step`'s).
         """
-        ag = np.asarray(achieved_goal, dtype=np.float32).astype(np.float64)
-        dg = np.asarray(desired_goal, dtype=np.float32).astype(np.float64)
-        diff = ag - dg
-        dx, dy, dz = diff[..., 0], diff[..., 1], diff[..., 2]
-        dist = np.sqrt(dx * dx + dy * dy + dz * dz)
-        success = dist <= self.distance_threshold
-        if self._dense:
-            reach = _info_term(info, "reward_reach", dist.shape)
-            grasp = _info_term(info, "reward_grasp", dist.shape)
-            k = REWARD_SCALES
-            reward = reach + grasp + reward_goal(k["goal"], dist) + reward_success(k["success"], success)
-        else:
-            reward = np.where(success, 0.0, -1.0)
-        return float(reward) if reward.ndim == 0 else reward
-
-
-@dataclass(kw_only=True)
-class ClawConfig(EnvConfig):
-    """:class:`ClawEnv`'s constructor arguments, their defaults and their checks (the Arguments table of its
-    docstring; units there). After the checks the numbers are floats, the height ranges float pairs and each
-    object property (``object_mass``, ``object_friction``, ``object_size``) a float or a ``(low, high)`` float pair."""
-
-    task: str = "lift"
-    arm: str = "gantry"
-    reward_type: str = "sparse"
-    distance_threshold: float = 0.025
-    object_range: float = 0.15
-    object_yaw_range: float = math.pi / 4
-    lift_height_range: tuple[float, float] = (0.10, 0.20)
-    target_range: float = 0.15
-    target_height_range: tuple[float, float] = (0.0, 0.0)
-    min_target_distance: float = 0.10
-    object_mass: float | tuple[float, float] = OBJECT_MASS
-    object_friction: float | tuple[float, float] = PAD_FRICTION
-    object_size: float | tuple[float, float] = OBJECT_HALF_SIZE
-    camera: str | int | None = "overview"
-
-    def __post_init__(self) -> None:
-        if self.task not in ClawEnv.TASKS:
-            raise ValueError(f"task={self.task!r} is not supported; use task='lift' or task='place'")
-        if self.arm not in ClawEnv.ARMS:
-            raise ValueError(f"arm={self.arm!r} is not supported; use arm='gantry' (the default) or arm='panda'")
-        if self.reward_type not in ClawEnv.REWARD_TYPES:
-            raise ValueError(f"reward_type={self.reward_type!r} is not supported; use 'dense' or 'sparse'")
-        self.distance_threshold = float(self.distance_threshold)
-        if not 0.0 < self.distance_threshold <= 0.2:
-            raise ValueError(f"distance_threshold={self.distance_threshold} m must be in (0, 0.2]; Fetch uses 0.05")
-        _check_range("object_range", self.object_range, 0.0, OBJECT_XY_LIMIT)
-        _check_range("target_range", self.target_range, 0.0, 0.22)
-        _check_range("object_yaw_range", self.object_yaw_range, 0.0, _QUARTER_PI + 1e-9)
-        self.lift_height_range = _check_interval("lift_height_range", self.lift_height_range, 0.0, 0.30)
-        self.target_height_range = _check_interval("target_height_range", self.target_height_range, 0.0, 0.30)
-        d, r = self.min_target_distance, self.target_range
-        if not 0.0 <= d <= max(r, 0.0) * math.sqrt(2) or (d > 0 and r == 0):
-            raise ValueError(
-                f"min_target_distance={d} m cannot always be met with target_range="
-                f"{r} m; use 0 <= min_target_distance <= target_range"
-            )
-        if isinstance(self.camera, str) and self.camera not in ("overview", "front", "closeup"):
-            raise ValueError(
-                f"camera={self.camera!r} is unknown; use 'overview', 'front', 'closeup', an id or -1 (free camera)"
-            )
-        self.object_range, self.object_yaw_range = float(self.object_range), float(self.object_yaw_range)
-        self.target_range, self.min_target_distance = float(self.target_range), float(self.min_target_distance)
-        for prop in OBJECT_PROPERTIES.values():
-            setattr(self, prop.argument, _check_object_property(prop, getattr(self, prop.argument)))
-        super().__post_init__()
+        return relabelled_reward(achieved_goal, desired_goal, info, self.distance_threshold, self._dense)
 
 
 ClawEnv.__init__.__signature__ = ClawConfig.signature()  # help(), inspect: the keyword arguments
-
-
-def _info_term(info, key: str, shape: tuple[int, ...]) -> np.ndarray:
-    """``info[key]`` for one info dict, a dict of arrays, or a list/array of dicts, as ``shape``."""
-    if isinstance(info, dict):
-        if key not in info and not info.get("physics_blowup", False):
-            raise ValueError(_MISSING_INFO.format(key=key))
-        return np.broadcast_to(np.asarray(info.get(key, 0.0), dtype=np.float64), shape)
-    if info is None:
-        raise ValueError(_MISSING_INFO.format(key=key))
-    flat = np.asarray(info, dtype=object).reshape(-1)
-    values = np.empty(flat.size)
-    for n, item in enumerate(flat):
-        if key in item:
-            values[n] = item[key]
-        elif item.get("physics_blowup", False):  # the base's blow-up transition carries no terms
-            values[n] = 0.0
-        else:
-            raise ValueError(_MISSING_INFO.format(key=key))
-    return values.reshape(shape)
-
-
-_MISSING_INFO = (
-    "reward_type='dense' needs the step's info dicts (goal-independent term {key!r} is missing); "
-    "with SB3 pass HerReplayBuffer(..., copy_info_dict=True) via replay_buffer_kwargs, or use reward_type='sparse'"
-)
-
-
-def _check_range(name: str, value: float, lo: float, hi: float) -> None:
-    if not (isinstance(value, numbers.Real) and lo <= value <= hi):
-        raise ValueError(f"{name}={value!r} must be a number in [{lo}, {hi:.3f}]")
-
-
-def _check_object_property(prop: ObjectProperty, value) -> float | tuple[float, float]:
-    """``value`` of argument ``prop.argument``: a number within ``prop.limits`` (float) or a ``(low, high)``
-    pair with ``low < high`` within them (float pair); ``ValueError`` naming the argument and the fix otherwise."""
-    lo, hi = prop.limits
-    unit = f" {prop.unit}" if prop.unit else ""
-    fix = (f"{prop.argument}={value!r} must be a number in [{lo}, {hi}]{unit} (fixed) or a [low, high] pair "
-           f"with {lo} <= low < high <= {hi} (drawn per episode)")
-    pair = isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
-    entries = value if pair else (value,)
-    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and lo <= v <= hi for v in entries):
-        raise ValueError(fix)
-    if pair and not value[0] < value[1]:
-        raise ValueError(fix)
-    return (float(value[0]), float(value[1])) if pair else float(value)
-
-
-def _check_interval(name: str, value, lo: float, hi: float) -> tuple[float, float]:
-    try:
-        a, b = (float(x) for x in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} must be a (low, high) pair in metres") from None
-    if not lo <= a <= b <= hi:
-        raise ValueError(f"{name}={value!r} must satisfy {lo} <= low <= high <= {hi}")
-    return a, b
