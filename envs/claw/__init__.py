@@ -8,6 +8,7 @@ Modules, by job:
 * :mod:`envs.claw.gantry`: the gantry arm (``arm="gantry"``) and the arm table (``ARMS``, ``arm_class``);
 * :mod:`envs.claw.panda`: the Franka Panda (``arm="panda"``): its model, built into the scene, and its
   differential IK;
+* :mod:`envs.claw.cube`: the cube's properties, fixed or drawn per episode, written into the model;
 * :mod:`envs.claw.observation`: the observation and the held test;
 * :mod:`envs.claw.rewards`: the reward terms and a step's reward, termination and info;
 * :mod:`envs.claw.her`: the goal-conditioned reward of relabelled goals (``ClawEnv.compute_reward``);

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 from envs.base import EnvConfig
 from envs.claw.gantry import ARMS
-from envs.claw.scene import OBJECT_HALF_SIZE, OBJECT_MASS, OBJECT_PROPERTIES, OBJECT_XY_LIMIT, PAD_FRICTION, ObjectProperty
+from envs.claw.scene import (
+    OBJECT_HALF_SIZE,
+    OBJECT_MASS,
+    OBJECT_PROPERTIES,
+    OBJECT_XY_LIMIT,
+    PAD_FRICTION,
+    ObjectProperty,
+)
 
 TASKS = ("lift", "place")  # the task= choices
 REWARD_TYPES = ("dense", "sparse")  # the reward_type= choices

@@ -5,10 +5,7 @@ the class docstring. Its ``step()`` (``envs.base.MujocoTaskEnv``'s) runs, in ord
 (the arm's controls), the physics, :meth:`ClawEnv._observe` (:func:`envs.claw.observation.observe`) and
 :meth:`ClawEnv._evaluate` (:func:`envs.claw.rewards.step_outcome`); the batched vector env runs the same
 functions on arrays (:meth:`ClawEnv._apply_batch`, :meth:`ClawEnv._finish_batch`). The episode's cube
-(object properties fixed or drawn per reset) is written into the model here too.
-
-Module length: the class docstring (the spec, ~180 lines) and the class (~250 lines) stay together, the
-spec beside the code it describes.
+(object properties fixed or drawn per reset) is :class:`envs.claw.cube.Cube`.
 """
 
 from __future__ import annotations
@@ -17,19 +14,11 @@ import math
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 import numpy as np
 
-from envs.base import (
-    BatchMath,
-    Metric,
-    MujocoTaskEnv,
-    ScalarMath,
-    TaskContext,
-    reject_unknown_options,
-    reset_option,
-)
+from envs.base import BatchMath, Metric, MujocoTaskEnv, ScalarMath, TaskContext, reject_unknown_options, reset_option
 from envs.claw.config import REWARD_TYPES, TASKS, ClawConfig
+from envs.claw.cube import Cube
 from envs.claw.gantry import ARMS, arm_class
 from envs.claw.her import relabelled_reward
 from envs.claw.observation import OBS_DIM, OBS_SLICES, observe
@@ -38,10 +27,8 @@ from envs.claw.scene import (
     FRAME_SKIP,
     GOAL_LOW,
     MAX_OPENING,
-    OBJECT_PROPERTIES,
     OBJECT_XY_LIMIT,
     POS_STEP,
-    TABLE_TOP_Z,
     WORKSPACE_HIGH,
     YAW_STEP,
 )
@@ -248,21 +235,11 @@ class ClawEnv(MujocoTaskEnv):
         self.claw_arm = arm  # GantryArm or envs.claw.panda.PandaArm (env.arm is the argument, its name)
         m = self.model
         self._target_mocap = m.body("target").mocapid[0]
-        self._object_body, self._object_geom = m.body("object").id, m.geom("object").id
         obj = m.joint("object").id
         self._object_qpos = slice(int(m.jnt_qposadr[obj]), int(m.jnt_qposadr[obj]) + 7)  # free joint: m, quaternion
         self._object_qvel = slice(int(m.jnt_dofadr[obj]), int(m.jnt_dofadr[obj]) + 6)  # m/s (world), rad/s (body)
-        self._pad_geoms = self.claw_arm.pad_geoms
-        if self._object_values() != {name: p.nominal for name, p in OBJECT_PROPERTIES.items()}:
-            raise RuntimeError("the claw model's cube mass, size or pad friction changed; update envs/claw/scene.py")
-        # Object properties: fixed ones written once (unless nominal: the model stays claw.xml's), drawn ones per reset.
-        fixed = {name: getattr(config, p.argument) for name, p in OBJECT_PROPERTIES.items()}
-        self._drawn = {name: fixed.pop(name) for name in list(fixed) if isinstance(fixed[name], tuple)}
-        if any(value != OBJECT_PROPERTIES[name].nominal for name, value in fixed.items()):
-            self._set_object(fixed)
-        self.object_properties = self._object_values()  # the episode's values (kg, -, m)
-        self.object_rest_z = TABLE_TOP_Z + self.object_properties["size"]  # m, the episode's resting cube centre
-        self._object_class: dict[str, str] = {}  # the episode's half of each drawn property's range
+        # object properties: fixed ones written now, drawn ones at every reset
+        self.cube = Cube(m, self.data, self.claw_arm.pad_geoms, config)
 
         # spaces (actions: the base's Box(-1, 1, (5,)))
         self.observation_space = gym.spaces.Dict(
@@ -281,15 +258,24 @@ class ClawEnv(MujocoTaskEnv):
         self.goal = np.zeros(3)
         self._goal32 = np.zeros(3, dtype=np.float32)
         self._goal_list = [0.0, 0.0, 0.0]
-        self._obs_list: list[float] = [0.0] * self.OBS_DIM
         self._grasped = False
         self._reach = 0.0
         self._ag_list = [0.0, 0.0, 0.0]
 
+    @property
+    def object_properties(self) -> dict[str, float]:
+        """The episode's cube properties: ``{"mass": kg, "friction": -, "size": m}``."""
+        return self.cube.properties
+
+    @property
+    def object_rest_z(self) -> float:
+        """The episode's resting cube-centre height (m, world)."""
+        return self.cube.rest_z
+
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
         reject_unknown_options(type(self), options, self.RESET_OPTIONS)
-        object_class = self._object_class_option(options)
+        object_class = self.cube.class_option(options)
         obj_xy = reset_option(options, "object_xy", (2,), -OBJECT_XY_LIMIT, OBJECT_XY_LIMIT,
                               "the cube's start x, y on the table (m)")
         yaw = reset_option(options, "object_yaw", (), -math.pi, math.pi, "the cube's start yaw (rad)")
@@ -309,8 +295,8 @@ class ClawEnv(MujocoTaskEnv):
                 if np.hypot(*(goal_xy - obj_xy)) >= self.min_target_distance:
                     break
             rise = rng.uniform(*self.target_height_range)
-        if self._drawn:
-            self._draw_object(object_class)  # edits the model and resets the data to it
+        if self.cube.drawn:
+            self.cube.draw(rng, object_class)  # edits the model and resets the data to it
         if goal is None:
             goal = np.array([goal_xy[0], goal_xy[1], self.object_rest_z + rise])
 
@@ -325,67 +311,14 @@ class ClawEnv(MujocoTaskEnv):
         d.mocap_pos[self._target_mocap] = goal
         self._grasped = False
 
-    def _object_class_option(self, options: dict[str, Any]) -> dict[str, str]:
-        """The reset option ``object_class`` (``{property: word}`` of drawn properties), checked; ``{}`` when absent."""
-        chosen = options.get("object_class", {})
-        valid = {name: OBJECT_PROPERTIES[name].halves for name in self._drawn}
-        choices = "; ".join(f"{name}: {' or '.join(words)}" for name, words in valid.items()) or "none"
-        if not isinstance(chosen, dict) or any(valid.get(k) is None or w not in valid[k] for k, w in chosen.items()):
-            raise ValueError(
-                f"options['object_class']={chosen!r} must map drawn object properties to the half of their range; "
-                f"valid: {choices} (a property is drawn when its argument, object_<property>, is a [low, high] range)"
-            )
-        return chosen
-
-    def _draw_object(self, object_class: dict[str, str]) -> None:
-        """Draw the episode's drawn properties (each in its ``object_class`` half, if given), write the model."""
-        rng = self.np_random
-        drawn, self._object_class = {}, {}
-        for name, (low, high) in self._drawn.items():
-            halves, mid = OBJECT_PROPERTIES[name].halves, 0.5 * (low + high)
-            word = object_class.get(name)
-            lo, hi = (low, high) if word is None else (low, mid) if word == halves[0] else (mid, high)
-            drawn[name] = float(rng.uniform(lo, hi))
-            self._object_class[name] = word or halves[drawn[name] >= mid]
-        self._set_object(drawn)
-        mujoco.mj_resetData(self.model, self.data)
-        self.object_properties.update(drawn)
-        self.object_rest_z = TABLE_TOP_Z + self.object_properties["size"]
-
-    def _set_object(self, values: dict[str, float]) -> None:
-        """Write cube properties (``{"mass": kg, "friction": -, "size": m}``, all or some) into the model and
-        recompute what the compiler derives from them (``mj_setConst`` and the solver's scale
-        ``stat.meaninertia``, the mean diagonal of the mass matrix at ``qpos0``), so the model is the one
-        ``claw.xml`` compiles to with these values; ``self.data`` is left to be reset."""
-        m, b, g = self.model, self._object_body, self._object_geom
-        mass, half = values.get("mass", float(m.body_mass[b])), values.get("size", float(m.geom_size[g, 0]))
-        m.body_mass[b] = mass
-        m.body_inertia[b] = mass * (2.0 * half) ** 2 / 6.0  # solid cube
-        m.geom_size[g] = half
-        m.geom_rbound[g] = math.sqrt(3.0) * half
-        m.geom_aabb[g, 3:] = half
-        if "friction" in values:
-            m.geom_friction[self._pad_geoms, 0] = values["friction"]
-        mujoco.mj_setConst(m, self.data)
-        mass_matrix = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, self.data, mass_matrix)
-        m.stat.meaninertia = np.trace(mass_matrix) / m.nv
-
-    def _object_values(self) -> dict[str, float]:
-        """The model's cube properties: mass (kg), the pads' sliding friction, half edge (m)."""
-        m = self.model
-        return {"mass": float(m.body_mass[self._object_body]),
-                "friction": float(m.geom_friction[self._pad_geoms[0], 0]),
-                "size": float(m.geom_size[self._object_geom, 0])}
-
     def task_context(self) -> TaskContext:
         """``TaskContext("gantry")`` when no object property is drawn; else the halves of their ranges the episode's
         draws fell in: ``TaskContext("gantry/mass=heavy/size=small", {"object_class": {"mass": "heavy",
         "size": "small"}})`` (the options give another episode of that class)."""
-        if not self._drawn:
+        if not self.cube.drawn:
             return TaskContext(self.claw_arm.name)
-        name = "/".join([self.claw_arm.name, *(f"{k}={w}" for k, w in self._object_class.items())])
-        return TaskContext(name, {"object_class": dict(self._object_class)})
+        name = "/".join([self.claw_arm.name, *(f"{k}={w}" for k, w in self.cube.object_class.items())])
+        return TaskContext(name, {"object_class": dict(self.cube.object_class)})
 
     def _apply_action(self, action: np.ndarray) -> None:
         self.data.ctrl[:] = self.claw_arm.controls(self.data.qpos.tolist(), action.tolist())

@@ -7,15 +7,12 @@ batched vector env (on ``(N,)`` arrays, ``BatchMath``) both run, and whose goal-
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from envs.base import BatchMath, ScalarMath
 from envs.claw.scene import TABLE_TOP_Z
-
-if TYPE_CHECKING:
-    from envs.claw.env import ClawEnv
 
 REWARD_SCALES = {
     "reach": -1.0,  # per m of grip-to-cube distance
@@ -43,6 +40,14 @@ def reward_goal(scale: float, distance: float | np.ndarray) -> float | np.ndarra
 def reward_success(scale: float, success: bool | np.ndarray) -> float | np.ndarray:
     """``scale`` where ``d <= distance_threshold``, else 0; works on batches of flags."""
     return scale * success
+
+
+class RewardSettings(Protocol):
+    """What :func:`step_outcome` reads of the env (``ClawEnv``, from its arguments)."""
+
+    distance_threshold: float  # m, the success radius
+    _dense: bool  # reward_type == "dense"
+    _goal_term: str  # the goal term's info key: reward_lift or reward_place (the task)
 
 
 class GoalTerms(NamedTuple):
@@ -73,13 +78,12 @@ def step_reward(goal: GoalTerms, dense_terms: tuple | None, m: type[ScalarMath] 
     return reach + grasp + goal.goal + goal.success_term
 
 
-def step_outcome(ag, g, reach_distance, grasped, env: ClawEnv, m: type[ScalarMath] | type[BatchMath]):
+def step_outcome(ag, g, reach_distance, grasped, env: RewardSettings, m: type[ScalarMath] | type[BatchMath]):
     """Reward, termination (the cube fell) and info of one env's transition or of ``N`` at once.
 
     ``ag`` and ``g`` hold the float32-exact achieved and desired goal coordinates x, y, z (m) as three
     floats or three ``(N,)`` float64 arrays; ``reach_distance`` (m) and ``grasped`` come from
-    :func:`envs.claw.observation.observe`; ``env`` gives the settings (``distance_threshold``, reward type,
-    task: the goal term's info key).
+    :func:`envs.claw.observation.observe`; ``env`` (the ``ClawEnv``) gives the settings.
     """
     goal = goal_terms(ag, g, env.distance_threshold, m)
     k = REWARD_SCALES
