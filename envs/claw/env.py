@@ -311,15 +311,6 @@ class ClawEnv(MujocoTaskEnv):
         d.mocap_pos[self._target_mocap] = goal
         self._grasped = False
 
-    def task_context(self) -> TaskContext:
-        """``TaskContext("gantry")`` when no object property is drawn; else the halves of their ranges the episode's
-        draws fell in: ``TaskContext("gantry/mass=heavy/size=small", {"object_class": {"mass": "heavy",
-        "size": "small"}})`` (the options give another episode of that class)."""
-        if not self.cube.drawn:
-            return TaskContext(self.claw_arm.name)
-        name = "/".join([self.claw_arm.name, *(f"{k}={w}" for k, w in self.cube.object_class.items())])
-        return TaskContext(name, {"object_class": dict(self.cube.object_class)})
-
     def _apply_action(self, action: np.ndarray) -> None:
         self.data.ctrl[:] = self.claw_arm.controls(self.data.qpos.tolist(), action.tolist())
 
@@ -358,6 +349,15 @@ class ClawEnv(MujocoTaskEnv):
         """The cube's distance to the goal (cm, world frame) in ``obs``, and ``success`` when within the threshold."""
         distance = float(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"]))
         return [f"cube to goal {100 * distance:.1f} cm" + ("   success" if info.get("is_success") else "")]
+
+    def task_context(self) -> TaskContext:
+        """``TaskContext("gantry")`` when no object property is drawn; else the halves of their ranges the episode's
+        draws fell in: ``TaskContext("gantry/mass=heavy/size=small", {"object_class": {"mass": "heavy",
+        "size": "small"}})`` (the options give another episode of that class)."""
+        if not self.cube.drawn:
+            return TaskContext(self.claw_arm.name)
+        name = "/".join([self.claw_arm.name, *(f"{k}={w}" for k, w in self.cube.object_class.items())])
+        return TaskContext(name, {"object_class": dict(self.cube.object_class)})
 
     def _blowup_reward(self) -> float:
         # What compute_reward gives for the last good observation (goal terms only), so HER relabelling
