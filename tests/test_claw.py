@@ -15,7 +15,8 @@ from gymnasium.utils.env_checker import check_env
 from omegaconf import OmegaConf
 
 from envs.batched import BatchedVecEnv
-from envs.claw import OBJECT_REST_Z, TABLE_TOP_Z, ClawEnv
+from envs.claw import ClawEnv
+from envs.claw.scene import OBJECT_REST_Z, TABLE_TOP_Z
 from envs.controllers.grasp import CARRY, GraspController, GraspParams
 from envs.declarations import TaskContext
 from envs.packaging import asset_path

@@ -1,4 +1,4 @@
-"""The Franka Panda on the claw tasks (``arm="panda"``, envs/panda.py): the built model, the differential IK's
+"""The Franka Panda on the claw tasks (``arm="panda"``, envs/claw/panda.py): the built model, the differential IK's
 accuracy, joint and torque limits under any action, the scripted grasp on a few seeds, the batched vector
 env, and the error without the ``arms`` extra."""
 
@@ -14,7 +14,8 @@ import pytest
 
 import envs  # noqa: F401  (registers the ids)
 from envs.batched import BatchedVecEnv
-from envs.claw import GRIP_HOME, OBJECT_REST_Z, WORKSPACE_HIGH, WORKSPACE_LOW, ClawEnv
+from envs.claw import ClawEnv
+from envs.claw.scene import GRIP_HOME, OBJECT_REST_Z, WORKSPACE_HIGH, WORKSPACE_LOW
 from envs.controllers.grasp import GraspController
 
 HAVE_PACKAGE = importlib.util.find_spec("gymnasium_robotics") is not None  # setup.sh installs the arms extra
@@ -29,7 +30,7 @@ def panda():
 
 
 def test_model_is_the_packages_panda_in_our_scene(panda):
-    from envs.panda import ARM_JOINTS
+    from envs.claw.panda import ARM_JOINTS
 
     m = panda.model
     assert m.nu == 9 and m.nsensor == 2 and m.opt.timestep == 0.002 and panda.dt == pytest.approx(0.04)

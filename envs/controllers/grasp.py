@@ -33,7 +33,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envs.claw import NOMINAL_SPEED, OBJECT_REST_Z, POS_STEP, YAW_STEP, ClawEnv
+from envs.claw import ClawEnv
+from envs.claw.scene import NOMINAL_SPEED, OBJECT_REST_Z, POS_STEP, YAW_STEP
 from envs.declarations import ControllerSpec
 
 _S = ClawEnv.OBS_SLICES

@@ -46,7 +46,7 @@ import mujoco
 import numpy as np
 
 from envs.packaging import asset_path, installed_package_dir, package_file
-from envs.claw import (
+from envs.claw.scene import (
     GRIP_HOME,
     PAD_FRICTION,
     POS_STEP,
@@ -278,7 +278,7 @@ def _yaw(rot: np.ndarray) -> float:
 class PandaArm:
     """``ClawEnv(arm="panda")``'s arm: the Panda, driven through :class:`DifferentialIK` (module docstring).
 
-    The same interface as :class:`envs.claw.GantryArm`: ``create()``, ``reset(data)``, ``grip_state`` and
+    The same interface as :class:`envs.claw.gantry.GantryArm`: ``create()``, ``reset(data)``, ``grip_state`` and
     ``controls`` of one env, and their batched forms (env by env here: the IK is per env; the physics of a
     batched vector env still advances in one native call).
     """
