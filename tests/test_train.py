@@ -149,6 +149,30 @@ def test_default_teacher_follows_the_env(overrides, teacher):
         assert (cfg.distill.alpha, cfg.distill.final_alpha, cfg.distill.schedule_steps) == (0.5, 0.0, 200_000)
 
 
+def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, capsys):
+    """``distill=llm_hint`` on a command line, and ``distill.name: llm_hint`` in a saved run's config.yaml (read by
+    ``resume=`` and ``evaluate.py run=``), are ``distill=adaptive``, said in one line."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from agents import saved_config
+    from agents.training.config import register_configs, validate
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        old = compose("train", overrides=["distill=llm_hint", "distill.proposer=cma"])
+        new = compose("train", overrides=["distill=adaptive", "distill.proposer=cma"])
+    validate(old)
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["warning: distill=llm_hint is deprecated: it is distill=adaptive now (the same teacher; "
+                    "distill.proposer says whether an LLM proposes)"]
+    assert old == new
+    old.distill.name = "llm_hint"
+    OmegaConf.save(old, tmp_path / saved_config.CONFIG)
+    assert saved_config.load(tmp_path, "run").distill.name == "adaptive"
+    assert capsys.readouterr().err.splitlines() == said
+
+
 def test_help_lists_groups():
     result = run_train("--help", timeout=120)
     assert result.returncode == 0
