@@ -68,11 +68,11 @@ class ControllerTeacher(VecEnvWrapper):
         """Step the student's ``actions``; first, every controller acts on the observation they were taken on
         (controllers of envs that start an episode are reset first): :attr:`teacher_actions`."""
         if not self.retired:  # once retired, teacher_actions stays the zeros retire() set
-            actions, _ = self.policy.predict(self._obs, episode_start=self._episode_start)
+            taught, _ = self.policy.predict(self._obs, episode_start=self._episode_start)
             weights = self.weights()
             self._weights_sum += float(weights.sum())
             self._weights_n += len(weights)
-            self.teacher_actions = TeacherActions(actions.astype(np.float32), weights)
+            self.teacher_actions = TeacherActions(taught.astype(np.float32), weights)
         self.venv.step_async(actions)
 
     def step_wait(self):
