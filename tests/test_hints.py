@@ -461,17 +461,23 @@ def test_verification_over_its_cpu_budget_keeps_the_current_parameters(server):
 def test_the_controller_teachers_actions_are_the_controllers_actions_on_the_students_observations():
     venv = ControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04))
     reference = ControllerPolicy("grasp", 2, ControllerSpec(0.04))
+    plain = make_vec_env("OpenClaw/Claw-v0", {}, 2)  # stepped with the student's actions too
     venv.seed(3)
+    plain.seed(3)
     obs = venv.reset()
+    np.testing.assert_array_equal(plain.reset()["observation"], obs["observation"])
     starts = np.ones(2, dtype=bool)
     rng = np.random.default_rng(0)
     for _ in range(150):  # crosses an episode end (100 steps)
         expected, _ = reference.predict(obs, episode_start=starts)
-        obs, _, dones, _ = venv.step(rng.uniform(-1, 1, size=(2, 5)).astype(np.float32))
+        actions = rng.uniform(-1, 1, size=(2, 5)).astype(np.float32)
+        obs, _, dones, _ = venv.step(actions)
+        np.testing.assert_array_equal(plain.step(actions)[0]["observation"], obs["observation"])  # the student's act
         np.testing.assert_array_equal(venv.teacher_actions.actions, expected.astype(np.float32))
         assert (venv.teacher_actions.weights == 1.0).all()
         starts = dones
     venv.close()
+    plain.close()
 
 
 def test_trot_envs_with_different_parameters_each_get_their_own_action():
