@@ -2,7 +2,7 @@
 
     python train.py                                  # PPO on the quadruped (configs/train.yaml)
     python train.py env=claw agent=sac               # SAC on the claw (tuned: dense reward)
-    python train.py distill=llm_hint                 # LLM-hint teacher (bundled offline coach server)
+    python train.py distill=adaptive                 # adaptive teacher (LLM proposer: bundled offline coach)
     python train.py train=smoke                      # about a minute, end to end
     python train.py env=quadruped train.num_envs=8 seed=3
     python train.py resume=runs/quadruped-ppo/2026-11-29_14-00-00   # continue an interrupted run

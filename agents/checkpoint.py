@@ -93,7 +93,7 @@ class Checkpoint:
 
     @property
     def context_params(self) -> Path | None:
-        """The adaptive teacher's table of parameters per task context (``distill=llm_hint``), if it has one."""
+        """The adaptive teacher's table of parameters per task context (``distill=adaptive``), if it has one."""
         p = self.path / CONTEXT_PARAMS
         return p if p.is_file() else None
 

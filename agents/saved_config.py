@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from agents.config.schema import PPOConfig, SACConfig, TrainConfig
 from agents.errors import ConfigError
+from agents.config.teacher_kinds import renamed_teacher
 
 CONFIG = "config.yaml"
 
@@ -50,7 +51,8 @@ def load(run_dir: str | Path, option: str) -> DictConfig:
 
     Damaged: not YAML (truncated), not a mapping, a section or ``env.id`` / ``agent.name`` missing, or a
     value of the wrong type for its key (``seed: abc``). A resume (``option="resume"``) needs every
-    section train.py writes (env, agent, distill, train, seed).
+    section train.py writes (env, agent, distill, train, seed). A teacher saved under its old name
+    (``distill.name: llm_hint``) takes its new one, with a message.
     """
     file = path(run_dir, option)
     fix = f"restore it from a copy of the run, or pass another run directory ({option}=<run dir>)"
@@ -78,6 +80,8 @@ def load(run_dir: str | Path, option: str) -> DictConfig:
     problem = _type_problem(saved)
     if problem:
         raise ConfigError(f"{where}: {problem} (hand-edited or damaged?); correct that value, or {fix}")
+    if isinstance(saved.get("distill"), DictConfig):
+        renamed_teacher(saved.distill)
     return saved
 
 

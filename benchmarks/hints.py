@@ -4,7 +4,7 @@ Arms, all through ``train.py``, same seeds and budget:
 
 ``baseline``  ``distill=none``
 ``scripted``  ``distill=scripted``: the scripted controller with default parameters, no LLM (ablation)
-``llm_hint``  ``distill=llm_hint``: the same controller driven by accepted hints of the offline coach
+``llm_hint``  ``distill=adaptive``: the same controller driven by accepted hints of the offline coach
               (``llm=default``: the bundled server, started automatically); hints verified in simulation
               (``distill.verify_hints``, the default) before they teach
 ``adversarial``  ``llm_hint`` with ``llm.hint_model=fault-random``: valid, in-bound, random parameters, always +1
@@ -38,10 +38,10 @@ import runs
 ARMS = {
     "baseline": ["distill=none"],
     "scripted": ["distill=scripted"],
-    "llm_hint": ["distill=llm_hint"],
-    "llm_hint_unverified": ["distill=llm_hint", "distill.verify_hints=false"],
-    "adversarial": ["distill=llm_hint", "llm.hint_model=fault-random"],
-    "adversarial_unverified": ["distill=llm_hint", "llm.hint_model=fault-random", "distill.verify_hints=false"],
+    "llm_hint": ["distill=adaptive"],
+    "llm_hint_unverified": ["distill=adaptive", "distill.verify_hints=false"],
+    "adversarial": ["distill=adaptive", "llm.hint_model=fault-random"],
+    "adversarial_unverified": ["distill=adaptive", "llm.hint_model=fault-random", "distill.verify_hints=false"],
 }
 
 TASKS = {

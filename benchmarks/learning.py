@@ -14,7 +14,7 @@ Tasks:
                (``distill=scripted_sac``: alpha 1 constant, teacher std 0.1).
 ``panda_teacher`` ``claw_teacher`` with the Franka Panda (``env=claw_panda``).
 ``claw_hard_teacher``, ``claw_hard_cma`` ``claw_teacher`` on ``env=claw_hard`` (heavy, slippery cubes), taught by the
-               default grasp, or by it adapted per object class by CMA-ES (``distill=llm_hint distill.proposer=cma``,
+               default grasp, or by it adapted per object class by CMA-ES (``distill=adaptive distill.proposer=cma``,
                60 verified proposals).
 ``claw_hard_offline``, ``claw_hard_cma_pooled`` the same, taught by one grasp for every object class: the offline
                reference (run ``benchmarks/proposers.py teacher --case claw_hard --arms tuned`` first), or CMA-ES
@@ -91,14 +91,14 @@ TASKS = {
     "panda_teacher": dict(overrides=["env=claw_panda", *CLAW_TEACHER], criterion=runs.SUCCESS),
     # issue 26: claw_hard's students, taught by the default grasp and by CMA-ES adapting it per object class
     "claw_hard_teacher": dict(overrides=["env=claw_hard", *CLAW_TEACHER], criterion=runs.SUCCESS),
-    "claw_hard_cma": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=llm_hint", "distill.proposer=cma",
+    "claw_hard_cma": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=adaptive", "distill.proposer=cma",
                                      "distill.max_verified=60", *TEACHER_WEIGHT], criterion=runs.SUCCESS),
     # ... by one grasp for every object class: the offline reference (benchmarks/proposers.py teacher --case claw_hard
     # --arms tuned writes it), and CMA-ES adapting one set online (distill.per_context=false, 8 + 8 episodes a check)
     "claw_hard_offline": dict(overrides=["env=claw_hard", *CLAW_TEACHER, "distill.controller_params="
                                          f"{ROOT}/runs/benchmarks/proposers/claw_hard/offline_params.json"],
                               criterion=runs.SUCCESS),
-    "claw_hard_cma_pooled": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=llm_hint", "distill.proposer=cma",
+    "claw_hard_cma_pooled": dict(overrides=["env=claw_hard", *CLAW_SAC, "distill=adaptive", "distill.proposer=cma",
                                             "distill.max_verified=60", "distill.per_context=false",
                                             "distill.verify_rollouts=8", "distill.verify_confirm_rollouts=8",
                                             *TEACHER_WEIGHT], criterion=runs.SUCCESS),
@@ -132,9 +132,9 @@ TEACHER_ARMS = {
     "scripted": ["distill=scripted"],
     # issue 24: the trot with the class defaults (hand-tuned for openclaw_go1) on a robot that has tuned ones
     "scripted_untuned": ["distill=scripted", "distill.controller_params=untuned"],
-    "llm_hint": ["distill=llm_hint"],
+    "llm_hint": ["distill=adaptive"],
     # issue 26: the trot's class defaults adapted online per context by a proposer (benchmarks/proposers.py)
-    **{f"{p}_untuned": ["distill=llm_hint", f"distill.proposer={p}", "distill.controller_params=untuned"]
+    **{f"{p}_untuned": ["distill=adaptive", f"distill.proposer={p}", "distill.controller_params=untuned"]
        for p in ("coach", "random", "cma", "llm_cma")},
     "ema": ["distill=ema"],
     # issue 13 item 5: a slower EMA that only follows the student while its evaluations do not get worse

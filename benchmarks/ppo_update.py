@@ -44,7 +44,6 @@ from envs.controllers import family_of
 
 import runs  # benchmarks/runs.py
 from agents.students.distilling import fused_adam
-from agents.students.teacher_actions import recorded_actions
 
 
 class ReforwardPPOStudent(PPOStudent):
@@ -52,7 +51,7 @@ class ReforwardPPOStudent(PPOStudent):
 
     def _distill_term(self, batch, progress):
         opd = self.distillation
-        loss, alpha = opd.distill_loss(batch.observations, progress, recorded=recorded_actions(batch))
+        loss, alpha = opd.distill_loss(batch.observations, progress, teacher_actions=batch.teacher_actions)
         return alpha * loss
 
 
@@ -76,7 +75,7 @@ def build(args: argparse.Namespace) -> dict[str, PPO]:
             registry, entry = PolicyRegistry(), policy_entry(learner)
             registry.register("student", entry.module, entry.distribution_fn)
             learner.attach_distillation(OnlinePolicyDistillation(registry, RecordedActionTeacher(0.3),
-                                                                 make_schedule("constant", 0.5)), teacher_actions=teacher)
+                                                                 make_schedule("constant", 0.5)), acting_teacher=teacher)
         learners[name] = learner.learn(args.n_steps * args.num_envs)
     return learners
 

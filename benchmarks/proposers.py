@@ -14,7 +14,7 @@ Per arm the teacher phase runs the adaptive teacher's parts as training runs the
 controller acts alone in the case's env; every finished segment (``--segment-steps`` steps or an episode)
 becomes a request for its context (:func:`distill.llm.hints.build_request` with that segment's summary), which
 the arm's proposer answers through :class:`distill.proposals.ProposalService` with the run's verifier
-(:class:`agents.teachers.verifier.ShadowVerifier`, ``distill`` defaults of ``configs/distill/llm_hint.yaml``
+(:class:`agents.teachers.verifier.ShadowVerifier`, ``distill`` defaults of ``configs/distill/adaptive.yaml``
 unless ``--verify-rollouts``/``--verify-steps``/``--verify-confirm`` say otherwise; ``--verify-confirm N``: the
 held-out confirmation on N episodes per parameter set, seeds from 1000000, never the validation's), and the
 outcome goes into a :class:`distill.contexts.ContextTable`. One proposal is in flight at a time, until ``--budget`` proposals were
@@ -63,7 +63,7 @@ import gymnasium as gym
 import numpy as np
 from omegaconf import OmegaConf
 
-from agents.teachers.hinted import make_proposer, parameter_schema, teaching_context, verify_start
+from agents.teachers.adaptive import make_proposer, parameter_schema, teaching_context, verify_start
 from agents.teachers.verifier import ShadowVerifier, rollout_metrics, start_episode
 from distill.contexts import ContextTable
 from distill.llm.hints import build_request
@@ -79,7 +79,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "runs" / "benchmarks" / "proposers"
 ARMS = ("untuned", "tuned", "coach", "random", "cma", "llm", "llm_cma")
 VALIDATION_SEED = 1000
-DISTILL = OmegaConf.load(ROOT / "configs" / "distill" / "llm_hint.yaml")
+DISTILL = OmegaConf.load(ROOT / "configs" / "distill" / "adaptive.yaml")
 LLM = OmegaConf.load(ROOT / "configs" / "llm" / "default.yaml")
 
 
@@ -309,7 +309,7 @@ def main() -> None:
     parser.add_argument("task", choices=["teacher", "report", "replay", "noise"])
     parser.add_argument("--tables", nargs="+", default=["untuned", "tuned"], help="noise: the parameter sets")
     parser.add_argument("--noise", nargs="+", type=float, default=[0.0, 0.1, 0.2, 0.4], help="noise: action std")
-    parser.add_argument("--run", help="replay: a training run directory taught by distill=llm_hint")
+    parser.add_argument("--run", help="replay: a training run directory taught by distill=adaptive")
     parser.add_argument("--case", choices=["go2", "stairs", "claw_hard"], required=True)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])

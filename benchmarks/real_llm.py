@@ -19,7 +19,7 @@ verification every accepted change would teach; with it only those that beat the
 parse rate, acceptance, adoption with and without verification and the verifier's score change of what would be
 adopted, latency p50/p95 per answer and per query, and a few answers.
 
-``train``: short claw SAC runs with ``distill=llm_hint`` on the bundled coach and on the server (verified and
+``train``: short claw SAC runs with ``distill=adaptive`` on the bundled coach and on the server (verified and
 not): env steps/s (SB3's ``time/fps``, logged before the end-of-training wait for hints in flight), the wall
 time and the hint counters.
 """
@@ -43,7 +43,7 @@ from hints import last_hint_stats
 
 sys.path.insert(0, str(runs.ROOT))
 import envs  # noqa: E402,F401  (registers the OpenClaw ids)
-from agents.teachers.hinted import parameter_schema  # noqa: E402
+from agents.teachers.adaptive import parameter_schema  # noqa: E402
 from envs.controllers import FAMILIES  # noqa: E402
 from agents.teachers.verifier import ShadowVerifier  # noqa: E402
 from distill.llm.client import open_channel  # noqa: E402
@@ -54,7 +54,7 @@ from distill.proposals import ProposalService  # noqa: E402
 from envs.controllers.grasp import GraspParams  # noqa: E402
 
 ENV_ID, ENV_KWARGS = "OpenClaw/Claw-v0", {"reward_type": "dense"}  # the tuned claw (configs/tuned/claw_sac.yaml)
-DISTILL = OmegaConf.load(runs.ROOT / "configs" / "distill" / "llm_hint.yaml")
+DISTILL = OmegaConf.load(runs.ROOT / "configs" / "distill" / "adaptive.yaml")
 
 
 def claw_requests(n: int) -> list[tuple[dict, dict]]:
@@ -155,8 +155,8 @@ def main() -> None:
         result = {mode: channel_arm([*server, f"llm.structured_output={mode}"], requests,
                                     out / f"channel-{mode}.jsonl") for mode in args.modes}
     else:
-        arms = {"coach": ["distill=llm_hint"], "llama": ["distill=llm_hint", *server],
-                "llama_unverified": ["distill=llm_hint", *server, "distill.verify_hints=false"],
+        arms = {"coach": ["distill=adaptive"], "llama": ["distill=adaptive", *server],
+                "llama_unverified": ["distill=adaptive", *server, "distill.verify_hints=false"],
                 "scripted": ["distill=scripted"]}
         common = ["env=claw", "agent=sac", "seed=0", f"train.total_timesteps={args.steps}", "train.eval_freq=1000000",
                   "train.checkpoint_freq=1000000", "train.eval_episodes=10", "train.eval_envs=5", "train.video=false"]

@@ -1,6 +1,6 @@
 """The adopted controller parameters per task context: :class:`ContextTable`.
 
-An adaptive teacher (``distill=llm_hint``, any ``distill.proposer``) keeps one parameter set per *context*:
+An adaptive teacher (``distill=adaptive``, any ``distill.proposer``) keeps one parameter set per *context*:
 the class of task an episode belongs to (``env.task_context()``: the robot; on the terrain env its tile type
 and level; on the claw the object class). Every env copy in a context teaches with the context's entry;
 a proposal asked for in a context changes that context's entry only, whenever it comes back:

@@ -17,7 +17,7 @@ import torch
 from distill.kl import Direction, distillation_kl, weighted_mean
 from distill.policy import DiagGaussian, Observation, PolicyRegistry
 from distill.schedules import AlphaSchedule
-from distill.teachers import RecordedActions, Teacher
+from distill.teachers import Teacher, TeacherActions
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -71,8 +71,8 @@ class OnlinePolicyDistillation:
         return self.teacher.needs_raw_obs
 
     @property
-    def needs_recorded_actions(self) -> bool:
-        return self.teacher.needs_recorded_actions
+    def needs_teacher_actions(self) -> bool:
+        return self.teacher.needs_teacher_actions
 
     def alpha(self, progress: float) -> float:
         """alpha at training progress in [0, 1]."""
@@ -90,17 +90,18 @@ class OnlinePolicyDistillation:
         progress: float,
         raw_obs: Observation | None = None,
         student_dist: DiagGaussian | None = None,
-        recorded: RecordedActions | None = None,
+        teacher_actions: TeacherActions | None = None,
     ) -> tuple[torch.Tensor, float]:
         """(weighted KL loss, alpha) for a minibatch; the caller adds ``alpha * loss`` to its loss.
 
         ``student_dist`` may be passed when the learner has already computed it (saves a forward
-        pass); otherwise it is taken from the registry.
+        pass); otherwise it is taken from the registry. ``teacher_actions`` are the minibatch's recorded teacher
+        actions, for a teacher that acted while the samples were collected.
         """
         alpha = self.alpha(progress)
         if student_dist is None:
             student_dist = self.registry.action_distribution(self.student, obs)
-        targets = self.teacher.targets(obs, raw_obs, recorded)
+        targets = self.teacher.targets(obs, raw_obs, teacher_actions)
         kl = distillation_kl(targets.dist, student_dist, self.direction)
         loss = weighted_mean(kl, targets.weight)
         check_finite(distillation_KL=loss.detach(), alpha=alpha)

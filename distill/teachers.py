@@ -8,8 +8,8 @@ evaluated under ``torch.no_grad()``: they only provide targets.
 * :class:`CheckpointTeacher` — a saved policy with its own observation preprocessing; it may read
   observations the student does not see (privileged teacher -> student).
 * :class:`RecordedActionTeacher` — a teacher's actions recorded with each sample when it was collected
-  (:class:`RecordedActions`: a scripted controller's action, driven by default or LLM-hinted parameters,
-  and a weight that masks samples without an accepted hint).
+  (:class:`TeacherActions`: a scripted controller's action, driven by its default or adapted parameters,
+  and a weight that masks samples without accepted parameters).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from distill.policy import DiagGaussian, Observation, PolicyEntry
@@ -38,26 +39,32 @@ class TeacherTargets:
 
 
 @dataclass(frozen=True)
-class RecordedActions:
-    """A teacher's actions recorded with a minibatch's samples when they were collected: ``actions``
-    (batch, action_dim) in the env's action units, taken on the observation the sample's action was taken
-    on, and ``weights`` (batch,), 0 where the teacher had no action (the sample is masked)."""
+class TeacherActions:
+    """A teacher's actions on the observations the student's actions were taken on, one per sample:
+    ``actions`` (n, action_dim) in the env's action units and ``weights`` (n,), 0 where the teacher had no
+    action (the sample is masked). The one type from the teacher that acts to the loss: numpy arrays for one
+    collected step (n = n_envs, the acting teacher's ``teacher_actions``), torch tensors for a minibatch
+    (n = batch, the minibatch's ``teacher_actions``, :meth:`Teacher.targets`' ``teacher_actions``)."""
 
-    actions: torch.Tensor
-    weights: torch.Tensor
+    actions: torch.Tensor | np.ndarray
+    weights: torch.Tensor | np.ndarray
+
+    def rows(self, index: slice) -> TeacherActions:
+        """The actions and weights of rows ``index`` (one minibatch of several gathered together)."""
+        return TeacherActions(self.actions[index], self.weights[index])
 
 
 class Teacher:
     """Interface. ``obs`` is what the student sees; ``raw_obs`` is the un-normalised observation;
-    ``recorded`` holds the teacher actions recorded with the samples."""
+    ``teacher_actions`` holds the teacher's actions recorded with the samples."""
 
     #: True when the teacher wants ``raw_obs`` (its own normalisation, or privileged inputs).
     needs_raw_obs: bool = False
-    #: True when the teacher acted when the samples were collected and reads its actions back (``recorded``).
-    needs_recorded_actions: bool = False
+    #: True when the teacher acted when the samples were collected and reads its actions back (``teacher_actions``).
+    needs_teacher_actions: bool = False
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, teacher_actions: TeacherActions | None = None
     ) -> TeacherTargets:
         raise NotImplementedError
 
@@ -101,7 +108,7 @@ class EMATeacher(Teacher):
         self.updates = 0
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, teacher_actions: TeacherActions | None = None
     ) -> TeacherTargets:
         with torch.no_grad():
             dist = self.entry.distribution(obs).detach()
@@ -151,7 +158,7 @@ class CheckpointTeacher(Teacher):
         self.needs_raw_obs = raw_input
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, teacher_actions: TeacherActions | None = None
     ) -> TeacherTargets:
         source = obs
         if self.needs_raw_obs:
@@ -174,7 +181,7 @@ class RecordedActionTeacher(Teacher):
             (-1, 1) becomes the pre-tanh mean ``atanh(a)`` (clipped to |a| <= 0.995 first).
     """
 
-    needs_recorded_actions = True
+    needs_teacher_actions = True
 
     def __init__(self, std: float, squashed: bool = False) -> None:
         if not std > 0:
@@ -183,11 +190,11 @@ class RecordedActionTeacher(Teacher):
         self.squashed = squashed
 
     def targets(
-        self, obs: Observation, raw_obs: Observation | None = None, recorded: RecordedActions | None = None
+        self, obs: Observation, raw_obs: Observation | None = None, teacher_actions: TeacherActions | None = None
     ) -> TeacherTargets:
-        if recorded is None:
+        if teacher_actions is None:
             raise ValueError("this teacher's actions are recorded with the samples; none were given")
-        mean = recorded.actions
+        mean = teacher_actions.actions
         if self.squashed:
             mean = torch.atanh(mean.clamp(-0.995, 0.995))
-        return TeacherTargets(DiagGaussian(mean, torch.full_like(mean, self.log_std)), recorded.weights)
+        return TeacherTargets(DiagGaussian(mean, torch.full_like(mean, self.log_std)), teacher_actions.weights)

@@ -286,21 +286,24 @@ def test_ppo_kl_reads_the_distribution_of_the_minibatchs_own_forward_pass():
 
 def test_ppo_rollout_buffer_hands_each_sample_its_teacher_action_and_raw_observation():
     """Filled as SB3's collect_rollouts fills it; every minibatch row carries its own step's fields."""
-    from agents.students.rollout_buffer import DistillRolloutBuffer
-    from agents.students.teacher_actions import TeacherActions
+    from stable_baselines3.common.buffers import RolloutBuffer
+
+    from agents.students.rollout_buffer import ROLLOUT_EXTENSIONS, with_raw_observations
+    from agents.students.teacher_actions import with_teacher_actions
+    from distill.teachers import TeacherActions
 
     class Teacher:  # acts on the raw observation the student acts on (as ControllerTeacher.step_async)
-        acted_on: TeacherActions
+        teacher_actions: TeacherActions
 
     venv, teacher = VecNormalize(make_vec_env("OpenClaw/Quadruped-v1", n_envs=2, seed=0)), Teacher()
     n_steps = 8
-    buffer = DistillRolloutBuffer(n_steps, venv.observation_space, venv.action_space, n_envs=2, teacher=teacher,
-                                  normalizer=venv)
+    buffer = RolloutBuffer(n_steps, venv.observation_space, venv.action_space, n_envs=2)
+    buffer = with_raw_observations(with_teacher_actions(buffer, teacher, ROLLOUT_EXTENSIONS), venv)
     obs, starts = venv.reset(), np.ones(2, dtype=bool)
     buffer.reset()
     rng = np.random.default_rng(0)
     for t in range(n_steps):
-        teacher.acted_on = TeacherActions(venv.get_original_obs()[:, :12].copy(), np.array([t % 2, 1], np.float32))
+        teacher.teacher_actions = TeacherActions(venv.get_original_obs()[:, :12].copy(), np.array([t % 2, 1], np.float32))
         actions = rng.uniform(-1, 1, size=(2, 12)).astype(np.float32)
         new_obs, rewards, dones, _ = venv.step(actions)
         buffer.add(obs, actions, rewards, starts, torch.zeros(2), torch.zeros(2))
@@ -308,10 +311,11 @@ def test_ppo_rollout_buffer_hands_each_sample_its_teacher_action_and_raw_observa
     buffer.compute_returns_and_advantage(torch.zeros(2), dones)
     weights, rows = [], 0
     for batch in buffer.get(4):
-        assert batch.teacher_actions.shape == (4, 12) and batch.teacher_weights.shape == (4,)
-        assert torch.equal(batch.teacher_actions, batch.raw_observations[:, :12])  # the same step's fields
+        taught = batch.teacher_actions
+        assert taught.actions.shape == (4, 12) and taught.weights.shape == (4,)
+        assert torch.equal(taught.actions, batch.raw_observations[:, :12])  # the same step's fields
         assert not torch.equal(batch.observations, batch.raw_observations)  # the stored ones are normalised
-        weights.append(batch.teacher_weights)
+        weights.append(taught.weights)
         rows += 4
     assert rows == 2 * n_steps and float(torch.cat(weights).sum()) == n_steps + n_steps / 2
 
@@ -438,7 +442,7 @@ def test_imports_flow_one_way():
     assert not {"agents", "envs"} & imported_modules("distill/llm")
     llm_at_load = {path.relative_to(ROOT / "agents").as_posix() for path in (ROOT / "agents").rglob("*.py")
                    if {n for n in top_level_imports(path) if n == "openai" or n.startswith("distill.llm")}}
-    assert llm_at_load == {"teachers/hinted.py"}  # loaded only for distill=llm_hint
+    assert llm_at_load == {"teachers/adaptive.py"}  # loaded only for distill=adaptive
 
 
 def top_level_imports(path: Path) -> set[str]:

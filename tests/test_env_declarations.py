@@ -17,7 +17,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from agents.teachers.hinted import parameter_schema
+from agents.teachers.adaptive import parameter_schema
 from agents.evaluation.protocol import evaluate
 from agents.vec_env import make_vec_env
 from envs.controllers import CONTROLLER_NAMES, FAMILIES, controller_named, family_of, family_of_id

@@ -18,10 +18,10 @@ import torch
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
 from agents.controller_policy import ControllerPolicy
-from agents.students.replay_buffer import TeacherReplaySamples, with_teacher_actions
-from agents.students.teacher_actions import TeacherActions
+from agents.students.replay_buffer import REPLAY_EXTENSIONS, TeacherReplaySamples
+from agents.students.teacher_actions import with_teacher_actions
+from agents.teachers.adaptive import AdaptiveControllerTeacher, parameter_schema
 from agents.teachers.controller import ControllerTeacher
-from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
 from agents.teachers.verifier import CONFIRM_SEED, ShadowVerifier, rollout_metrics
 from agents.vec_env import make_vec_env
 from distill.llm.client import LLMChannel
@@ -31,7 +31,7 @@ from distill.llm.server import start_server
 from distill.llm.settings import ChannelConfig
 from distill.proposals import ParameterSchema, Proposal, ProposalService, Verification
 from distill.search import ParameterBox
-from distill.teachers import RecordedActions, RecordedActionTeacher
+from distill.teachers import RecordedActionTeacher, TeacherActions
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
@@ -89,10 +89,10 @@ def test_integer_parameters_stay_whole_numbers_when_an_even_number_of_answers_is
 
 
 def test_recorded_action_teacher_masks_and_squashes():
-    recorded = RecordedActions(torch.tensor([[0.5, -1.0], [0.0, 0.2]]), torch.tensor([1.0, 0.0]))
-    plain = RecordedActionTeacher(0.3).targets(None, recorded=recorded)
+    recorded = TeacherActions(torch.tensor([[0.5, -1.0], [0.0, 0.2]]), torch.tensor([1.0, 0.0]))
+    plain = RecordedActionTeacher(0.3).targets(None, teacher_actions=recorded)
     assert torch.equal(plain.dist.mean, recorded.actions) and plain.coverage == 0.5
-    squashed = RecordedActionTeacher(0.3, squashed=True).targets(None, recorded=recorded)
+    squashed = RecordedActionTeacher(0.3, squashed=True).targets(None, teacher_actions=recorded)
     assert torch.allclose(torch.tanh(squashed.dist.mean[0, 0]), torch.tensor(0.5))
     assert torch.isfinite(squashed.dist.mean).all()  # |a| = 1 is clipped before atanh
 
@@ -459,23 +459,29 @@ def test_verification_over_its_cpu_budget_keeps_the_current_parameters(server):
 # ---------------------------------------------------------------- the env wrapper and the buffers
 
 
-def test_the_controller_teachers_actions_are_the_controllers_actions_on_the_acted_on_observations():
+def test_the_controller_teachers_actions_are_the_controllers_actions_on_the_students_observations():
     venv = ControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04))
     reference = ControllerPolicy("grasp", 2, ControllerSpec(0.04))
+    plain = make_vec_env("OpenClaw/Claw-v0", {}, 2)  # stepped with the student's actions too
     venv.seed(3)
+    plain.seed(3)
     obs = venv.reset()
+    np.testing.assert_array_equal(plain.reset()["observation"], obs["observation"])
     starts = np.ones(2, dtype=bool)
     rng = np.random.default_rng(0)
     for _ in range(150):  # crosses an episode end (100 steps)
         expected, _ = reference.predict(obs, episode_start=starts)
-        obs, _, dones, _ = venv.step(rng.uniform(-1, 1, size=(2, 5)).astype(np.float32))
-        np.testing.assert_array_equal(venv.acted_on.actions, expected.astype(np.float32))
-        assert (venv.acted_on.weights == 1.0).all()
+        actions = rng.uniform(-1, 1, size=(2, 5)).astype(np.float32)
+        obs, _, dones, _ = venv.step(actions)
+        np.testing.assert_array_equal(plain.step(actions)[0]["observation"], obs["observation"])  # the student's act
+        np.testing.assert_array_equal(venv.teacher_actions.actions, expected.astype(np.float32))
+        assert (venv.teacher_actions.weights == 1.0).all()
         starts = dones
     venv.close()
+    plain.close()
 
 
-def test_trot_envs_with_different_hinted_parameters_each_get_their_own_action():
+def test_trot_envs_with_different_parameters_each_get_their_own_action():
     """ControllerPolicy batches the stateless trot per parameter set; mixed sets give every env its own."""
     venv = gym.make_vec("OpenClaw/Quadruped-v1", num_envs=6, vectorization_mode="sync")
     obs, _ = venv.reset(seed=1)
@@ -491,13 +497,13 @@ def test_trot_envs_with_different_hinted_parameters_each_get_their_own_action():
 
 def test_failing_llm_masks_samples_and_the_env_keeps_stepping(server):
     service = service_for(server, hint_model="fault-500", num_answers=1)
-    venv = HintedControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04), service,
-                                   segment_steps=10)
+    venv = AdaptiveControllerTeacher(make_vec_env("OpenClaw/Claw-v0", {}, 2), FAMILIES["claw"], ControllerSpec(0.04), service,
+                                     segment_steps=10)
     venv.reset()
     deadline, steps = time.monotonic() + 20, 0  # step on (at least 60 steps) until two proposals have failed
     while steps < 60 or (service.stats()["errors"] < 2 and time.monotonic() < deadline):
         venv.step(np.zeros((2, 5), dtype=np.float32))
-        assert (venv.acted_on.weights == 0.0).all()
+        assert (venv.teacher_actions.weights == 0.0).all()
         steps += 1
     assert service.wait_idle(20) and service.stats()["errors"] >= 2
     venv.close()
@@ -508,16 +514,16 @@ def test_teacher_replay_buffer_samples_like_sb3_and_aligns_the_teachers_actions(
     import gymnasium as gym
 
     class Teacher:  # what the buffer reads from a controller teacher at every add
-        acted_on: TeacherActions
+        teacher_actions: TeacherActions
 
     box = gym.spaces.Box(-1, 1, (2,), np.float32)
     space = gym.spaces.Dict({"o": box}) if buffer_cls is DictReplayBuffer else box
     plain, ours, teacher = buffer_cls(64, space, box, n_envs=2), buffer_cls(64, space, box, n_envs=2), Teacher()
-    ours = with_teacher_actions(ours, teacher)
+    ours = with_teacher_actions(ours, teacher, REPLAY_EXTENSIONS)
     for t in range(40):
         o = np.full((2, 2), t, np.float32) + np.array([[0], [100]], np.float32)
         obs = {"o": o} if isinstance(space, gym.spaces.Dict) else o
-        teacher.acted_on = TeacherActions(np.repeat(o[:, :1], 2, axis=1), np.ones(2, np.float32))
+        teacher.teacher_actions = TeacherActions(np.repeat(o[:, :1], 2, axis=1), np.ones(2, np.float32))
         for b in (plain, ours):
             b.add(obs, obs, np.zeros((2, 2), np.float32), np.zeros(2), np.zeros(2), [{}, {}])
     np.random.seed(5)
@@ -527,7 +533,7 @@ def test_teacher_replay_buffer_samples_like_sb3_and_aligns_the_teachers_actions(
     obs_a = a.observations["o"] if isinstance(a.observations, dict) else a.observations
     obs_b = b.observations["o"] if isinstance(b.observations, dict) else b.observations
     assert torch.equal(obs_a, obs_b) and isinstance(b, TeacherReplaySamples)
-    assert torch.equal(b.teacher_actions[:, 0], obs_b[:, 0]) and (b.teacher_weights == 1.0).all()
+    assert torch.equal(b.teacher_actions.actions[:, 0], obs_b[:, 0]) and (b.teacher_actions.weights == 1.0).all()
 
 
 # ---------------------------------------------------------------- through train.py
@@ -540,7 +546,7 @@ def run_train(*args, env=None):
 
 def test_train_with_llm_hints_offline_by_default(tmp_path):
     run_dir = tmp_path / "run"
-    result = run_train("distill=llm_hint", f"hydra.run.dir={run_dir}", f"distill.records_dir={tmp_path / 'rec'}")
+    result = run_train("distill=adaptive", f"hydra.run.dir={run_dir}", f"distill.records_dir={tmp_path / 'rec'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "HTTP Request" not in (run_dir / "train.log").read_text() + result.stdout + result.stderr  # not a line per hint
     table = result.stdout.split("\nsummary\n")[1].split("\n\n")[0].splitlines()
@@ -559,7 +565,7 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
     assert float(final["hints/queries"]) == len(answered) > 0
     assert float(final["hints/accepted"]) == sum(line["accepted"] for line in answered)
     assert float(final["hints/cancelled"]) == len(lines) - len(answered)
-    assert not final["hints/teacher_coverage"]  # no samples after training ended: no coverage figure
+    assert not final["teacher/coverage"]  # no samples after training ended: no coverage figure
     verified = [line["verification"] for line in answered if "verification" in line]
     assert float(final["hints/verified"]) == len(verified) and float(final["hints/verify_cpu_s"]) > 0
     assert float(final["hints/adopted"]) == sum(v["adopted"] for v in verified)
@@ -570,7 +576,7 @@ def test_train_with_llm_hints_offline_by_default(tmp_path):
 def test_the_teacher_retires_once_its_alpha_stays_zero(tmp_path):
     """distill.schedule_steps=2048 of 4096: from step 2048 the controller and the hint queries stop."""
     run_dir = tmp_path / "run"
-    result = run_train("distill=llm_hint", "distill.schedule_steps=2048", f"hydra.run.dir={run_dir}",
+    result = run_train("distill=adaptive", "distill.schedule_steps=2048", f"hydra.run.dir={run_dir}",
                        f"distill.records_dir={tmp_path / 'rec'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "step 2048: the teacher's alpha is 0 from here on" in result.stderr
@@ -588,7 +594,7 @@ def test_the_teacher_retires_once_its_alpha_stays_zero(tmp_path):
 def test_train_continues_when_every_hint_fails(tmp_path):
     # the judge passes the connectivity check (it answers) but never with valid JSON: every segment is masked
     run_dir = tmp_path / "run"
-    result = run_train("distill=llm_hint", "llm.judge_model=fault-malformed", f"hydra.run.dir={run_dir}",
+    result = run_train("distill=adaptive", "llm.judge_model=fault-malformed", f"hydra.run.dir={run_dir}",
                        f"distill.records_dir={tmp_path / 'rec'}")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = list(csv.DictReader((run_dir / "progress.csv").open()))
@@ -600,38 +606,38 @@ def test_train_continues_when_every_hint_fails(tmp_path):
 
 
 def test_bad_verification_settings_stop_before_training_naming_the_key(tmp_path):
-    result = run_train("distill=llm_hint", "distill.verify_margin=-0.1", f"hydra.run.dir={tmp_path}")
+    result = run_train("distill=adaptive", "distill.verify_margin=-0.1", f"hydra.run.dir={tmp_path}")
     assert result.returncode == 2 and "distill.verify_margin=-0.1" in result.stderr
 
 
 def test_train_stops_before_training_when_the_channel_check_fails(tmp_path):
-    result = run_train("env=claw", "agent=sac", "distill=llm_hint", "llm.hint_model=fault-500", "llm.max_retries=0",
+    result = run_train("env=claw", "agent=sac", "distill=adaptive", "llm.hint_model=fault-500", "llm.max_retries=0",
                        f"hydra.run.dir={tmp_path}", f"distill.records_dir={tmp_path / 'rec'}")
     assert result.returncode == 2 and "fault-500" in result.stderr and "500" in result.stderr
 
 
 def test_train_with_hosted_endpoint_and_no_key_says_which_variable_to_set(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "OPENCLAW_LLM_API_KEY"}
-    result = run_train("distill=llm_hint", "llm.base_url=http://127.0.0.1:9/v1", f"hydra.run.dir={tmp_path}", env=env)
+    result = run_train("distill=adaptive", "llm.base_url=http://127.0.0.1:9/v1", f"hydra.run.dir={tmp_path}", env=env)
     assert result.returncode == 2 and "OPENCLAW_LLM_API_KEY" in result.stderr
 
 
-def test_a_hinted_gait_frequency_drives_the_env_clock_and_the_observation(server):
+def test_an_adopted_gait_frequency_drives_the_env_clock_and_the_observation(server):
     # The offline coach answers a quadruped segment with a trot frequency of 2 + 1.5 |v_cmd| Hz; once
     # accepted, the env's gait clock runs at it and the student's observation shows it.
     config = ChannelConfig(base_url=server.url, timeout_s=0.5, max_retries=1, backoff_s=0.01)
     service = ProposalService(LLMProposer(LLMChannel(config, "unused"), config, QUADRUPED_SCHEMA))
-    venv = HintedControllerTeacher(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), FAMILIES["quadruped"], default_leg_geometry(), service,
-                                   segment_steps=10)
+    venv = AdaptiveControllerTeacher(make_vec_env("OpenClaw/Quadruped-v1", {}, 1), FAMILIES["quadruped"], default_leg_geometry(), service,
+                                     segment_steps=10)
     controller = venv.policy.controllers[0]
     obs = venv.reset()
     for _ in range(400):
         obs, _, _, _ = venv.step(np.zeros((1, 12), dtype=np.float32))
-        if venv.acted_on.weights[0] == 1.0:  # the first teacher action from a hint
+        if venv.teacher_actions.weights[0] == 1.0:  # the first teacher action from a hint
             break
         time.sleep(0.01)
     frequency = controller.params.frequency_hz
-    assert venv.acted_on.weights[0] == 1.0 and frequency != 2.5
+    assert venv.teacher_actions.weights[0] == 1.0 and frequency != 2.5
     clock = venv.get_attr("unwrapped")[0]
     assert clock.gait_frequency_hz == frequency
     phase = clock.gait_phase

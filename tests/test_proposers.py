@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agents.teachers.hinted import HintedControllerTeacher, parameter_schema
+from agents.teachers.adaptive import AdaptiveControllerTeacher, parameter_schema
 from agents.vec_env import make_vec_env
 from distill.contexts import ContextTable
 from distill.llm.client import LLMChannel
@@ -83,8 +83,8 @@ def test_the_trots_height_scan_fields_are_searched_only_on_an_env_with_a_height_
     with pytest.raises(HintParseError, match="unknown parameter"):
         parse_answer(json.dumps({"decision": 1, "params": {"scan_following": 0.5}, "confidence": 1.0}), flat)
     venv = make_vec_env("OpenClaw/Quadruped-v1", {}, 1)
-    teacher = HintedControllerTeacher(venv, family, specs["OpenClaw/Quadruped-v1"],
-                                      ProposalService(RandomProposer(flat, seed=0)))
+    teacher = AdaptiveControllerTeacher(venv, family, specs["OpenClaw/Quadruped-v1"],
+                                        ProposalService(RandomProposer(flat, seed=0)))
     assert teacher.schema == flat  # the teacher's requests offer the same parameters
     teacher.close()
 
@@ -217,7 +217,7 @@ def test_the_teacher_keeps_parameters_per_terrain_context_and_each_env_uses_its_
     venv = make_vec_env("OpenClaw/QuadrupedTerrain-v1", {}, 3)
     service = ProposalService(RandomProposer(parameter_schema(FAMILIES["quadruped"], default_leg_geometry()),
                                             seed=0))  # unverified: adopted
-    teacher = HintedControllerTeacher(venv, FAMILIES["quadruped"], default_leg_geometry(), service, segment_steps=5)
+    teacher = AdaptiveControllerTeacher(venv, FAMILIES["quadruped"], default_leg_geometry(), service, segment_steps=5)
     teacher.seed(0)
     teacher.reset()
     names = [c.name for c in teacher.contexts]
@@ -230,7 +230,7 @@ def test_the_teacher_keeps_parameters_per_terrain_context_and_each_env_uses_its_
         entry = teacher.table.entry(context.name)
         assert entry.teaching and entry.version >= 1
         assert teacher.policy.controllers[i].params.to_dict() == entry.params
-    assert teacher.acted_on.weights.tolist() == [1.0, 1.0, 1.0]
+    assert teacher.teacher_actions.weights.tolist() == [1.0, 1.0, 1.0]
     saved = teacher.context_state()
     teacher.restore_context_state(json.loads(json.dumps(saved)))
     assert teacher.context_state() == saved
@@ -253,7 +253,7 @@ def test_a_pooled_table_teaches_every_context_with_one_set_checked_on_episodes_o
 
     spec = venv.get_attr("unwrapped", indices=[0])[0].controller_spec
     service = ProposalService(RandomProposer(parameter_schema(FAMILIES["claw"], spec), seed=0), verifier=verifier)
-    teacher = HintedControllerTeacher(venv, FAMILIES["claw"], spec, service, segment_steps=5, per_context=False)
+    teacher = AdaptiveControllerTeacher(venv, FAMILIES["claw"], spec, service, segment_steps=5, per_context=False)
     teacher.seed(0)
     teacher.reset()
     classes = {c.name for c in venv.env_method("task_context")}
@@ -290,7 +290,7 @@ def run_py(script: str, *args: str, timeout: int = 400):
 
 def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
     run = tmp_path / "run"
-    first = run_py("train.py", "train=smoke", "train.progress_bar=false", "train.video=false", "distill=llm_hint",
+    first = run_py("train.py", "train=smoke", "train.progress_bar=false", "train.video=false", "distill=adaptive",
                    "distill.proposer=cma", "distill.controller_params=untuned", "distill.segment_steps=20",
                    "distill.verify_budget_s_per_min=null", f"distill.records_dir={tmp_path / 'rec'}",
                    f"hydra.run.dir={run}")
@@ -329,7 +329,7 @@ def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
                                                  "tuned or untuned", "JSON file"]),
 ])
 def test_bad_proposer_settings_stop_before_training_naming_the_fix(tmp_path, override, named):
-    result = run_py("train.py", "train=smoke", "distill=llm_hint", override, f"hydra.run.dir={tmp_path / 'r'}")
+    result = run_py("train.py", "train=smoke", "distill=adaptive", override, f"hydra.run.dir={tmp_path / 'r'}")
     assert result.returncode == 2 and all(n in result.stderr for n in named), result.stderr[-2000:]
     assert not (tmp_path / "r").exists()
 

@@ -10,15 +10,16 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import envs  # noqa: F401  (registers OpenClaw/*)
-from agents.students.replay_buffer import with_teacher_actions
+from agents.students.replay_buffer import REPLAY_EXTENSIONS
 from agents.students.replay_sampling import replay_batches
-from agents.students.teacher_actions import TeacherActions
+from agents.students.teacher_actions import with_teacher_actions
+from distill.teachers import TeacherActions
 
 
 class Teacher:
-    """What a teacher-actions buffer reads at every add (a controller teacher's ``acted_on``)."""
+    """What a teacher-actions buffer reads at every add (a controller teacher's ``teacher_actions``)."""
 
-    acted_on: TeacherActions
+    teacher_actions: TeacherActions
 
 
 def filled(buffer_class, env_id: str, n_envs: int, targets: bool, transitions: int = 40):
@@ -30,7 +31,7 @@ def filled(buffer_class, env_id: str, n_envs: int, targets: bool, transitions: i
     venv.ret_rms.var = np.array(3.0)
     buffer, teacher = buffer_class(64, venv.observation_space, venv.action_space, n_envs=n_envs), Teacher()
     if targets:
-        buffer = with_teacher_actions(buffer, teacher)
+        buffer = with_teacher_actions(buffer, teacher, REPLAY_EXTENSIONS)
 
     def sample_obs():
         space = venv.observation_space
@@ -39,8 +40,8 @@ def filled(buffer_class, env_id: str, n_envs: int, targets: bool, transitions: i
         return rng.normal(size=(n_envs, *space.shape)).astype(np.float32)
 
     for _ in range(transitions):
-        teacher.acted_on = TeacherActions(rng.normal(size=(n_envs, buffer.action_dim)).astype(np.float32),
-                                          rng.integers(0, 2, size=n_envs).astype(np.float32))
+        teacher.teacher_actions = TeacherActions(rng.normal(size=(n_envs, buffer.action_dim)).astype(np.float32),
+                                                 rng.integers(0, 2, size=n_envs).astype(np.float32))
         infos = [{"TimeLimit.truncated": bool(rng.random() < 0.2)} for _ in range(n_envs)]
         buffer.add(sample_obs(), sample_obs(), rng.uniform(-1, 1, size=(n_envs, buffer.action_dim)),
                    rng.normal(size=n_envs), rng.random(n_envs) < 0.3, infos)
@@ -52,6 +53,8 @@ def fields(samples) -> list[torch.Tensor]:
     for value in samples:
         if isinstance(value, dict):
             out.extend(value[k] for k in sorted(value))
+        elif isinstance(value, TeacherActions):
+            out.extend((value.actions, value.weights))
         elif value is not None:  # discounts
             out.append(value)
     return out

@@ -193,7 +193,7 @@ def test_cuda_without_a_gpu_is_an_error(tmp_path):
 
 # ------------------------------------------------------------------------------ 4. what the teacher did
 def test_a_teacher_that_never_teaches_is_reported(tmp_path):
-    common = (*SMOKE, "distill=llm_hint", "llm.hint_model=fault-malformed", "train.eval_freq=0",
+    common = (*SMOKE, "distill=adaptive", "llm.hint_model=fault-malformed", "train.eval_freq=0",
               f"distill.records_dir={tmp_path / 'records'}")
     warned = run_train(*common, f"hydra.run.dir={tmp_path / 'warn'}")
     assert warned.returncode == 0, warned.stderr[-3000:]

@@ -167,6 +167,27 @@ def compose_train(*overrides: str):
         return compose("train", overrides=list(overrides))
 
 
+def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, capsys):
+    """``distill=llm_hint`` on a command line, and ``distill.name: llm_hint`` in a saved run's config.yaml (read by
+    ``resume=`` and ``evaluate.py run=``), are ``distill=adaptive``, said in one line."""
+    from omegaconf import OmegaConf
+
+    from agents import saved_config
+    from agents.training.checks import validate
+
+    old = compose_train("distill=llm_hint", "distill.proposer=cma")
+    new = compose_train("distill=adaptive", "distill.proposer=cma")
+    validate(old)
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["warning: distill=llm_hint is deprecated: it is distill=adaptive now (the same teacher; "
+                    "distill.proposer says whether an LLM proposes)"]
+    assert old == new
+    old.distill.name = "llm_hint"
+    OmegaConf.save(old, tmp_path / saved_config.CONFIG)
+    assert saved_config.load(tmp_path, "run").distill.name == "adaptive"
+    assert capsys.readouterr().err.splitlines() == said
+
+
 def test_help_lists_groups():
     result = run_train("--help", timeout=120)
     assert result.returncode == 0

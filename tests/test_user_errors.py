@@ -54,7 +54,7 @@ def assert_secret_refused(result: subprocess.CompletedProcess, secret: str, key:
 @pytest.mark.parametrize(
     "override, key",
     [
-        (f"+llm.api_key={KEY}", "+llm.api_key=<hidden>"),  # the default job: no llm_hint teacher reads llm
+        (f"+llm.api_key={KEY}", "+llm.api_key=<hidden>"),  # the default job: no adaptive teacher reads llm
         (f"llm.api_key_env={KEY}", "llm.api_key_env=<hidden>"),  # the key pasted in place of the variable's name
         ("llm.api_key_env=my-openai-key", "llm.api_key_env=<hidden>"),  # not a variable's name: may be a key
         (f"llm.hint_model=Bearer {KEY[8:]}", "llm.hint_model=<hidden>"),

@@ -81,7 +81,7 @@ class SACConfig:
 class DistillConfig:
     """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
 
-    name: str = "none"  # none | ema | checkpoint | scripted | llm_hint (configs/distill/*.yaml; scripted_sac: scripted)
+    name: str = "none"  # none | ema | checkpoint | scripted | adaptive (configs/distill/*.yaml; llm_hint: adaptive)
     alpha: float = 0.0  # distillation weight at the start of training
     schedule: str = "constant"  # constant | linear | cosine | exponential (alpha -> final_alpha)
     final_alpha: float = 0.0
@@ -93,26 +93,26 @@ class DistillConfig:
     ema_condition: str = "always"  # always | eval_not_worse (skip updates after a worse evaluation)
     teacher: Optional[str] = None  # checkpoint teacher: a run directory made by train.py
     teacher_checkpoint: str = "best"  # best | latest
-    teacher_std: float = 0.3  # scripted / llm_hint: std of the Gaussian around the controller's action
-    controller_params: str = "tuned"  # scripted / llm_hint: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
-    segment_steps: int = 200  # llm_hint: a segment ends at an episode end or after this many env steps
-    hint_max_age: int = 3  # llm_hint: a proposal asked for against a context's parameters is dropped once this many adoptions replaced them
-    proposer: str = "llm"  # llm_hint: llm (the llm channel) | coach (the bundled coach) | random | cma | llm_cma
-    max_verified: Optional[int] = None  # llm_hint: proposals checked in simulation at most (null: unbounded)
+    teacher_std: float = 0.3  # scripted / adaptive: std of the Gaussian around the controller's action
+    controller_params: str = "tuned"  # scripted / adaptive: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
+    segment_steps: int = 200  # adaptive: a segment ends at an episode end or after this many env steps
+    hint_max_age: int = 3  # adaptive: a proposal asked for against a context's parameters is dropped once this many adoptions replaced them
+    proposer: str = "llm"  # adaptive: llm (the llm channel) | coach (the bundled coach) | random | cma | llm_cma
+    max_verified: Optional[int] = None  # adaptive: proposals checked in simulation at most (null: unbounded)
     search_sigma: float = 0.2  # cma / llm_cma: CMA-ES's initial step, of each bound's width
     search_popsize: Optional[int] = None  # cma / llm_cma: candidates per generation (null: 4 + 3 ln n)
-    records_dir: str = "records/opd"  # llm_hint: one JSONL line per hint query, <run>-<time>.jsonl
-    hint_replay: Optional[str] = None  # llm_hint: answer from this records file only (no LLM calls)
+    records_dir: str = "records/opd"  # adaptive: one JSONL line per hint query, <run>-<time>.jsonl
+    hint_replay: Optional[str] = None  # adaptive: answer from this records file only (no LLM calls)
     min_coverage: float = 0.5  # a run whose teacher gave actions for fewer samples than this ends with a warning
     require_coverage: bool = False  # ... or with an error (exit status 1) instead of the warning
-    verify_hints: bool = True  # llm_hint: check an accepted hint in simulation before it teaches
-    verify_rollouts: int = 2  # llm_hint: episodes per parameter set (current, proposed) in each check
-    verify_steps: int = 100  # llm_hint: steps per check episode at most
-    verify_on: str = "context"  # llm_hint: context (episodes of the proposal's task context) | segment (its episode)
-    per_context: bool = True  # llm_hint: one parameter set per task context (true) or one for all contexts (false)
-    verify_margin: float = 0.01  # llm_hint: score gain a proposal needs to be adopted (claw: success - distance m)
-    verify_confirm_rollouts: int = 0  # llm_hint: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
-    verify_budget_s_per_min: Optional[float] = 10.0  # llm_hint: CPU s of checks per minute (null: unbounded)
+    verify_hints: bool = True  # adaptive: check an accepted hint in simulation before it teaches
+    verify_rollouts: int = 2  # adaptive: episodes per parameter set (current, proposed) in each check
+    verify_steps: int = 100  # adaptive: steps per check episode at most
+    verify_on: str = "context"  # adaptive: context (episodes of the proposal's task context) | segment (its episode)
+    per_context: bool = True  # adaptive: one parameter set per task context (true) or one for all contexts (false)
+    verify_margin: float = 0.01  # adaptive: score gain a proposal needs to be adopted (claw: success - distance m)
+    verify_confirm_rollouts: int = 0  # adaptive: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
+    verify_budget_s_per_min: Optional[float] = 10.0  # adaptive: CPU s of checks per minute (null: unbounded)
 
 
 @dataclass

@@ -6,7 +6,9 @@ training run) reads this table, so this module imports nothing; :mod:`agents.tea
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -17,13 +19,14 @@ class TeacherKind:
         name: the ``configs/distill/<name>.yaml`` name.
         controller: a scripted controller of the env's family acts beside the student (its actions travel in
             the student's buffer; the env needs a controller family, and SAC cannot relabel with HER).
-        llm: the controller's parameters come from LLM hints (needs an ``llm`` channel config).
+        adaptive: a proposer (``distill.proposer``) adapts the controller's parameters; those of
+            :data:`LLM_PROPOSERS` need an ``llm`` channel config.
         reads_run: the teacher is another run's saved policy (``distill.teacher``).
     """
 
     name: str
     controller: bool = False
-    llm: bool = False
+    adaptive: bool = False
     reads_run: bool = False
 
 
@@ -32,10 +35,23 @@ TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
     TeacherKind("ema"),
     TeacherKind("checkpoint", reads_run=True),
     TeacherKind("scripted", controller=True),
-    TeacherKind("llm_hint", controller=True, llm=True),
+    TeacherKind("adaptive", controller=True, adaptive=True),
 )}
 
-# distill.proposer: where the llm_hint teacher's parameters come from (agents.teachers.hinted builds them): the
+# old distill.name -> its name now: still accepted (a command line, a saved run's config.yaml), with a message
+RENAMED_TEACHERS = {"llm_hint": "adaptive"}
+
+
+def renamed_teacher(distill: Any) -> None:
+    """Give a ``distill`` config section that names a teacher by its old name (:data:`RENAMED_TEACHERS`) the
+    new name, saying so in one line on stderr; leave any other alone."""
+    new = RENAMED_TEACHERS.get(distill.get("name"))
+    if new is not None:
+        print(f"warning: distill={distill.name} is deprecated: it is distill={new} now (the same teacher; "
+              "distill.proposer says whether an LLM proposes)", file=sys.stderr)
+        distill.name = new
+
+# distill.proposer: where the adaptive teacher's parameters come from (agents.teachers.adaptive builds them): the
 # llm channel as configured (llm=...), the bundled offline coach whatever llm says, uniform random search, CMA-ES,
 # and CMA-ES seeded by the llm channel's first proposal per context. Those named in LLM_PROPOSERS open a channel.
 PROPOSERS = ("llm", "coach", "random", "cma", "llm_cma")

@@ -28,7 +28,7 @@ the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit`` and ``gains_s
 the privileged observation entries (``OpenClaw/QuadrupedTerrain-v1`` without ``agent.perceptive_actor``),
 ``ignored_inputs`` (JSON list of the layout's names it never reads: a robot may pass zeros there).
 
-A run taught by an adaptive teacher (``distill=llm_hint``) also gets ``context_params.json`` beside the policy:
+A run taught by an adaptive teacher (``distill=adaptive``) also gets ``context_params.json`` beside the policy:
 the controller parameters its teacher adopted per task context (:mod:`distill.contexts`), from the checkpoint.
 """
 

@@ -12,8 +12,6 @@ added before gradient clipping; after each optimiser step the teacher is told (E
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -22,8 +20,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.utils import explained_variance
 
 from agents.students.distilling import DistillingStudent
-from agents.students.rollout_buffer import DistillDictRolloutBuffer, DistillRolloutBuffer, DistillRolloutSamples
-from agents.students.teacher_actions import TeacherActionSource, recorded_actions
+from agents.students.rollout_buffer import ROLLOUT_EXTENSIONS, TeacherRolloutSamples, with_raw_observations
+from agents.students.teacher_actions import ActingTeacher, copy_as, with_teacher_actions
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
 
@@ -42,7 +40,7 @@ def evaluated_distribution(policy: torch.nn.Module) -> DiagGaussian:
 
 def _resized(buffer, size: int):
     """An empty copy of a rollout buffer holding ``size`` steps per env (the same class and settings)."""
-    resized = copy.copy(buffer)
+    resized = copy_as(buffer, type(buffer))
     resized.buffer_size = size
     resized.reset()
     return resized
@@ -57,34 +55,22 @@ class PPOStudent(DistillingStudent, PPO):
     """``stable_baselines3.PPO`` plus :meth:`attach_distillation`."""
 
     def attach_distillation(self, distillation: OnlinePolicyDistillation,
-                            teacher_actions: TeacherActionSource | None = None) -> None:
+                            acting_teacher: ActingTeacher | None = None) -> None:
         """Add ``alpha * distill_loss`` to every minibatch loss from now on. A teacher that acts while samples
-        are collected (``distillation.needs_recorded_actions``) is ``teacher_actions``: the rollout buffer
-        stores its actions with every sample (:class:`DistillRolloutBuffer`), as it stores raw observations
-        for a teacher that reads them."""
+        are collected (``distillation.needs_teacher_actions``) is ``acting_teacher``: the rollout buffer stores
+        its ``teacher_actions`` with every sample (:func:`with_teacher_actions`, as SAC's replay buffer does), as
+        it stores raw observations for a teacher that reads them (:func:`with_raw_observations`)."""
         if not isinstance(self.action_space, spaces.Box):
             raise TypeError("online distillation needs a continuous (Box) action space")
-        if distillation.needs_recorded_actions and teacher_actions is None:
-            raise ValueError("this teacher's actions are recorded while collecting: pass teacher_actions")
-        normalizer = None
-        if distillation.needs_raw_obs:
-            normalizer = self._vec_normalize_env
-            if normalizer is None:
-                raise TypeError("raw observations are only needed (and available) with VecNormalize")
+        if distillation.needs_teacher_actions and acting_teacher is None:
+            raise ValueError("this teacher's actions are recorded while collecting: pass acting_teacher")
+        if distillation.needs_raw_obs and self._vec_normalize_env is None:
+            raise TypeError("raw observations are only needed (and available) with VecNormalize")
         self.distillation = distillation
-        if teacher_actions is not None or normalizer is not None:
-            buffer_cls = DistillDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else DistillRolloutBuffer
-            self.rollout_buffer = buffer_cls(
-                self.n_steps,
-                self.observation_space,
-                self.action_space,
-                device=self.device,
-                gamma=self.gamma,
-                gae_lambda=self.gae_lambda,
-                n_envs=self.n_envs,
-                teacher=teacher_actions if distillation.needs_recorded_actions else None,
-                normalizer=normalizer,
-            )
+        if distillation.needs_teacher_actions:
+            self.rollout_buffer = with_teacher_actions(self.rollout_buffer, acting_teacher, ROLLOUT_EXTENSIONS)
+        if distillation.needs_raw_obs:
+            self.rollout_buffer = with_raw_observations(self.rollout_buffer, self._vec_normalize_env)
 
     def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
         """SB3's, except that a rollout that would run past ``total_timesteps`` is shortened to the steps left
@@ -96,14 +82,15 @@ class PPOStudent(DistillingStudent, PPO):
             rollout_buffer = self.rollout_buffer = _resized(rollout_buffer, size)
         return super().collect_rollouts(env, callback, rollout_buffer, size)
 
-    def _distill_term(self, batch: DistillRolloutSamples, progress: float) -> torch.Tensor | None:
+    def _distill_term(self, batch: TeacherRolloutSamples, progress: float) -> torch.Tensor | None:
         """alpha * distillation loss for one minibatch, or None when it cannot change anything; call it after
         the minibatch's ``evaluate_actions`` (the student's distribution is that call's)."""
         opd = self.distillation
         if opd is None or opd.alpha(progress) == 0.0:
             return None
         loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=getattr(batch, "raw_observations", None),
-                                       student_dist=evaluated_distribution(self.policy), recorded=recorded_actions(batch))
+                                       student_dist=evaluated_distribution(self.policy),
+                                       teacher_actions=getattr(batch, "teacher_actions", None))
         return alpha * loss
 
     # ==================================================================================================

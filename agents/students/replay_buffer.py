@@ -1,12 +1,13 @@
 """SAC's replay buffers with the teacher's action stored beside every transition, sampled with it.
 
 :class:`TeacherReplayBuffer` (:class:`TeacherDictReplayBuffer` for Dict observations) is SB3's replay buffer
-plus two named fields, filled once per collected step (when SB3 calls ``add``) from a teacher that acts while
-the samples are collected (:class:`~agents.students.teacher_actions.TeacherActionSource`):
-``teacher_actions`` (buffer_size, n_envs, action_dim), the teacher's action on the observation the
-transition's action was taken on, and ``teacher_weights`` (buffer_size, n_envs), 0 where it had none
-(masked). Minibatches (:meth:`samples_at`, ``sample``) are :class:`TeacherReplaySamples`, drawn with exactly
-SB3's random numbers, so storing teacher actions does not change which transitions are sampled.
+plus the teacher's fields (:class:`~agents.students.teacher_actions.TeacherActionFields`, the extension PPO's
+rollout buffer has too, attached the same way: :func:`~agents.students.teacher_actions.with_teacher_actions`
+with :data:`REPLAY_EXTENSIONS`): ``teacher_actions`` (buffer_size, n_envs, action_dim), the teacher's action on
+the observation the transition's action was taken on, and ``teacher_weights`` (buffer_size, n_envs), 0 where it
+had none (masked). Minibatches (:meth:`~_TeacherReplayFields.samples_at`, ``sample``) are
+:class:`TeacherReplaySamples`, drawn with exactly SB3's random numbers, so storing teacher actions does not
+change which transitions are sampled.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.students.teacher_actions import TeacherActionSource
+from agents.students.teacher_actions import TeacherActionFields, as_tensor
+from distill.teachers import TeacherActions
 
 #: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``_get_samples`` that :func:`gather` computes
 #: for given rows (the draw of env indices ``np.random.randint(0, n_envs, size=len(batch_inds))`` and the maths
@@ -40,22 +42,11 @@ class TeacherReplaySamples(NamedTuple):
     dones: torch.Tensor
     rewards: torch.Tensor
     discounts: torch.Tensor | None
-    teacher_actions: torch.Tensor
-    teacher_weights: torch.Tensor
+    teacher_actions: TeacherActions
 
 
-class _TeacherFields:
-    """Mixin for ``ReplayBuffer`` / ``DictReplayBuffer``; :func:`with_teacher_actions` makes one."""
-
-    teacher: TeacherActionSource | None = None
-    teacher_actions: np.ndarray
-    teacher_weights: np.ndarray
-
-    def add(self, obs, next_obs, action, reward, done, infos) -> None:
-        acted_on = self.teacher.acted_on
-        self.teacher_actions[self.pos] = acted_on.actions
-        self.teacher_weights[self.pos] = acted_on.weights
-        super().add(obs, next_obs, action, reward, done, infos)
+class _TeacherReplayFields(TeacherActionFields):
+    """Mixin for ``ReplayBuffer`` / ``DictReplayBuffer``: minibatches with the teacher's actions."""
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> TeacherReplaySamples:
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))  # SB3's draw
@@ -63,47 +54,26 @@ class _TeacherFields:
 
     def samples_at(self, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> TeacherReplaySamples:
         """The transitions at slots ``rows`` of envs ``cols``, with their teacher actions."""
-        return TeacherReplaySamples(*gather(self, rows, cols, env), None, _tensor(self, self.teacher_actions[rows, cols]),
-                                    _tensor(self, self.teacher_weights[rows, cols]))
-
-    def __getstate__(self) -> dict[str, Any]:
-        # saved with checkpoints: the stored fields, not the live teacher (with_teacher_actions attaches it)
-        return {**self.__dict__, "teacher": None}
+        return TeacherReplaySamples(*gather(self, rows, cols, env), None, self.teacher_actions_at(rows, cols))
 
 
-class TeacherReplayBuffer(_TeacherFields, ReplayBuffer):
+class TeacherReplayBuffer(_TeacherReplayFields, ReplayBuffer):
     """``ReplayBuffer`` with the teacher's actions (module docstring)."""
 
 
-class TeacherDictReplayBuffer(_TeacherFields, DictReplayBuffer):
+class TeacherDictReplayBuffer(_TeacherReplayFields, DictReplayBuffer):
     """``DictReplayBuffer`` with the teacher's actions (module docstring)."""
 
 
-def with_teacher_actions(buffer: ReplayBuffer, teacher: TeacherActionSource) -> ReplayBuffer:
-    """``buffer`` as a teacher-actions buffer filled from ``teacher``, holding the same transitions (those
-    stored before have weight 0); a buffer that already is one (loaded with a checkpoint) keeps its fields."""
-    if not isinstance(buffer, _TeacherFields):
-        if type(buffer) not in (ReplayBuffer, DictReplayBuffer) or buffer.optimize_memory_usage:
-            raise TypeError(
-                f"teacher actions need a plain replay buffer, not {type(buffer).__name__}"
-                f"{' with optimize_memory_usage' if buffer.optimize_memory_usage else ''}; for goal envs set agent.her=false"
-            )
-        cls = TeacherDictReplayBuffer if isinstance(buffer, DictReplayBuffer) else TeacherReplayBuffer
-        converted = cls.__new__(cls)
-        converted.__dict__.update(buffer.__dict__)
-        slots = (buffer.buffer_size, buffer.n_envs)
-        converted.teacher_actions = np.zeros((*slots, buffer.action_dim), np.float32)
-        converted.teacher_weights = np.zeros(slots, np.float32)
-        buffer = converted
-    buffer.teacher = teacher
-    return buffer
+#: SB3 replay buffer class -> its extension with the teacher's fields
+REPLAY_EXTENSIONS = {ReplayBuffer: TeacherReplayBuffer, DictReplayBuffer: TeacherDictReplayBuffer}
 
 
 def gather(buffer: ReplayBuffer, rows: np.ndarray, cols: np.ndarray, env: VecNormalize | None) -> tuple:
     """(observations, actions, next observations, dones, rewards) at slots ``rows`` of envs ``cols`` as torch
     tensors, computed as SB3's ``_get_samples`` computes them."""
     def tensor(array: np.ndarray) -> torch.Tensor:
-        return _tensor(buffer, array)
+        return as_tensor(buffer, array)
 
     def observations(stored: Any) -> Any:
         if isinstance(stored, dict):
@@ -119,11 +89,7 @@ def gather(buffer: ReplayBuffer, rows: np.ndarray, cols: np.ndarray, env: VecNor
 
 def samples_type(buffer: ReplayBuffer) -> type:
     """The minibatch type of ``buffer``."""
-    if isinstance(buffer, _TeacherFields):
+    if isinstance(buffer, _TeacherReplayFields):
         return TeacherReplaySamples
     return DictReplayBufferSamples if isinstance(buffer, DictReplayBuffer) else ReplayBufferSamples
 
-
-def _tensor(buffer: ReplayBuffer, array: np.ndarray) -> torch.Tensor:
-    """``array`` as a tensor on the buffer's device (no copy on the CPU when it is contiguous)."""
-    return torch.from_numpy(np.ascontiguousarray(array)).to(buffer.device)

@@ -25,6 +25,8 @@ from agents.students.replay_buffer import (
     gather,
     samples_type,
 )
+from agents.students.teacher_actions import TeacherActionFields
+from distill.teachers import TeacherActions
 
 #: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``BaseBuffer.sample`` whose draw
 #: (stable_baselines3/common/buffers.py) :func:`replay_batches` repeats; its ``_get_samples`` maths are
@@ -48,7 +50,7 @@ def replay_batches(
              for _ in range(steps)]
     rows = np.concatenate([slots for slots, _ in draws])
     cols = np.concatenate([envs for _, envs in draws])
-    teacher = isinstance(buffer, (TeacherReplayBuffer, TeacherDictReplayBuffer))
+    teacher = isinstance(buffer, TeacherActionFields)
     fields = buffer.samples_at(rows, cols, env) if teacher else gather(buffer, rows, cols, env)
     kind = samples_type(buffer)
     for step in range(steps):
@@ -59,4 +61,6 @@ def replay_batches(
 def _part(field: Any, part: slice) -> Any:
     if field is None:
         return None
+    if isinstance(field, TeacherActions):
+        return field.rows(part)
     return {key: value[part] for key, value in field.items()} if isinstance(field, dict) else field[part]

@@ -23,8 +23,8 @@ from stable_baselines3 import SAC
 
 from agents.students.distilling import DistillingStudent, fused_adam
 from agents.students.replay_sampling import replay_batches
-from agents.students.replay_buffer import with_teacher_actions
-from agents.students.teacher_actions import TeacherActionSource, recorded_actions
+from agents.students.replay_buffer import REPLAY_EXTENSIONS
+from agents.students.teacher_actions import ActingTeacher, with_teacher_actions
 from agents.vec_env import torch_unnormalize_obs
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
@@ -78,16 +78,16 @@ class SACStudent(DistillingStudent, SAC):
             self.ent_coef_optimizer = torch.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1), fused=True)
 
     def attach_distillation(self, distillation: OnlinePolicyDistillation,
-                            teacher_actions: TeacherActionSource | None = None) -> None:
+                            acting_teacher: ActingTeacher | None = None) -> None:
         """Add ``alpha * scale * distill_loss`` to the actor loss from now on. A teacher that acts while samples
-        are collected (``distillation.needs_recorded_actions``) is ``teacher_actions``: the replay buffer stores
-        its actions with every transition (:mod:`agents.students.replay_buffer`)."""
+        are collected (``distillation.needs_teacher_actions``) is ``acting_teacher``: the replay buffer stores its
+        ``teacher_actions`` with every transition (:func:`with_teacher_actions`, as PPO's rollout buffer does)."""
         if self.use_sde:
             raise ValueError("distillation with gSDE is not supported; set use_sde=False")
-        if distillation.needs_recorded_actions:
-            if teacher_actions is None:
-                raise ValueError("this teacher's actions are recorded while collecting: pass teacher_actions")
-            self.replay_buffer = with_teacher_actions(self.replay_buffer, teacher_actions)
+        if distillation.needs_teacher_actions:
+            if acting_teacher is None:
+                raise ValueError("this teacher's actions are recorded while collecting: pass acting_teacher")
+            self.replay_buffer = with_teacher_actions(self.replay_buffer, acting_teacher, REPLAY_EXTENSIONS)
         self.distillation = distillation
 
     def _progress(self) -> float:
@@ -100,7 +100,8 @@ class SACStudent(DistillingStudent, SAC):
         if opd is None or opd.alpha(progress) == 0.0:
             return None
         raw = torch_unnormalize_obs(self._vec_normalize_env, batch.observations) if opd.needs_raw_obs else None
-        loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=raw, recorded=recorded_actions(batch))
+        loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=raw,
+                                       teacher_actions=getattr(batch, "teacher_actions", None))
         scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
         return alpha * scale * loss
 

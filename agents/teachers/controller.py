@@ -3,13 +3,14 @@
 :class:`ControllerTeacher` wraps the raw training vector env (below ``VecNormalize``) and runs one
 controller of the env's family per env (:data:`envs.controllers.FAMILIES`: the trot for the quadruped, the
 grasp for the claw). When the student's actions are stepped, every controller acts on the observation
-the student just acted on; :attr:`ControllerTeacher.acted_on` holds those actions and their weights (1:
+the student just acted on; :attr:`ControllerTeacher.teacher_actions` holds those actions and their weights (1:
 the action teaches; 0: masked) and the student's buffer stores them with the sample, as its fields
-``teacher_actions`` and ``teacher_weights`` (:mod:`agents.students.rollout_buffer`,
-:mod:`agents.students.replay_buffer`); :class:`distill.teachers.RecordedActionTeacher` reads them back.
+``teacher_actions`` and ``teacher_weights`` (:mod:`agents.students.teacher_actions`: the same name from here to
+the loss); :class:`distill.teachers.RecordedActionTeacher` reads them back.
 
 ``distill=scripted`` teaches with the default parameters, weight 1 on every sample;
-``distill=llm_hint`` is :class:`agents.teachers.hinted.HintedControllerTeacher`, built on this class.
+``distill=adaptive`` is :class:`agents.teachers.adaptive.AdaptiveControllerTeacher`, built on this class.
+:func:`agents.teachers.builders.controller_teacher` builds either.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from agents.controller_policy import ControllerPolicy
-from agents.students.teacher_actions import TeacherActions
-from agents.config.teacher_kinds import TEACHERS
-from envs.controllers import ControllerFamily, family_of
+from distill.teachers import TeacherActions
+from envs.controllers import ControllerFamily
 from envs.controllers.params_file import read_params
 from envs.declarations import ControllerSpec
 
@@ -46,7 +46,7 @@ class ControllerTeacher(VecEnvWrapper):
         super().__init__(venv)
         self.family = family
         self.policy = ControllerPolicy(family.name, venv.num_envs, spec, params)  # each controller holds its params
-        self.acted_on: TeacherActions | None = None  # see step_async
+        self.teacher_actions: TeacherActions | None = None  # see step_async
         self.retired_at_step: int | None = None  # see retire()
         self._obs: Any = None  # the observation the student's next actions are taken on
         self._episode_start = np.ones(venv.num_envs, dtype=bool)
@@ -66,13 +66,13 @@ class ControllerTeacher(VecEnvWrapper):
 
     def step_async(self, actions: np.ndarray) -> None:
         """Step the student's ``actions``; first, every controller acts on the observation they were taken on
-        (controllers of envs that start an episode are reset first): :attr:`acted_on`."""
-        if not self.retired:  # once retired, acted_on stays the zeros retire() set
-            actions_taught, _ = self.policy.predict(self._obs, episode_start=self._episode_start)
+        (controllers of envs that start an episode are reset first): :attr:`teacher_actions`."""
+        if not self.retired:  # once retired, teacher_actions stays the zeros retire() set
+            taught, _ = self.policy.predict(self._obs, episode_start=self._episode_start)
             weights = self.weights()
             self._weights_sum += float(weights.sum())
             self._weights_n += len(weights)
-            self.acted_on = TeacherActions(actions_taught.astype(np.float32), weights)
+            self.teacher_actions = TeacherActions(taught.astype(np.float32), weights)
         self.venv.step_async(actions)
 
     def step_wait(self):
@@ -87,19 +87,19 @@ class ControllerTeacher(VecEnvWrapper):
         return np.ones(self.num_envs, dtype=np.float32)
 
     def observe(self, obs: Any, dones: np.ndarray, infos: list[dict]) -> None:
-        """A step's outcome, for teachers that learn from it (the hinted teacher's segments); nothing here."""
+        """A step's outcome, for teachers that learn from it (the adaptive teacher's segments); nothing here."""
 
     @property
     def retired(self) -> bool:
         return self.retired_at_step is not None
 
     def retire(self, step: int) -> None:
-        """Stop teaching from env step ``step`` to the end of the run: no controller runs (and no hint is asked
+        """Stop teaching from env step ``step`` to the end of the run: no controller runs (and no proposal is asked
         for); every sample gets weight 0 (nothing reads it: alpha is 0 by now) and the coverage counts only
         the samples before this call."""
         self.retired_at_step = step
         nothing = np.zeros((self.num_envs, *self.action_space.shape), np.float32)
-        self.acted_on = TeacherActions(nothing, np.zeros(self.num_envs, np.float32))
+        self.teacher_actions = TeacherActions(nothing, np.zeros(self.num_envs, np.float32))
 
     def coverage(self) -> float:
         """Fraction of the samples since the last call that have a teacher action (weight > 0)."""
@@ -114,12 +114,12 @@ class ControllerTeacher(VecEnvWrapper):
         return (self._run_sum + self._weights_sum) / n if n else 0.0
 
     def record_stats(self, record: Callable[[str, float], None]) -> None:
-        """Log the teacher's state once per rollout (``hints/teacher_coverage``)."""
+        """Log the teacher's state once per rollout (``teacher/coverage``)."""
         if not self.retired:
-            record("hints/teacher_coverage", self.coverage())
+            record("teacher/coverage", self.coverage())
 
     def finish(self, logger: Any, step: int) -> None:
-        """Called when training ends (the hinted teacher waits for its queries in flight and logs the final counts)."""
+        """Called when training ends (the adaptive teacher waits for its queries in flight and logs the final counts)."""
 
     def report(self) -> dict[str, Any]:
         """What the teacher did over the run (summary keys ``teacher_*``)."""
@@ -129,7 +129,7 @@ class ControllerTeacher(VecEnvWrapper):
         return did
 
     def coverage_cause(self) -> str | None:
-        """Why the coverage is low, when the teacher can tell (the hinted teacher's hint counts)."""
+        """Why the coverage is low, when the teacher can tell (the adaptive teacher's proposal counts)."""
         return None
 
 
@@ -155,19 +155,6 @@ class ControllerTeacherCallback(BaseCallback):
 
     def _on_training_end(self) -> None:
         self.teacher.finish(self.logger, self.num_timesteps)
-
-
-def controller_teacher(venv: VecEnv, cfg: Any) -> ControllerTeacher:
-    """The ``distill=scripted`` / ``distill=llm_hint`` teacher around ``venv`` (raw, before normalisation).
-    Only ``llm_hint`` imports the LLM plumbing (:mod:`agents.teachers.hinted`)."""
-    env = venv.get_attr("unwrapped", indices=[0])[0]
-    family = family_of(env)
-    params = starting_params(family, cfg.distill.controller_params)
-    if not TEACHERS[cfg.distill.name].llm:
-        return ControllerTeacher(venv, family, env.controller_spec, params)
-    from agents.teachers.hinted import hinted_teacher
-
-    return hinted_teacher(venv, family, env, cfg, params)
 
 
 CONTROLLER_PARAMS = ("tuned", "untuned")  # distill.controller_params, or the path of a JSON file of parameters

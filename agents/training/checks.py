@@ -14,7 +14,7 @@ from typing import Any, get_args
 from omegaconf import DictConfig, OmegaConf
 
 from agents import saved_config
-from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON
+from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
 
 
@@ -127,6 +127,7 @@ def validate(cfg: DictConfig) -> None:
     import envs  # noqa: F401  (registers the OpenClaw ids)
     from agents.factory import check_device
 
+    renamed_teacher(cfg.distill)
     bad = _first_non_finite(OmegaConf.to_container(cfg, resolve=True))
     if bad is not None:
         raise ConfigError(f"{bad[0]}={bad[1]} is invalid: it must be a finite number")
@@ -208,10 +209,10 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
                           "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
     if d.hint_replay and not Path(d.hint_replay).is_file():
         raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
-    if not TEACHERS[d.name].llm or d.proposer not in LLM_PROPOSERS:
+    if not TEACHERS[d.name].adaptive or d.proposer not in LLM_PROPOSERS:
         return
     if cfg.llm is None:
-        raise ConfigError("distill=llm_hint needs an LLM channel: add llm=default (configs/llm/)")
+        raise ConfigError(f"distill.proposer={d.proposer} needs an LLM channel: add llm=default (configs/llm/)")
     from distill.llm.settings import ChannelConfig
 
     try:

@@ -31,8 +31,8 @@ from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoT
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.config.teacher_kinds import TEACHERS
-from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback, controller_teacher
-from agents.teachers.distillation import build_distillation
+from agents.teachers.builders import build_distillation, controller_teacher
+from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback
 from agents.factory import build_agent, check_observation_space, load_agent
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
@@ -77,7 +77,7 @@ def _disk_full(run_dir: Path, step: int, err: OSError) -> DiskFull:
 
 
 def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | None]:
-    """The training envs (not normalised yet) and, for a controller teacher (``distill=scripted|llm_hint``),
+    """The training envs (not normalised yet) and, for a controller teacher (``distill=scripted|adaptive``),
     that teacher: it wraps the raw envs, so it is the env returned too."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
     if not TEACHERS[cfg.distill.name].controller:
@@ -255,7 +255,7 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
     callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger(), CurriculumLogger()) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
     if distillation is not None:
-        model.attach_distillation(distillation, teacher_actions=teacher)
+        model.attach_distillation(distillation, acting_teacher=teacher)
         if resume is not None and resume.teacher is not None:
             distillation.teacher.load_state_dict(torch.load(resume.teacher, weights_only=True))
         if teacher is not None:

@@ -5,7 +5,7 @@ policy runs, and their parameters are what the LLM-hint teacher later proposes.
 
 :data:`FAMILIES` is the one table that says which controller belongs to which env family; the
 scripted policies (``evaluate.py policy=trot|grasp``), the controller teachers
-(``distill=scripted|llm_hint``) and their config checks all read it. Every controller has the same
+(``distill=scripted|adaptive``) and their config checks all read it. Every controller has the same
 interface:
 
 * ``Controller(params=None, spec=None)``: ``params`` an instance of the family's ``params`` class

@@ -1,6 +1,7 @@
-"""The adaptive controller teacher: a controller teacher whose parameters are proposed, checked and kept per context.
+"""The adaptive controller teacher (``distill=adaptive``): a controller teacher whose parameters are proposed, checked
+and kept per context. Whether an LLM is involved is the proposer's business (``distill.proposer``).
 
-:class:`HintedControllerTeacher` is a :class:`~agents.teachers.controller.ControllerTeacher` that cuts each
+:class:`AdaptiveControllerTeacher` is a :class:`~agents.teachers.controller.ControllerTeacher` that cuts each
 env's stream into segments (an episode, or ``segment_steps`` steps). When a segment ends its compact
 summary goes to :class:`distill.proposals.ProposalService` (asynchronous), which asks the run's proposer
 (``distill.proposer``: the LLM channel, the bundled coach, random search, CMA-ES or the LLM-seeded CMA-ES)
@@ -17,7 +18,7 @@ the run, checked on episodes of every context: :func:`teaching_context`). The ta
 (``context_params.json``), restored on resume and written next to an exported policy.
 
 This module is the only module of ``agents/`` that imports :mod:`distill.llm` (and with it ``openai``) when
-loaded; :mod:`agents.teachers.controller` loads this one only for ``distill=llm_hint``.
+loaded; :func:`agents.teachers.builders.controller_teacher` loads this one only for ``distill=adaptive``.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def parameter_schema(family: ControllerFamily, spec: ControllerSpec | None) -> P
     return ParameterSchema(family.family, bounds, family.integer_params & frozenset(bounds))
 
 
-class HintedControllerTeacher(ControllerTeacher):
+class AdaptiveControllerTeacher(ControllerTeacher):
     """A controller teacher whose parameters are proposed per context (module docstring).
 
     Args:
@@ -179,18 +180,18 @@ class HintedControllerTeacher(ControllerTeacher):
             self._use_table(i)
 
     def record_stats(self, record) -> None:
-        """The coverage, the service's counters and the table's (``hints/*``); says once on stderr when most LLM
-        calls time out."""
+        """The coverage and the table's counters (``teacher/*``), the proposals' (``hints/*``); says once on stderr
+        when most LLM calls time out."""
         super().record_stats(record)
-        self._record_hints(record)
+        self._record_counters(record)
 
-    def _record_hints(self, record) -> None:
+    def _record_counters(self, record) -> None:
         for key, value in self.service.stats().items():
             record(f"hints/{key}", value)
         for key in ("adopted", "kept", "masked", "stale", "invalid_params"):
-            record(f"hints/table_{key}", float(self.decisions[key]))
-        record("hints/contexts", float(len(self.table.entries)))
-        record("hints/contexts_teaching", float(sum(e.teaching for e in self.table.entries.values())))
+            record(f"teacher/table_{key}", float(self.decisions[key]))
+        record("teacher/contexts", float(len(self.table.entries)))
+        record("teacher/contexts_teaching", float(sum(e.teaching for e in self.table.entries.values())))
         warning = self.service.proposer.warning()
         if warning is not None and not self.warned:
             print(f"warning: {warning}", file=sys.stderr)
@@ -202,7 +203,7 @@ class HintedControllerTeacher(ControllerTeacher):
         came and log the final counters, which then match the records file."""
         self.service.finish(self.service.proposer.patience_s)
         self._collect()
-        self._record_hints(logger.record)  # coverage has no new samples to report
+        self._record_counters(logger.record)  # coverage has no new samples to report
         logger.dump(step)
 
     def report(self) -> dict[str, Any]:
@@ -243,9 +244,9 @@ class HintedControllerTeacher(ControllerTeacher):
         super().close()
 
 
-def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
-                   params: Any = None) -> HintedControllerTeacher:
-    """The ``distill=llm_hint`` teacher around ``venv`` (raw), ``env`` being its first env (unwrapped); every
+def adaptive_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
+                     params: Any = None) -> AdaptiveControllerTeacher:
+    """The ``distill=adaptive`` teacher around ``venv`` (raw), ``env`` being its first env (unwrapped); every
     context starts from ``params`` (``None``: the controllers' defaults for the robot); its proposer is
     ``distill.proposer``'s.
 
@@ -268,8 +269,8 @@ def hinted_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
                               verify_budget_s_per_min=distill.verify_budget_s_per_min,
                               max_verified=distill.max_verified)
     # distill.per_context is absent from a run saved before the setting (resume): per context, as it was made
-    teacher = HintedControllerTeacher(venv, family, env.controller_spec, service, distill.segment_steps,
-                                      distill.hint_max_age, params, distill.verify_on, distill.get("per_context", True))
+    teacher = AdaptiveControllerTeacher(venv, family, env.controller_spec, service, distill.segment_steps,
+                                        distill.hint_max_age, params, distill.verify_on, distill.get("per_context", True))
     teacher.on_close += [r.close for r in resources]
     return teacher
 

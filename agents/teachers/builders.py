@@ -1,9 +1,10 @@
-"""Wire online policy distillation (``distill/``) to the PPO/SAC students from ``cfg.distill``.
+"""Build the teachers and the online policy distillation (``distill/``) of the PPO/SAC students from ``cfg.distill``.
 
 This is the only place that knows both sides: it registers the student's SB3 module in a
 :class:`~distill.policy.PolicyRegistry` and builds the configured teacher: a model teacher (EMA of the
-student, or another run's checkpoint) or, for a controller teacher (:mod:`agents.teachers.controller`),
-the Gaussian around the actions it recorded with the samples.
+student, or another run's checkpoint) or, for a controller teacher, the Gaussian around the actions it
+recorded with the samples. :func:`controller_teacher` builds that controller teacher itself (scripted or
+adaptive), which acts beside the student while the samples are collected.
 """
 
 from __future__ import annotations
@@ -16,18 +17,20 @@ from pathlib import Path
 from omegaconf import DictConfig
 from stable_baselines3 import SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import ALGORITHMS
 from agents.students import policy_entry
 from agents.config.teacher_kinds import TEACHERS
+from agents.teachers.controller import ControllerTeacher, starting_params
 from agents.vec_env import torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import Observation, PolicyRegistry
 from distill.schedules import make_schedule
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
+from envs.controllers import family_of
 
 
 def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | None:
@@ -77,7 +80,7 @@ def build_distillation(
         teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     elif TEACHERS[d.name].reads_run:
         teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
-    elif TEACHERS[d.name].controller:  # its actions travel in the student's buffer (agents.teachers.controller)
+    elif TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
         teacher = RecordedActionTeacher(d.teacher_std, squashed=isinstance(model, SAC))
     else:
         raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
@@ -86,3 +89,16 @@ def build_distillation(
     schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
     return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
 
+
+
+def controller_teacher(venv: VecEnv, cfg: DictConfig) -> ControllerTeacher:
+    """The ``distill=scripted`` / ``distill=adaptive`` teacher around ``venv`` (raw, before normalisation).
+    Only ``adaptive`` imports the proposers' plumbing (:mod:`agents.teachers.adaptive`, and with it the LLM's)."""
+    env = venv.get_attr("unwrapped", indices=[0])[0]
+    family = family_of(env)
+    params = starting_params(family, cfg.distill.controller_params)
+    if not TEACHERS[cfg.distill.name].adaptive:
+        return ControllerTeacher(venv, family, env.controller_spec, params)
+    from agents.teachers.adaptive import adaptive_teacher
+
+    return adaptive_teacher(venv, family, env, cfg, params)
