@@ -3,7 +3,7 @@
 Metrics gathered per episode:
 
 * ``return`` / ``length`` — undiscounted episode return and steps;
-* the metrics the env declares (``METRICS``, a tuple of :class:`envs.base.Metric`: e.g. the
+* the metrics the env declares (``METRICS``, a tuple of :class:`envs.declarations.Metric`: e.g. the
   quadruped's tracking error and fall rate, the claw's success rate), under their ``info`` keys;
 * ``reward_<term>`` — mean per step of each named reward term.
 """

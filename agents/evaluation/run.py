@@ -232,7 +232,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Evaluate as configured, write videos, ``metrics.json`` and PNGs.
 
     Returns the metrics as written to ``metrics.json`` plus ``out_dir`` and ``declared`` (the env's
-    :class:`envs.base.Metric` declarations, which :func:`format_metrics` prints).
+    :class:`envs.declarations.Metric` declarations, which :func:`format_metrics` prints).
     """
     validate(cfg)
     learned = cfg.policy == LEARNED

@@ -1,6 +1,6 @@
 """Evaluation on fixed curriculum tiles: tracking error and falls per group (terrain type) and level.
 
-For an env that declares a :class:`envs.base.Curriculum` (``OpenClaw/QuadrupedTerrain-v1``: groups are
+For an env that declares a :class:`envs.declarations.Curriculum` (``OpenClaw/QuadrupedTerrain-v1``: groups are
 terrain types), :func:`evaluate_tiles` runs ``episodes`` seeded episodes on each (group, level) tile, each
 episode reset with ``options={level_key: level, group_key: group name}``, and counts what happens while the
 robot is still on its tile (``info["left_tile"]`` false): a fall there, and the tracking error. An episode

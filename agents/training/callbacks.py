@@ -57,7 +57,7 @@ class ProgressBar(BaseCallback):
 class InfoTermLogger(BaseCallback):
     """Average every ``reward_*`` term and per-step metric (e.g. ``tracking_error``) from ``info``; log them under ``env/``.
 
-    The per-step metrics are those the env declares with ``per_episode="mean"`` (:class:`envs.base.Metric`).
+    The per-step metrics are those the env declares with ``per_episode="mean"`` (:class:`envs.declarations.Metric`).
 
     Means are taken over all env steps since the last record, made at each PPO rollout end or, for
     off-policy learners, every ``every_steps`` env steps (SB3 writes them at its next log dump).
@@ -107,7 +107,7 @@ class InfoTermLogger(BaseCallback):
 
 
 class CurriculumLogger(BaseCallback):
-    """For an env with a curriculum (its ``CURRICULUM``, :class:`envs.base.Curriculum`): the env copies' levels
+    """For an env with a curriculum (its ``CURRICULUM``, :class:`envs.declarations.Curriculum`): the env copies' levels
     at each PPO rollout end (off-policy: every ``every_steps`` env steps) under ``curriculum/``: ``mean_level``,
     ``max_level``, and per group ``level_<group>`` (the mean over the copies in it; absent while none is) and
     a TensorBoard histogram ``levels_<group>``. Nothing for other envs."""
