@@ -98,11 +98,11 @@ def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
 def _validate_env(cfg: DictConfig) -> None:
     """Construct the training env once (and the evaluation env as the video recorder will): bad
     ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
-    that contradicts the env config's name (:mod:`agents.config.env_names`) and video sizes the renderer cannot
+    that contradicts the env config's name (:mod:`agents.training.env_names`) and video sizes the renderer cannot
     draw fail here."""
     import gymnasium as gym
 
-    from agents.config.env_names import named_model_problem
+    from agents.training.env_names import named_model_problem
     from agents.evaluation.video import recordable
     from agents.vec_env import env_kwargs, is_goal_space
     from envs.base import EnvConfig
