@@ -109,7 +109,7 @@ class EnvConfig:
 
     ``MODELS`` names the arguments that choose the simulated model (the quadruped's ``robot``, the claw's
     ``arm``) and their choices: a Hydra env config named for one of them (``env=go2``) keeps it
-    (:func:`model_named`).
+    (``train.py``'s check, ``agents/training/env_names.py``).
     """
 
     render_mode: RenderMode | None = None  # "human", "rgb_array", "depth_array" or None (no rendering)

@@ -102,8 +102,8 @@ def _validate_env(cfg: DictConfig) -> None:
     draw fail here."""
     import gymnasium as gym
 
-    from agents.training.env_names import named_model_problem
     from agents.evaluation.video import recordable
+    from agents.training.env_names import named_model_problem
     from agents.vec_env import env_kwargs, is_goal_space
     from envs.base import EnvConfig
 
