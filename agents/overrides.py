@@ -177,20 +177,27 @@ def resume_argv(argv: Sequence[str]) -> list[str]:
     return argv
 
 
-def _valid_keys_message(config_dir: str, config_name: str, argv: Sequence[str], full_key: str) -> str:
-    """'valid keys of <parent>: a, b, c' for the config composed from the group choices alone."""
+def _unknown_key_message(config_dir: str, config_name: str, argv: Sequence[str], full_key: str, text: str) -> str:
+    """Hydra's ``text`` about ``full_key`` followed by 'valid keys of <parent>: a, b, c' (the config composed from
+    the group choices alone); for a key of an open mapping (``env.kwargs``: any argument of the env), instead the
+    fix, which is to add it with ``+<key>=<value>``, and the keys the config sets."""
     groups = {p.name for p in Path(config_dir).iterdir() if p.is_dir()}
     choices = [a for a in argv if a.split("=", 1)[0] in groups]
     try:
         cfg = compose(config_name, overrides=choices)
     except (HydraException, OmegaConfBaseException):
-        return ""
+        return text
     parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
     node = OmegaConf.select(cfg, parent) if parent else cfg
     if not isinstance(node, DictConfig):
-        return ""
+        return text
     where = parent or "the top level"
-    return f"; valid keys of {where}: {', '.join(sorted(str(k) for k in node.keys()))}"
+    keys = ", ".join(sorted(str(k) for k in node.keys()))
+    if OmegaConf.get_type(node) is dict:
+        given = next((a for a in argv if a.split("=", 1)[0] == full_key), f"{full_key}=<value>")
+        return (f"{given}: the config does not set {full_key}, and Hydra adds a key only with +: "
+                f"use +{given} ({where} set now: {keys})")
+    return f"{text}; valid keys of {where}: {keys}"
 
 
 def _ignored_added_key(config_dir: str, cfg: DictConfig, overrides: Sequence[str]) -> str | None:
@@ -252,10 +259,9 @@ def check_overrides(
             cause_text = " ".join(str(cause).split()) if cause is not None else ""
             match = _KEY_RE.search(cause_text) or _KEY_RE.search(text)
             unknown_key = match is not None and "not in" in cause_text + text
-            hint = _valid_keys_message(config_dir, config_name, overrides, match.group(1)) if unknown_key else ""
             if cause_text and cause_text not in text:
                 text = f"{text} ({cause_text})"
-            return text + hint
+            return _unknown_key_message(config_dir, config_name, overrides, match.group(1), text) if unknown_key else text
         finally:
             GlobalHydra.instance().clear()
     problem = _ignored_added_key(config_dir, cfg, overrides) or config_secret(cfg, f"composed from {config_dir}")

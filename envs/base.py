@@ -38,7 +38,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 import gymnasium as gym
 import mujoco
@@ -48,6 +48,7 @@ from envs import headless
 from envs.array_math import clip_actions
 from envs.declarations import ControllerSpec, Curriculum, Metric, TaskContext
 from envs.packaging import asset_path
+from envs.typed import check_fields
 
 # MuJoCo raises these warnings (and resets the state to qpos0) when the simulation diverges.
 _DIVERGENCE_WARNINGS = tuple(
@@ -89,32 +90,41 @@ def reject_unknown_options(env_cls: type, options: dict[str, Any], valid: tuple[
         )
 
 
-RENDER_MODES = ("human", "rgb_array", "depth_array")
+RenderMode = Literal["human", "rgb_array", "depth_array"]
+RENDER_MODES = get_args(RenderMode)
 
 
 @dataclass(kw_only=True)
 class EnvConfig:
     """The constructor arguments of a :class:`MujocoTaskEnv`, their defaults and their checks, in one place.
 
-    Each env subclasses it: its arguments are the fields (name, type, default; units in the env's
-    Arguments table), ``__post_init__`` checks and normalizes them (``ValueError`` naming the argument
-    and the fix) and ends with this class's checks, and :meth:`check_model` holds the checks that need
-    the compiled model. The env's constructor takes exactly these fields as keyword arguments
-    (:meth:`from_kwargs`; ``help()`` shows them through :meth:`signature`); :class:`MujocoTaskEnv`
-    keeps the config as ``env.config`` and each checked value also as the attribute of its name.
+    Each env subclasses it: its arguments are the fields (name, declared kind, default; units in the env's
+    Arguments table). Construction checks every argument against its declared kind (:func:`envs.typed.check_fields`:
+    a string is not a boolean, 1.5 not a whole number; ``ValueError`` naming the argument), then runs
+    :meth:`check`, which each env extends with its bounds and choices (``ValueError`` naming the argument and
+    the fix); :meth:`check_model` holds the checks that need the compiled model. The env's constructor takes
+    exactly these fields as keyword arguments (:meth:`from_kwargs`; ``help()`` shows them through
+    :meth:`signature`); :class:`MujocoTaskEnv` keeps the config as ``env.config`` and each checked value also
+    as the attribute of its name.
+
+    ``MODELS`` names the arguments that choose the simulated model (the quadruped's ``robot``, the claw's
+    ``arm``) and their choices: a Hydra env config named for one of them (``env=go2``) keeps it
+    (``train.py``'s check, ``agents/training/env_names.py``).
     """
 
-    render_mode: str | None = None  # "human", "rgb_array", "depth_array" or None (no rendering)
+    render_mode: RenderMode | None = None  # "human", "rgb_array", "depth_array" or None (no rendering)
     width: int = 480  # px of rendered frames
     height: int = 480  # px
     camera: str | int | None = None  # camera name or id; None or -1: MuJoCo's free camera
 
+    MODELS: ClassVar[dict[str, tuple[str, ...]]] = {}  # argument: its choices, for those that choose the model
+
     def __post_init__(self) -> None:
-        if self.render_mode is not None and self.render_mode not in RENDER_MODES:
-            raise ValueError(
-                f"render_mode={self.render_mode!r} is not supported; choose one of {list(RENDER_MODES)} or None"
-            )
-        self.width, self.height = int(self.width), int(self.height)
+        check_fields(self)
+        self.check()
+
+    def check(self) -> None:
+        """The checks beyond the declared kinds (each value already is its kind); envs extend it."""
 
     def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
         """Checks that need the env's compiled model (from ``model_path``): frames fit the offscreen buffer."""

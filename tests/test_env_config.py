@@ -12,6 +12,7 @@ from pathlib import Path
 import envs  # noqa: F401, I001  first: registers the ids and picks a headless GL backend before mujoco loads
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -43,11 +44,12 @@ def test_unknown_argument_lists_each_valid_one_once(env_cls, config_cls):
 
 
 def test_config_holds_the_checked_normalized_values():
-    env = QuadrupedEnv(command_vx=[0, 1], reward_scales={"torques": 0}, tracking_sigma=1, gait_clock=1)
+    env = QuadrupedEnv(command_vx=[0, 1], reward_scales={"torques": 0}, tracking_sigma=1, gait_clock=np.True_)
     config = env.config
     assert isinstance(config, QuadrupedConfig) and config.command_vx == (0.0, 1.0)
     assert config.reward_scales == {**QuadrupedEnv.DEFAULT_REWARD_SCALES, "torques": 0.0}
     assert (env.tracking_sigma, env.gait_clock, env.reward_scales) == (1.0, True, config.reward_scales)
+    assert type(env.gait_clock) is bool  # a numpy boolean is a boolean; 1 is not (tests/test_typed_arguments.py)
     claw = ClawEnv(task="place", lift_height_range=[0.1, 0.1], object_range=0)
     assert (claw.task, claw.lift_height_range, claw.object_range, claw.camera) == ("place", (0.1, 0.1), 0.0, "overview")
 

@@ -97,11 +97,15 @@ def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
 
 def _validate_env(cfg: DictConfig) -> None:
     """Construct the training env once (and the evaluation env as the video recorder will): bad
-    ``env.kwargs`` / ``env.eval_kwargs`` values and video sizes the renderer cannot draw fail here."""
+    ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
+    that contradicts the env config's name (:mod:`agents.training.env_names`) and video sizes the renderer cannot
+    draw fail here."""
     import gymnasium as gym
 
     from agents.evaluation.video import recordable
+    from agents.training.env_names import named_model_problem
     from agents.vec_env import env_kwargs, is_goal_space
+    from envs.base import EnvConfig
 
     t = cfg.train
     eval_kwargs, eval_keys = env_kwargs(cfg, evaluation=True), "env.kwargs or env.eval_kwargs"
@@ -113,8 +117,11 @@ def _validate_env(cfg: DictConfig) -> None:
             env = gym.make(cfg.env.id, **kwargs)
         except (TypeError, ValueError, gym.error.Error) as err:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
-        space = env.observation_space
+        space, config = env.observation_space, getattr(env.unwrapped, "config", None)
         env.close()
+        problem = named_model_problem(cfg.env.name, config) if isinstance(config, EnvConfig) else None
+        if problem:
+            raise ConfigError(problem)
     if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar, Literal, get_args
 
 from envs.base import EnvConfig
 from envs.claw.gantry import ARMS
@@ -19,20 +18,23 @@ from envs.claw.scene import (
     ObjectProperty,
 )
 
-TASKS = ("lift", "place")  # the task= choices
-REWARD_TYPES = ("dense", "sparse")  # the reward_type= choices
+Task = Literal["lift", "place"]
+RewardType = Literal["dense", "sparse"]
+TASKS = get_args(Task)  # the task= choices
+REWARD_TYPES = get_args(RewardType)  # the reward_type= choices
 CAMERAS = ("overview", "front", "closeup")  # the camera names of the claw scene
 
 
 @dataclass(kw_only=True)
 class ClawConfig(EnvConfig):
     """``ClawEnv``'s constructor arguments, their defaults and their checks (the Arguments table of its
-    docstring; units there). After the checks the numbers are floats, the height ranges float pairs and each
-    object property (``object_mass``, ``object_friction``, ``object_size``) a float or a ``(low, high)`` float pair."""
+    docstring; units there). After the checks (the declared kinds first: :mod:`envs.typed`) the numbers are
+    floats, the height ranges float pairs and each object property (``object_mass``, ``object_friction``,
+    ``object_size``) a float or a ``(low, high)`` float pair."""
 
-    task: str = "lift"
+    task: Task = "lift"
     arm: str = "gantry"
-    reward_type: str = "sparse"
+    reward_type: RewardType = "sparse"
     distance_threshold: float = 0.025
     object_range: float = 0.15
     object_yaw_range: float = math.pi / 4
@@ -45,21 +47,19 @@ class ClawConfig(EnvConfig):
     object_size: float | tuple[float, float] = OBJECT_HALF_SIZE
     camera: str | int | None = "overview"
 
-    def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise ValueError(f"task={self.task!r} is not supported; use task='lift' or task='place'")
+    MODELS: ClassVar[dict[str, tuple[str, ...]]] = {"arm": ARMS}
+
+    def check(self) -> None:
+        super().check()
         if self.arm not in ARMS:
             raise ValueError(f"arm={self.arm!r} is not supported; use arm='gantry' (the default) or arm='panda'")
-        if self.reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type={self.reward_type!r} is not supported; use 'dense' or 'sparse'")
-        self.distance_threshold = float(self.distance_threshold)
         if not 0.0 < self.distance_threshold <= 0.2:
             raise ValueError(f"distance_threshold={self.distance_threshold} m must be in (0, 0.2]; Fetch uses 0.05")
         _check_range("object_range", self.object_range, 0.0, OBJECT_XY_LIMIT)
         _check_range("target_range", self.target_range, 0.0, 0.22)
         _check_range("object_yaw_range", self.object_yaw_range, 0.0, math.pi / 4 + 1e-9)
-        self.lift_height_range = _check_interval("lift_height_range", self.lift_height_range, 0.0, 0.30)
-        self.target_height_range = _check_interval("target_height_range", self.target_height_range, 0.0, 0.30)
+        _check_interval("lift_height_range", self.lift_height_range, 0.0, 0.30)
+        _check_interval("target_height_range", self.target_height_range, 0.0, 0.30)
         d, r = self.min_target_distance, self.target_range
         if not 0.0 <= d <= max(r, 0.0) * math.sqrt(2) or (d > 0 and r == 0):
             raise ValueError(
@@ -70,39 +70,27 @@ class ClawConfig(EnvConfig):
             raise ValueError(
                 f"camera={self.camera!r} is unknown; use 'overview', 'front', 'closeup', an id or -1 (free camera)"
             )
-        self.object_range, self.object_yaw_range = float(self.object_range), float(self.object_yaw_range)
-        self.target_range, self.min_target_distance = float(self.target_range), float(self.min_target_distance)
         for prop in OBJECT_PROPERTIES.values():
-            setattr(self, prop.argument, _check_object_property(prop, getattr(self, prop.argument)))
-        super().__post_init__()
+            _check_object_property(prop, getattr(self, prop.argument))
 
 
 def _check_range(name: str, value: float, lo: float, hi: float) -> None:
-    if not (isinstance(value, numbers.Real) and lo <= value <= hi):
+    if not lo <= value <= hi:
         raise ValueError(f"{name}={value!r} must be a number in [{lo}, {hi:.3f}]")
 
 
-def _check_object_property(prop: ObjectProperty, value) -> float | tuple[float, float]:
-    """``value`` of argument ``prop.argument``: a number within ``prop.limits`` (float) or a ``(low, high)``
-    pair with ``low < high`` within them (float pair); ``ValueError`` naming the argument and the fix otherwise."""
+def _check_object_property(prop: ObjectProperty, value: float | tuple[float, float]) -> None:
+    """``ValueError`` naming argument ``prop.argument`` and the fix unless ``value`` (a number or a pair of
+    numbers already) is within ``prop.limits``, a pair with ``low < high``."""
     lo, hi = prop.limits
     unit = f" {prop.unit}" if prop.unit else ""
-    fix = (f"{prop.argument}={value!r} must be a number in [{lo}, {hi}]{unit} (fixed) or a [low, high] pair "
-           f"with {lo} <= low < high <= {hi} (drawn per episode)")
-    pair = isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
-    entries = value if pair else (value,)
-    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and lo <= v <= hi for v in entries):
-        raise ValueError(fix)
-    if pair and not value[0] < value[1]:
-        raise ValueError(fix)
-    return (float(value[0]), float(value[1])) if pair else float(value)
+    entries = value if isinstance(value, tuple) else (value,)
+    if not all(lo <= v <= hi for v in entries) or (isinstance(value, tuple) and not value[0] < value[1]):
+        raise ValueError(f"{prop.argument}={value!r} must be a number in [{lo}, {hi}]{unit} (fixed) or a [low, high] "
+                         f"pair with {lo} <= low < high <= {hi} (drawn per episode)")
 
 
-def _check_interval(name: str, value, lo: float, hi: float) -> tuple[float, float]:
-    try:
-        a, b = (float(x) for x in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} must be a (low, high) pair in metres") from None
+def _check_interval(name: str, value: tuple[float, float], lo: float, hi: float) -> None:
+    a, b = value
     if not lo <= a <= b <= hi:
         raise ValueError(f"{name}={value!r} must satisfy {lo} <= low <= high <= {hi}")
-    return a, b

@@ -36,6 +36,7 @@ import numpy as np
 from envs.claw import ClawEnv
 from envs.claw.scene import NOMINAL_SPEED, OBJECT_REST_Z, POS_STEP, YAW_STEP
 from envs.declarations import ControllerSpec
+from envs.typed import check_fields
 
 _S = ClawEnv.OBS_SLICES
 _GRIP = _S["grip_pos"]
@@ -93,18 +94,11 @@ class GraspParams:
     }  # fmt: skip
 
     def __post_init__(self) -> None:
-        self.xy_offset = tuple(float(v) for v in self.xy_offset)  # type: ignore[assignment]
-        if len(self.xy_offset) != 2:
-            raise ValueError(f"xy_offset={self.xy_offset} must be an (x, y) pair in metres")
+        check_fields(self, "GraspParams.")  # the declared kinds: close_steps a whole number, xy_offset a pair
         for name, (lo, hi) in self.BOUNDS.items():
             value = getattr(self, name)
-            for v in value if isinstance(value, tuple) else (value,):
-                if not (isinstance(v, (int, float, np.number)) and math.isfinite(v) and lo <= v <= hi):
-                    raise ValueError(f"GraspParams.{name}={value!r} must lie in [{lo}, {hi}] {self.UNITS[name]}")
-        for name in ("close_steps", "release_steps"):
-            if int(getattr(self, name)) != getattr(self, name):
-                raise ValueError(f"GraspParams.{name}={getattr(self, name)!r} must be a whole number of steps")
-            setattr(self, name, int(getattr(self, name)))
+            if not all(lo <= v <= hi for v in (value if isinstance(value, tuple) else (value,))):
+                raise ValueError(f"GraspParams.{name}={value!r} must lie in [{lo}, {hi}] {self.UNITS[name]}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GraspParams:

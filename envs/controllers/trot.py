@@ -36,7 +36,6 @@ Servo sag: Go1's servos are soft (Kp 35 N·m/rad), so a stance leg carrying half
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ import numpy as np
 
 from envs.controllers.params_file import read_params
 from envs.quadruped import LegGeometry, QuadrupedEnv, default_leg_geometry
+from envs.typed import check_fields
 
 PARAMS_DIR = Path(__file__).resolve().parent / "trot_params"  # <robot>.json: tuned parameters (tune.py)
 SCAN_REACH = 0.2  # m around a foot's neutral point where the swing looks for the highest ground
@@ -134,12 +134,14 @@ class TrotParams:
     }
 
     def validate(self) -> TrotParams:
-        """Raise ``ValueError`` naming every field that is not a finite number inside ``BOUNDS``."""
+        """Raise ``ValueError`` naming the first field that is not a number (:func:`envs.typed.check_fields`:
+        ``true`` is not one), or every field outside ``BOUNDS``; the fields are floats after it."""
+        check_fields(self, "TrotParams.")
         bad = []
         for f in fields(self):
             v = getattr(self, f.name)
             lo, hi = self.BOUNDS[f.name]
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+            if not lo <= v <= hi:
                 bad.append(f"{f.name}={v!r} (allowed [{lo}, {hi}])")
         if bad:
             raise ValueError("invalid TrotParams: " + "; ".join(bad))

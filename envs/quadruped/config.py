@@ -18,8 +18,9 @@ import mujoco
 import numpy as np
 
 from envs.base import EnvConfig
-from envs.quadruped.robots import robot_named
+from envs.quadruped.robots import ROBOTS, robot_named
 from envs.quadruped.terrain import LEVELS
+from envs.typed import checked
 
 FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.004, ctrl_dt 0.02)
 ACTION_SCALE = 0.5  # rad per unit action (Playground Go1 action_scale)
@@ -55,37 +56,29 @@ def checked_gait_frequency(frequency_hz: Any) -> float:
     """``frequency_hz`` (Hz) as a float; ``ValueError`` unless it is a number in ``GAIT_FREQUENCY_RANGE``."""
     lo, hi = GAIT_FREQUENCY_RANGE
     try:
-        frequency = float(frequency_hz)
-    except (TypeError, ValueError):
+        frequency = checked(frequency_hz, float)
+    except ValueError:
         frequency = math.nan
     if not lo <= frequency <= hi:
         raise ValueError(f"gait frequency {frequency_hz!r} Hz must be a number in [{lo}, {hi}]")
     return frequency
 
 
-def _range_pair(name: str, value: Any, low: float, high: float, kind: type) -> tuple:
-    """``value`` as a ``(lo, hi)`` pair of finite ``kind`` with ``low <= lo <= hi <= high``; ``ValueError``
-    naming ``name`` and what it must be."""
-    try:
-        lo, hi = (kind(v) for v in value)
-        ok = (all(float(v) == kind(v) for v in value) and math.isfinite(lo) and math.isfinite(hi)
-              and low <= lo <= hi <= high)
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        kinds = "whole numbers" if kind is int else "finite numbers"
+def _range_pair(name: str, value: tuple, low: float, high: float) -> None:
+    """``ValueError`` naming ``name`` unless the ``(lo, hi)`` pair ``value`` (numbers already) has
+    ``low <= lo <= hi <= high``."""
+    lo, hi = value
+    if not low <= lo <= hi <= high:
         within = f" within [{low}, {high}]" if math.isfinite(low) and math.isfinite(high) else ""
-        raise ValueError(f"{name}={value!r} must be a (low, high) pair of {kinds} with low <= high{within}; "
-                         "swap or fix the bounds")
-    return lo, hi
+        raise ValueError(f"{name}={value!r} must be a (low, high) pair with low <= high{within}; swap or fix the bounds")
 
 
 @dataclass(kw_only=True)
 class QuadrupedConfig(EnvConfig):
     """:class:`~envs.quadruped.QuadrupedEnv`'s constructor arguments, their defaults and their checks (the
-    Arguments table of its docstring; units there). After the checks every value is normalized (floats,
-    bools, ``(low, high)`` float pairs) and ``reward_scales`` holds the scale of every term: the defaults,
-    overridden."""
+    Arguments table of its docstring; units there). After the checks every value is its declared kind (floats,
+    bools, ``(low, high)`` float pairs; :mod:`envs.typed`) and ``reward_scales`` holds the scale of every term:
+    the defaults, overridden."""
 
     robot: str = "openclaw_go1"
     terrain: str = "flat"
@@ -110,28 +103,25 @@ class QuadrupedConfig(EnvConfig):
     camera: str | int | None = "tracking"
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("flat", "rough")  # the env's choices of ``terrain``
+    MODELS: ClassVar[dict[str, tuple[str, ...]]] = {"robot": tuple(ROBOTS)}
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        super().check()
         robot_named(self.robot)  # ValueError listing the robots
         if self.terrain not in self.TERRAINS:
             raise ValueError(f"terrain={self.terrain!r} is not supported; use one of: {', '.join(self.TERRAINS)}")
+        if self.terrain_seed < 0:
+            raise ValueError(f"terrain_seed={self.terrain_seed} must be >= 0 (a seed of the terrain's heights)")
         if not 0.0 <= self.terrain_bump_height <= 0.2:
             raise ValueError(f"terrain_bump_height={self.terrain_bump_height} m must be in [0, 0.2]")
         for name in ("command_vx", "command_vy", "command_yaw_rate"):
-            setattr(self, name, _range_pair(name, getattr(self, name), -math.inf, math.inf, float))
-        scales = dict(DEFAULT_REWARD_SCALES)
-        if self.reward_scales is not None:
-            unknown = sorted(set(self.reward_scales) - set(scales))
-            if unknown:
-                raise ValueError(
-                    f"unknown reward term(s) {unknown} in reward_scales; "
-                    f"valid names are: {', '.join(REWARD_TERMS)}"
-                )
-            for k, v in self.reward_scales.items():
-                if not math.isfinite(float(v)):
-                    raise ValueError(f"reward_scales[{k!r}]={v} must be finite")
-                scales[k] = float(v)
-        self.reward_scales = scales
+            _range_pair(name, getattr(self, name), -math.inf, math.inf)
+        unknown = sorted(set(self.reward_scales or {}) - set(DEFAULT_REWARD_SCALES))
+        if unknown:
+            raise ValueError(
+                f"unknown reward term(s) {unknown} in reward_scales; valid names are: {', '.join(REWARD_TERMS)}"
+            )
+        self.reward_scales = {**DEFAULT_REWARD_SCALES, **(self.reward_scales or {})}
         if not self.tracking_sigma > 0:
             raise ValueError(f"tracking_sigma={self.tracking_sigma} must be > 0")
         if self.reset_noise_scale < 0:
@@ -141,17 +131,12 @@ class QuadrupedConfig(EnvConfig):
                 f"push_interval_s={self.push_interval_s} and push_velocity={self.push_velocity} must be >= 0 "
                 "(0 disables pushes)"
             )
-        self.tracking_sigma, self.reset_noise_scale = float(self.tracking_sigma), float(self.reset_noise_scale)
-        self.push_interval_s, self.push_velocity = float(self.push_interval_s), float(self.push_velocity)
-        self.domain_randomization, self.gait_clock = bool(self.domain_randomization), bool(self.gait_clock)
         self.gait_frequency_hz = checked_gait_frequency(self.gait_frequency_hz)
-        self.obs_noise = float(self.obs_noise)
-        if not (math.isfinite(self.obs_noise) and self.obs_noise >= 0):
+        if self.obs_noise < 0:
             raise ValueError(f"obs_noise={self.obs_noise} must be >= 0 (1: MuJoCo Playground's Go1 noise scales)")
-        self.action_delay_steps = _range_pair("action_delay_steps", self.action_delay_steps, 0, 10, int)
+        _range_pair("action_delay_steps", self.action_delay_steps, 0, 10)
         for name in ("motor_strength", "kp_scale", "kd_scale"):
-            setattr(self, name, _range_pair(name, getattr(self, name), 0.1, 10.0, float))
-        super().__post_init__()
+            _range_pair(name, getattr(self, name), 0.1, 10.0)
 
     def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
         super().check_model(model, model_path)
@@ -174,12 +159,10 @@ class QuadrupedTerrainConfig(QuadrupedConfig):
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
+        super().check()
         if not self.gait_clock:
             raise ValueError("gait_clock=False: the terrain env's observation always carries the gait clock")
-        self.curriculum, self.heading_command = bool(self.curriculum), bool(self.heading_command)
-        self.max_init_level = _range_pair("max_init_level", (self.max_init_level, self.max_init_level), 0,
-                                          LEVELS - 1, int)[0]
-        self.ground_friction = _range_pair("ground_friction", self.ground_friction, 0.05, 3.0, float)
-
+        if not 0 <= self.max_init_level <= LEVELS - 1:
+            raise ValueError(f"max_init_level={self.max_init_level} must be a level in [0, {LEVELS - 1}]")
+        _range_pair("ground_friction", self.ground_friction, 0.05, 3.0)
