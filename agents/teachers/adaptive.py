@@ -297,7 +297,7 @@ def make_proposer(cfg: Any, schema: ParameterSchema, resources: list[Any]) -> Pr
     distill = cfg.distill
     if distill.proposer in ("random", "cma"):
         return RandomProposer(schema, cfg.seed) if distill.proposer == "random" else _cma(distill, schema, cfg.seed)
-    channel_cfg = _channel_config(cfg)
+    channel_cfg = channel_config(cfg)
     llm = LLMProposer(_checked_channel(channel_cfg, resources, distill.hint_replay), channel_cfg, schema,
                       "coach" if distill.proposer == "coach" else "llm")
     if distill.hint_replay:
@@ -309,7 +309,7 @@ def _cma(distill: Any, schema: ParameterSchema, seed: int) -> CMAProposer:
     return CMAProposer(schema, distill.search_sigma, distill.search_popsize, seed)
 
 
-def _channel_config(cfg: Any) -> ChannelConfig:
+def channel_config(cfg: Any) -> ChannelConfig:
     """The channel settings of ``distill.proposer``: the ``llm`` group's; for ``coach`` the bundled server."""
     if cfg.distill.proposer != "coach":
         if cfg.llm is None:

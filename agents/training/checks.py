@@ -97,10 +97,12 @@ def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
 
 def _validate_env(cfg: DictConfig) -> None:
     """Construct the training env once (and the evaluation env as the video recorder will): bad
-    ``env.kwargs`` / ``env.eval_kwargs`` values and video sizes the renderer cannot draw fail here."""
+    ``env.kwargs`` / ``env.eval_kwargs`` values and video sizes the renderer cannot draw fail here, and so do
+    what the learner and the teacher need of its spaces (privileged observations, a checkpoint teacher's)."""
     import gymnasium as gym
 
     from agents.evaluation.video import recordable
+    from agents.factory import check_privileged
     from agents.vec_env import env_kwargs, is_goal_space
 
     t = cfg.train
@@ -113,11 +115,26 @@ def _validate_env(cfg: DictConfig) -> None:
             env = gym.make(cfg.env.id, **kwargs)
         except (TypeError, ValueError, gym.error.Error) as err:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
-        space = env.observation_space
+        space, actions = env.observation_space, env.action_space
+        privileged = getattr(env.unwrapped, "privileged_obs", None)
         env.close()
+    check_privileged(cfg.agent, privileged, cfg.env.id)
+    if TEACHERS[cfg.distill.name].reads_run:
+        _validate_teacher_run(cfg.distill, space, actions)
     if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")
+
+
+def _validate_teacher_run(d: DictConfig, space: Any, actions: Any) -> None:
+    """The checkpoint teacher's run has the checkpoint ``distill.teacher_checkpoint`` names, of a learner that
+    observes ``space`` and acts in ``actions`` (the student's); a damaged file is left for its load to report."""
+    from agents.factory import saved_spaces
+    from agents.teachers.builders import check_teacher_spaces, teacher_checkpoint
+
+    teacher = saved_spaces(teacher_checkpoint(d.teacher, d.teacher_checkpoint).model)
+    if teacher is not None:
+        check_teacher_spaces(d.teacher, teacher, (space, actions))
 
 
 def validate(cfg: DictConfig) -> None:
@@ -211,14 +228,19 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
     if not TEACHERS[d.name].adaptive or d.proposer not in LLM_PROPOSERS:
         return
-    if cfg.llm is None:
-        raise ConfigError(f"distill.proposer={d.proposer} needs an LLM channel: add llm=default (configs/llm/)")
-    from distill.llm.settings import ChannelConfig
+    from agents.teachers.adaptive import channel_config
+    from distill.llm.errors import ChannelError
+    from distill.llm.settings import check_settings
 
     try:
-        ChannelConfig.from_mapping(OmegaConf.to_container(cfg.llm, resolve=True))
+        settings = channel_config(cfg)  # the llm group's, as the run opens it (environment overrides applied)
     except ValueError as err:
         raise ConfigError(f"llm: {err}") from None
+    if not d.hint_replay:  # a replay opens no channel
+        try:
+            check_settings(settings)
+        except ChannelError as err:
+            raise ConfigError(f"LLM channel: {err.message}") from None
 
 
 def _validate_distill(d: DictConfig) -> None:
