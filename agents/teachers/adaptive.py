@@ -257,7 +257,8 @@ def adaptive_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     """
     distill = cfg.distill
     run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
-    records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    records_dir = Path(distill.records_dir) if distill.records_dir else Path(cfg.run_dir) / "records"
+    records = records_dir / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     resources: list[Any] = []
     proposer = make_proposer(cfg, parameter_schema(family, env.controller_spec), resources)
     verifier = None

@@ -187,6 +187,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
     from agents.teachers.controller import CONTROLLER_PARAMS, starting_params
+    from agents.training.inputs import check_pinned
     from envs.controllers import family_of_id
 
     d = cfg.distill
@@ -200,6 +201,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     except ValueError as err:
         raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
                           "choose another env or distill=none|ema|checkpoint") from None
+    check_pinned(cfg)  # a resume: the parameter file the run started from, unchanged
     try:
         starting_params(family, d.controller_params)
     except (TypeError, ValueError) as err:
@@ -225,7 +227,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         raise ConfigError(f"distill.verify_budget_s_per_min={d.verify_budget_s_per_min} is invalid: use a positive "
                           "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
     if d.hint_replay and not Path(d.hint_replay).is_file():
-        raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
+        raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (<run dir>/records/*.jsonl)")
     if not TEACHERS[d.name].adaptive or d.proposer not in LLM_PROPOSERS:
         return
     from agents.teachers.adaptive import channel_config
