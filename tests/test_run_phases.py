@@ -12,12 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
 
-from test_run_safety import finished_run, run_copy  # noqa: F401  (pytest fixtures)
+from test_run_safety import finished_run, in_the_final_evaluation, run_copy  # noqa: F401  (pytest fixtures)
 from test_train import ROOT, run_train
 from test_user_errors import refused
 
@@ -112,15 +111,7 @@ def test_resume_fills_keys_added_since_the_run_was_made_and_says_which(run_copy)
 # ------------------------------------------------------------------------------ 4. kill -9, records, an empty curve
 def test_a_resume_finishes_a_final_evaluation_that_kill_9_cut_short(tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(  # one long final evaluation after 4096 training steps (only the final save)
-        [sys.executable, str(ROOT / "train.py"), *SMOKE, "train.eval_freq=1000000", "train.eval_episodes=60",
-         "train.checkpoint_freq=1000000", f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    final = run_dir / "checkpoints" / f"step_{4096:012d}"
-    start = time.time()
-    while time.time() - start < 240 and not (final / "meta.json").is_file():
-        time.sleep(0.2)
-    time.sleep(1.0)  # into the evaluation
+    proc = in_the_final_evaluation(run_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert not (run_dir / "summary.json").exists()
