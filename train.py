@@ -25,6 +25,7 @@ from agents.config.schema import register_configs
 from agents.errors import ConfigError
 from agents.overrides import exit_if_invalid, resume_argv
 from agents.training.checks import validate
+from agents.training.inputs import pin
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
 register_configs()
@@ -67,6 +68,8 @@ def main(cfg: DictConfig) -> None:
     try:
         if cfg.resume:
             cfg = prepare(cfg, list(HydraConfig.get().overrides.task))
+        else:  # the files it reads, as config.yaml records them: absolute, the parameter file's digest
+            pin(cfg)
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
         validate(cfg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -54,10 +55,18 @@ def _ppo_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
                                           a.perceptive_actor)
         kwargs["policy_kwargs"].update(actor_keep=actor, critic_keep=critic)
         kwargs["policy"] = MaskedActorCriticPolicy
-    elif a.privileged_critic or a.perceptive_actor:
-        raise ConfigError("agent.privileged_critic / agent.perceptive_actor need an env with privileged observations "
-                          "(env=quadruped_terrain); set them to false")
+    else:
+        check_privileged(a, privileged, "this env")
     return kwargs
+
+
+def check_privileged(agent: DictConfig, privileged: dict | None, env_id: str) -> None:
+    """:class:`ConfigError` when ``agent.privileged_critic`` or ``agent.perceptive_actor`` is set for env ``env_id``,
+    whose observations have no privileged entries (``privileged``: its ``privileged_obs``, empty or None)."""
+    for key in ("privileged_critic", "perceptive_actor"):
+        if not privileged and agent.get(key):
+            raise ConfigError(f"agent.{key}=true: {env_id} has no privileged observations (env.privileged_obs) to "
+                              f"show or hide; set agent.{key}=false, or train on an env with them (env=quadruped_terrain)")
 
 
 def _sac_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
@@ -140,11 +149,10 @@ def check_observation_space(path: str, venv: VecEnv) -> None:
     A checkpoint only runs on the env version it was trained on: e.g. ``OpenClaw/Quadruped-v0`` gives 48
     values, ``-v1`` appends the gait clock (57). A file that cannot be read is left for the load to report.
     """
-    try:
-        data, _, _ = load_from_zip_file(path, device="cpu")
-        saved = data["observation_space"]
-    except Exception:  # damaged or not a learner: the load itself says so
+    spaces = saved_spaces(path)
+    if spaces is None:  # damaged or not a learner: the load itself says so
         return
+    saved = spaces[0]
     if saved != venv.observation_space:
         raise ConfigError(
             f"{path} was trained on observations {saved} but this env gives {venv.observation_space}: a "
@@ -152,3 +160,13 @@ def check_observation_space(path: str, venv: VecEnv) -> None:
             "values, -v1 adds the gait clock: 57); use that env id (evaluate.py env_id=..., the run's own "
             "config by default) or train a new run"
         )
+
+
+def saved_spaces(path: str | Path) -> tuple[Any, Any] | None:
+    """(observation space, action space) of the learner saved at ``path``, read without building it; None when
+    the file is damaged or holds no learner (loading it says why)."""
+    try:
+        data, _, _ = load_from_zip_file(path, device="cpu")
+        return data["observation_space"], data["action_space"]
+    except Exception:  # a truncated zip or pickle reports damage as many exception types
+        return None

@@ -9,7 +9,9 @@ checkpoints are :mod:`agents.checkpoint`'s business.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +54,8 @@ def load(run_dir: str | Path, option: str) -> DictConfig:
     Damaged: not YAML (truncated), not a mapping, a section or ``env.id`` / ``agent.name`` missing, or a
     value of the wrong type for its key (``seed: abc``). A resume (``option="resume"``) needs every
     section train.py writes (env, agent, distill, train, seed). A teacher saved under its old name
-    (``distill.name: llm_hint``) takes its new one, with a message.
+    (``distill.name: llm_hint``) takes its new one, with a message. Keys added to the schema since the run
+    was made (``train.vec_mode``, ``env.eval_kwargs`` ...) take their defaults, named in one line on stderr.
     """
     file = path(run_dir, option)
     fix = f"restore it from a copy of the run, or pass another run directory ({option}=<run dir>)"
@@ -82,7 +85,39 @@ def load(run_dir: str | Path, option: str) -> DictConfig:
         raise ConfigError(f"{where}: {problem} (hand-edited or damaged?); correct that value, or {fix}")
     if isinstance(saved.get("distill"), DictConfig):
         renamed_teacher(saved.distill)
+    _fill_added(saved, f"{option}={run_dir}: {file}")
     return saved
+
+
+_told: set[str] = set()  # runs whose added keys were reported (a command loads a run's config more than once)
+
+
+def _fill_added(saved: DictConfig, where: str) -> None:
+    """Give the keys added to the schema since the run was made (absent from its ``config.yaml``) their
+    defaults, and say which, once per run and process, on stderr."""
+    agent = {"ppo": PPOConfig, "sac": SACConfig}[saved.agent.name]
+    added = _added(OmegaConf.structured(TrainConfig), saved, "") + _added(OmegaConf.structured(agent), saved.agent, "agent.")
+    if added and where not in _told:
+        _told.add(where)
+        print(f"{where} predates settings added since the run was made; they take their defaults: {', '.join(added)}",
+              file=sys.stderr)
+
+
+def _added(schema: DictConfig, node: DictConfig, prefix: str) -> list[str]:
+    """Set each key of ``schema`` (a structured config) that ``node`` lacks to its default (keys without one are
+    left out); ``key=default`` for each, nested sections included."""
+    added = []
+    for key in schema:
+        want = schema._get_node(key)
+        section = (OmegaConf.get_type(want) or want._metadata.ref_type) if isinstance(want, DictConfig) else None
+        if key in node:
+            if is_dataclass(section) and isinstance(node[key], DictConfig):  # a schema section
+                added += _added(OmegaConf.structured(section), node[key], f"{prefix}{key}.")
+        elif not OmegaConf.is_missing(schema, key):
+            with open_dict(node):
+                node[key] = OmegaConf.to_container(want) if OmegaConf.is_config(want) else want._value()
+            added.append(f"{prefix}{key}={_describe(node, str(key))}")
+    return added
 
 
 def _describe(cfg: DictConfig, key: str) -> str:

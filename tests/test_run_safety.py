@@ -269,22 +269,30 @@ def test_resume_from_an_earlier_checkpoint_sets_aside_a_later_best_and_removes_p
     assert best is None or best.meta["num_timesteps"] > 2048  # a best of the resumed timeline only
 
 
-def test_ctrl_c_during_the_final_evaluation_writes_the_summary_and_says_what_to_do(tmp_path):
-    import signal
+def in_the_final_evaluation(run_dir, **popen) -> subprocess.Popen:
+    """``train.py`` (smoke) into ``run_dir``, returned about a second into its final evaluation: one long one (60
+    episodes x 1000 steps) after 4096 training steps; the only checkpoint is the final save, whose meta.json
+    appears just before that evaluation starts. ``popen``: ``subprocess.Popen``'s options."""
     import time
 
-    run_dir = tmp_path / "run"
-    proc = subprocess.Popen(  # one long final evaluation (60 episodes x 1000 steps) after 4096 training steps; the
-        # only checkpoint is the final save, whose meta.json appears just before that evaluation starts
+    proc = subprocess.Popen(
         [sys.executable, str(ROOT / "train.py"), *SMOKE, "train.eval_freq=1000000", "train.eval_episodes=60",
-         "train.checkpoint_freq=1000000", f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # Ctrl-C as in a terminal (CI ignores it)
+         "train.checkpoint_freq=1000000", f"hydra.run.dir={run_dir}"], cwd=ROOT, **popen)
     final = run_dir / "checkpoints" / f"step_{4096:012d}"
     start = time.time()
     while time.time() - start < 240 and not (final / "meta.json").is_file():
         time.sleep(0.2)
     time.sleep(1.0)  # into the evaluation
+    return proc
+
+
+def test_ctrl_c_during_the_final_evaluation_writes_the_summary_and_says_what_to_do(tmp_path):
+    import signal
+
+    run_dir = tmp_path / "run"
+    proc = in_the_final_evaluation(  # Ctrl-C as in a terminal (CI ignores it)
+        run_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]

@@ -95,13 +95,14 @@ class DistillConfig:
     teacher_checkpoint: str = "best"  # best | latest
     teacher_std: float = 0.3  # scripted / adaptive: std of the Gaussian around the controller's action
     controller_params: str = "tuned"  # scripted / adaptive: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
+    controller_params_sha256: Optional[str] = None  # set by train.py: controller_params' file's SHA-256 (16 hex digits; a resume checks it)
     segment_steps: int = 200  # adaptive: a segment ends at an episode end or after this many env steps
     hint_max_age: int = 3  # adaptive: a proposal asked for against a context's parameters is dropped once this many adoptions replaced them
     proposer: str = "llm"  # adaptive: llm (the llm channel) | coach (the bundled coach) | random | cma | llm_cma
     max_verified: Optional[int] = None  # adaptive: proposals checked in simulation at most (null: unbounded)
     search_sigma: float = 0.2  # cma / llm_cma: CMA-ES's initial step, of each bound's width
     search_popsize: Optional[int] = None  # cma / llm_cma: candidates per generation (null: 4 + 3 ln n)
-    records_dir: str = "records/opd"  # adaptive: one JSONL line per hint query, <run>-<time>.jsonl
+    records_dir: Optional[str] = None  # adaptive: one JSONL line per hint query, <run>-<time>.jsonl (null: <run dir>/records)
     hint_replay: Optional[str] = None  # adaptive: answer from this records file only (no LLM calls)
     min_coverage: float = 0.5  # a run whose teacher gave actions for fewer samples than this ends with a warning
     require_coverage: bool = False  # ... or with an error (exit status 1) instead of the warning

@@ -257,7 +257,8 @@ def adaptive_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     """
     distill = cfg.distill
     run_name = f"{cfg.env.name}-{cfg.agent.name}-{Path(cfg.run_dir).name}"
-    records = Path(distill.records_dir) / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    records_dir = Path(distill.records_dir) if distill.records_dir else Path(cfg.run_dir) / "records"
+    records = records_dir / f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
     resources: list[Any] = []
     proposer = make_proposer(cfg, parameter_schema(family, env.controller_spec), resources)
     verifier = None
@@ -297,7 +298,7 @@ def make_proposer(cfg: Any, schema: ParameterSchema, resources: list[Any]) -> Pr
     distill = cfg.distill
     if distill.proposer in ("random", "cma"):
         return RandomProposer(schema, cfg.seed) if distill.proposer == "random" else _cma(distill, schema, cfg.seed)
-    channel_cfg = _channel_config(cfg)
+    channel_cfg = channel_config(cfg)
     llm = LLMProposer(_checked_channel(channel_cfg, resources, distill.hint_replay), channel_cfg, schema,
                       "coach" if distill.proposer == "coach" else "llm")
     if distill.hint_replay:
@@ -309,7 +310,7 @@ def _cma(distill: Any, schema: ParameterSchema, seed: int) -> CMAProposer:
     return CMAProposer(schema, distill.search_sigma, distill.search_popsize, seed)
 
 
-def _channel_config(cfg: Any) -> ChannelConfig:
+def channel_config(cfg: Any) -> ChannelConfig:
     """The channel settings of ``distill.proposer``: the ``llm`` group's; for ``coach`` the bundled server."""
     if cfg.distill.proposer != "coach":
         if cfg.llm is None:

@@ -13,6 +13,7 @@ import functools
 import pickle
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig
 from stable_baselines3 import SAC
@@ -42,21 +43,35 @@ def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | Non
     return functools.partial(torch_normalize_obs, saved) if saved.norm_obs else None
 
 
-def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:
-    """A frozen teacher from another run's ``best`` or ``latest`` checkpoint, with its own normalisation."""
-    saved = saved_config.load(run_dir, "distill.teacher")
+def teacher_checkpoint(run_dir: str, which: str) -> checkpoint.Checkpoint:
+    """The ``best`` or ``latest`` checkpoint of teacher run ``run_dir``; :class:`ConfigError` when it has none."""
     run = Path(run_dir)
     found = checkpoint.best(run) if which == "best" else checkpoint.latest(run)
     if found is None:
         raise ConfigError(f"distill.teacher={run_dir}: no '{which}' checkpoint under {run / 'checkpoints'}")
-    teacher_model = ALGORITHMS[saved.agent.name].load(found.model, device=student.device)
-    if teacher_model.observation_space != student.observation_space:
+    return found
+
+
+def check_teacher_spaces(run_dir: str, teacher: tuple[Any, Any], student: tuple[Any, Any]) -> None:
+    """:class:`ConfigError` unless the teacher of run ``run_dir`` observes the student's observation space and acts
+    in an action space of the student's shape (each a pair: observation space, action space)."""
+    if teacher[0] != student[0]:
         raise ConfigError(
-            f"distill.teacher={run_dir}: the teacher's observation space {teacher_model.observation_space} "
-            f"differs from the student's {student.observation_space}"
+            f"distill.teacher={run_dir}: the teacher's observation space {teacher[0]} differs from the student's "
+            f"{student[0]} (a teacher trained on another env); pick a teacher run of this env"
         )
-    if teacher_model.action_space.shape != student.action_space.shape:
-        raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces")
+    if teacher[1].shape != student[1].shape:
+        raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
+                          f"({teacher[1].shape} and {student[1].shape}); pick a teacher run of this env")
+
+
+def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:
+    """A frozen teacher from another run's ``best`` or ``latest`` checkpoint, with its own normalisation."""
+    saved = saved_config.load(run_dir, "distill.teacher")
+    found = teacher_checkpoint(run_dir, which)
+    teacher_model = ALGORITHMS[saved.agent.name].load(found.model, device=student.device)
+    check_teacher_spaces(run_dir, (teacher_model.observation_space, teacher_model.action_space),
+                         (student.observation_space, student.action_space))
     env = student.get_env()
     student_normalizes = isinstance(env, VecNormalize) and env.norm_obs
     return CheckpointTeacher(

@@ -99,10 +99,12 @@ def _validate_env(cfg: DictConfig) -> None:
     """Construct the training env once (and the evaluation env as the video recorder will): bad
     ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
     that contradicts the env config's name (:mod:`agents.training.env_names`) and video sizes the renderer cannot
-    draw fail here."""
+    draw fail here, and so do what the learner and the teacher need of its spaces (privileged observations, a
+    checkpoint teacher's)."""
     import gymnasium as gym
 
     from agents.evaluation.video import recordable
+    from agents.factory import check_privileged
     from agents.training.env_names import named_model_problem
     from agents.vec_env import env_kwargs, is_goal_space
     from envs.base import EnvConfig
@@ -117,14 +119,29 @@ def _validate_env(cfg: DictConfig) -> None:
             env = gym.make(cfg.env.id, **kwargs)
         except (TypeError, ValueError, gym.error.Error) as err:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
-        space, config = env.observation_space, getattr(env.unwrapped, "config", None)
+        space, actions, config = env.observation_space, env.action_space, getattr(env.unwrapped, "config", None)
+        privileged = getattr(env.unwrapped, "privileged_obs", None)
         env.close()
         problem = named_model_problem(cfg.env.name, config) if isinstance(config, EnvConfig) else None
         if problem:
             raise ConfigError(problem)
+    check_privileged(cfg.agent, privileged, cfg.env.id)
+    if TEACHERS[cfg.distill.name].reads_run:
+        _validate_teacher_run(cfg.distill, space, actions)
     if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")
+
+
+def _validate_teacher_run(d: DictConfig, space: Any, actions: Any) -> None:
+    """The checkpoint teacher's run has the checkpoint ``distill.teacher_checkpoint`` names, of a learner that
+    observes ``space`` and acts in ``actions`` (the student's); a damaged file is left for its load to report."""
+    from agents.factory import saved_spaces
+    from agents.teachers.builders import check_teacher_spaces, teacher_checkpoint
+
+    teacher = saved_spaces(teacher_checkpoint(d.teacher, d.teacher_checkpoint).model)
+    if teacher is not None:
+        check_teacher_spaces(d.teacher, teacher, (space, actions))
 
 
 def validate(cfg: DictConfig) -> None:
@@ -177,6 +194,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
     from agents.teachers.controller import CONTROLLER_PARAMS, starting_params
+    from agents.training.inputs import check_pinned
     from envs.controllers import family_of_id
 
     d = cfg.distill
@@ -190,6 +208,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     except ValueError as err:
         raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
                           "choose another env or distill=none|ema|checkpoint") from None
+    check_pinned(cfg)  # a resume: the parameter file the run started from, unchanged
     try:
         starting_params(family, d.controller_params)
     except (TypeError, ValueError) as err:
@@ -215,17 +234,22 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         raise ConfigError(f"distill.verify_budget_s_per_min={d.verify_budget_s_per_min} is invalid: use a positive "
                           "number of CPU seconds per minute, null for no bound, or distill.verify_hints=false")
     if d.hint_replay and not Path(d.hint_replay).is_file():
-        raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (records/opd/*.jsonl)")
+        raise ConfigError(f"distill.hint_replay={d.hint_replay}: no such records file (<run dir>/records/*.jsonl)")
     if not TEACHERS[d.name].adaptive or d.proposer not in LLM_PROPOSERS:
         return
-    if cfg.llm is None:
-        raise ConfigError(f"distill.proposer={d.proposer} needs an LLM channel: add llm=default (configs/llm/)")
-    from distill.llm.settings import ChannelConfig
+    from agents.teachers.adaptive import channel_config
+    from distill.llm.errors import ChannelError
+    from distill.llm.settings import check_settings
 
     try:
-        ChannelConfig.from_mapping(OmegaConf.to_container(cfg.llm, resolve=True))
+        settings = channel_config(cfg)  # the llm group's, as the run opens it (environment overrides applied)
     except ValueError as err:
         raise ConfigError(f"llm: {err}") from None
+    if not d.hint_replay:  # a replay opens no channel
+        try:
+            check_settings(settings)
+        except ChannelError as err:
+            raise ConfigError(f"LLM channel: {err.message}") from None
 
 
 def _validate_distill(d: DictConfig) -> None:

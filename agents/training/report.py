@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from agents.training.run_dir import SUMMARY  # noqa: E402
 from envs.declarations import Metric  # noqa: E402
 
 
@@ -62,7 +63,10 @@ def plot_learning_curve(run_dir: str | Path, metrics: Sequence[Metric] = (), tit
     ax.set_ylabel("episode return")
     ax.set_title(title or run_dir.name)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    if ax.get_lines():
+        ax.legend(loc="lower right", fontsize=8)
+    else:  # a short run without evaluations (train.eval_freq=0) in which no episode ended: nothing to plot
+        ax.text(0.5, 0.5, "no episode ended and no evaluation ran", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     out = run_dir / "learning_curve.png"
     fig.savefig(out)
@@ -71,7 +75,7 @@ def plot_learning_curve(run_dir: str | Path, metrics: Sequence[Metric] = (), tit
 
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> Path:
-    out = Path(run_dir) / "summary.json"
+    out = Path(run_dir) / SUMMARY
     tmp = out.with_name(".summary.json.tmp")  # written whole, then renamed: never a truncated summary
     tmp.write_text(json.dumps(summary, indent=2))
     os.replace(tmp, out)

@@ -6,8 +6,9 @@
   Hydra writes ``.hydra/`` into the directory (``train.py`` calls them first).
 * :func:`resumed_config` is the saved config of the run being resumed with this command's overrides:
   an override of a setting in :data:`RESUMABLE` is applied, any other one that changes a value is
-  refused with a message naming it; a finished run (its checkpoint at ``train.total_timesteps``) is
-  refused unless the command raises ``train.total_timesteps``.
+  refused with a message naming it; a finished run (its checkpoint at ``train.total_timesteps``, its
+  ``summary.json`` written) is refused unless the command raises ``train.total_timesteps``; one killed in its
+  final evaluation (no ``summary.json``) runs that evaluation (:func:`final_evaluation_pending`).
 * :func:`logger` appends to ``progress.csv`` (SB3's CSV writer truncates it) and :func:`truncate_logs`
   drops the rows logged after the checkpoint a run resumes from (write, then rename), so the curve
   covers the whole run once.
@@ -32,6 +33,7 @@ from agents import saved_config
 from agents.errors import ConfigError
 
 LOCK = ".lock"
+SUMMARY = "summary.json"
 PROGRESS = "progress.csv"
 EVAL = "eval.csv"
 RUN_FILES = (PROGRESS, EVAL, "checkpoints/latest", "checkpoints/best")
@@ -144,14 +146,26 @@ def resumed_config(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
     return merged
 
 
-def check_unfinished(run: str | Path, total_timesteps: int) -> None:
-    """Raise :class:`ConfigError` when run ``run``'s newest checkpoint is at ``total_timesteps`` or beyond:
-    a resume would train nothing and rewrite its results."""
+def _newest_step(run: str | Path) -> int:
+    """The step of run ``run``'s newest checkpoint (0 without one)."""
     from agents import checkpoint  # torch and SB3: only when a resume is checked
 
     newest = checkpoint.latest(run)
-    step = int(newest.meta.get("num_timesteps", 0)) if newest is not None else 0
-    if step >= total_timesteps:
+    return int(newest.meta.get("num_timesteps", 0)) if newest is not None else 0
+
+
+def final_evaluation_pending(run: str | Path, total_timesteps: int) -> int | None:
+    """The step of run ``run``'s newest checkpoint when it is at ``total_timesteps`` or beyond but the run has no
+    ``summary.json`` (a kill during the final evaluation): a resume then runs that evaluation. Else None."""
+    step = _newest_step(run)
+    return step if step >= total_timesteps and not (Path(run) / SUMMARY).is_file() else None
+
+
+def check_unfinished(run: str | Path, total_timesteps: int) -> None:
+    """Raise :class:`ConfigError` when run ``run``'s newest checkpoint is at ``total_timesteps`` or beyond and its
+    ``summary.json`` is written: a resume would train nothing and rewrite its results."""
+    step = _newest_step(run)
+    if step >= total_timesteps and (Path(run) / SUMMARY).is_file():
         raise ConfigError(
             f"resume={run}: the run is finished (its checkpoint is at step {step}, train.total_timesteps="
             f"{total_timesteps}); nothing was changed. To train it further raise the budget, e.g. "

@@ -218,6 +218,10 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
     checkpoint.code_commit()  # the commit this process runs, before anything can be committed while it trains
     if cfg.resume:
         run_dirs.check_unfinished(cfg.resume, cfg.train.total_timesteps)
+        pending = run_dirs.final_evaluation_pending(cfg.resume, cfg.train.total_timesteps)
+        if pending is not None:
+            print(f"resume={cfg.resume}: training finished at step {pending} but its final evaluation did not (no "
+                  f"{run_dirs.SUMMARY}): running it now", file=sys.stderr)
     for name in checkpoint.remove_partial(run_dir):  # left by a process killed while saving
         print(f"removed the partial checkpoint {run_dir / 'checkpoints' / name}", file=sys.stderr)
     venv, teacher = _train_envs(cfg)

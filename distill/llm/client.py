@@ -49,8 +49,8 @@ from distill.llm.deadline import install, request_deadline
 from distill.llm.diagnosis import Diagnosis
 from distill.llm.errors import RETRYABLE_KINDS, ChannelError
 from distill.llm.server import HintServer, start_server
-from distill.llm.settings import (NO_KEY, ChannelConfig, Redactor, is_loopback, resolve_api_key, safe_url,
-                                  validate_base_url)
+from distill.llm.settings import (NO_KEY, ChannelConfig, Redactor, check_settings, is_loopback, resolve_api_key,
+                                  safe_url, validate_base_url)
 from distill.proposals import latency_percentiles
 
 MAX_BREAKER_PAUSE_S = 600.0
@@ -329,8 +329,8 @@ def open_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
                  ) -> tuple[LLMChannel, HintServer | None]:
     """A channel for ``cfg``; when ``base_url`` is null, also the bundled server it talks to.
 
-    Diagnoses before any request: a bad/doubled base_url (``bad_url``) and, for an explicit
-    base_url, a missing key (``key_missing``). The caller closes both (server may be None).
+    Diagnoses before any request (:func:`distill.llm.settings.check_settings`). The caller closes both (server
+    may be None).
     """
     if cfg.base_url is None:
         server = start_server()
@@ -340,6 +340,7 @@ def open_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
         except BaseException:
             server.close()
             raise
-    validate_base_url(cfg.base_url)
+    check_settings(cfg, environ)
     return LLMChannel(cfg, resolve_api_key(cfg, environ, required=True)), None
+
 

@@ -263,3 +263,12 @@ def load_config(path: str | os.PathLike[str] | None, overrides: list[str] = ()) 
     if not isinstance(data, dict):
         raise ValueError(f"{file}: expected a mapping of llm settings")
     return ChannelConfig.from_mapping(data)
+
+
+def check_settings(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ) -> None:
+    """The diagnoses made before any request, opening nothing: for an explicit ``base_url``, a bad/doubled one
+    (``bad_url``) and a missing key (``key_missing``), as :class:`ChannelError`. A null ``base_url`` (the
+    bundled server) needs no key."""
+    if cfg.base_url is not None:
+        validate_base_url(cfg.base_url)
+        resolve_api_key(cfg, environ, required=True)
