@@ -13,7 +13,6 @@ from typing import Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents import saved_config
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
 
@@ -239,4 +238,6 @@ def _validate_distill(d: DictConfig) -> None:
     if TEACHERS[d.name].reads_run:
         if not d.teacher:
             raise ConfigError("distill=checkpoint needs a teacher: add distill.teacher=<run directory of a trained policy>")
-        saved_config.load(d.teacher, "distill.teacher")  # a missing or damaged run directory
+        from agents.teachers.builders import teacher_checkpoint
+
+        teacher_checkpoint(d.teacher, d.teacher_checkpoint)  # a missing or damaged run directory, no intact checkpoint
