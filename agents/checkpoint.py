@@ -258,7 +258,7 @@ def loaded(path: Path, load: Callable[[], T]) -> T:
         raise Damaged(f"{path} cannot be loaded ({type(err).__name__}: {err})") from None
 
 
-def require_finite(found: Checkpoint, model: BaseAlgorithm, venv: VecEnv | VecNormalize) -> None:
+def finite_or_damaged(found: Checkpoint, model: BaseAlgorithm, venv: VecEnv | VecNormalize) -> None:
     """:class:`Damaged` when the learner ``found`` holds, or its normalisation statistics, are not finite."""
     bad = non_finite(model, venv)
     if bad is not None:

@@ -146,7 +146,7 @@ def load_checkpoint(found: checkpoint.Checkpoint, name: str, venv: VecEnv, devic
     model = checkpoint.loaded(found.model, lambda: load_agent(name, str(found.model), env, device))
     if replay and found.replay_buffer is not None and isinstance(model, OffPolicyAlgorithm):
         checkpoint.loaded(found.replay_buffer, lambda: model.load_replay_buffer(found.replay_buffer))
-    checkpoint.require_finite(found, model, env)
+    checkpoint.finite_or_damaged(found, model, env)
     return model, env
 
 

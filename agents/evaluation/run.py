@@ -255,7 +255,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if ckpt is not None and run_dir is None:
         run_dir = checkpoint_run(cfg, ckpt)
         saved = run_config(run_dir)
-    trained: tuple[str, int | None] | None = None  # (env id, observation values) the policy was trained on
+    trained: tuple[str, int | None] | None  # (env id, observation values when known) the policy was trained on
     if exported is not None:  # the file names its env and evaluation kwargs; output defaults to beside it
         env_id, kwargs, run_dir = cfg.env_id or exported.env_id, dict(exported.env_kwargs), run_dir or exported.path.parent
         trained = exported.env_id, exported.observation_dim

@@ -54,7 +54,7 @@ def teacher_checkpoint(run_dir: str, which: str,
     def load(found: checkpoint.Checkpoint) -> tuple[BaseAlgorithm, VecNormalize | None]:
         model = checkpoint.loaded(found.model, lambda: load_agent(saved.agent.name, str(found.model), None, device))
         norm = checkpoint.loaded(found.normalization, lambda: _unpickled(found.normalization)) if found.normalization else None
-        checkpoint.require_finite(found, model, norm)
+        checkpoint.finite_or_damaged(found, model, norm)
         return model, norm
 
     try:
