@@ -7,7 +7,8 @@ Layout inside a run directory::
     checkpoints/latest            text file naming the newest complete step_* directory
 
 A loader tries a run's checkpoints in :func:`in_order` through :func:`first_intact`, which skips damaged ones
-(:class:`Damaged`) and says which it skipped: ``resume=``, ``evaluate.py`` and a checkpoint teacher all do.
+(:class:`Damaged`) and says which it skipped: ``resume=``, ``evaluate.py``, ``export.py`` and a checkpoint
+teacher (``distill=checkpoint``) all do.
 
 A checkpoint is written into a hidden temporary directory and renamed into place, and ``latest`` is
 replaced atomically afterwards, so a run killed at any instant leaves the previous checkpoint intact.
@@ -259,7 +260,8 @@ def loaded(path: Path, load: Callable[[], T]) -> T:
 
 
 def finite_or_damaged(found: Checkpoint, model: BaseAlgorithm, venv: VecEnv | VecNormalize) -> None:
-    """:class:`Damaged` when the learner ``found`` holds, or its normalisation statistics, are not finite."""
+    """:class:`Damaged` when a parameter of the learner loaded from ``found`` or a normalisation statistic of
+    ``venv`` (a ``VecNormalize``, wrapping envs or unpickled alone) is not finite."""
     bad = non_finite(model, venv)
     if bad is not None:
         raise Damaged(f"{found.path}: {bad} is not finite")
