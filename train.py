@@ -19,6 +19,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, open_dict
 
 from agents.config.schema import register_configs
@@ -32,7 +33,9 @@ register_configs()
 
 
 def _given(argv: list[str], key: str) -> str | None:
-    return next((a.split("=", 1)[1] for a in argv if a.startswith(f"{key}=")), None)
+    """The value of ``key=value`` in ``argv`` as Hydra reads it (a quoted path without its quotes), or None."""
+    given = next((a for a in argv if a.startswith(f"{key}=")), None)
+    return None if given is None else str(OverridesParser.create().parse_override(given).value())
 
 
 def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:

@@ -6,6 +6,10 @@ Layout inside a run directory::
     checkpoints/best/             same files, the best evaluation so far
     checkpoints/latest            text file naming the newest complete step_* directory
 
+A loader tries a run's checkpoints in :func:`in_order` through :func:`first_intact`, which skips damaged ones
+(:class:`Damaged`) and says which it skipped: ``resume=``, ``evaluate.py``, ``export.py`` and a checkpoint
+teacher (``distill=checkpoint``) all do.
+
 A checkpoint is written into a hidden temporary directory and renamed into place, and ``latest`` is
 replaced atomically afterwards, so a run killed at any instant leaves the previous checkpoint intact.
 """
@@ -18,9 +22,11 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -54,14 +60,20 @@ def code_commit() -> str:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A complete checkpoint directory."""
+    """A complete checkpoint directory (``model_name``: its learner's zip, ``model.zip`` unless renamed)."""
 
     path: Path
     meta: dict[str, Any]
+    model_name: str = MODEL
 
     @property
     def model(self) -> Path:
-        return self.path / MODEL
+        return self.path / self.model_name
+
+    @property
+    def named(self) -> Path:
+        """How messages and ``metrics.json`` name it: the directory, or the model zip when it is renamed."""
+        return self.path if self.model_name == MODEL else self.model
 
     @property
     def normalization(self) -> Path | None:
@@ -222,6 +234,81 @@ def latest(run_dir: str | Path) -> Checkpoint | None:
 def best(run_dir: str | Path) -> Checkpoint | None:
     """The best-evaluated checkpoint of a run, or ``None``."""
     return _read(Path(run_dir) / "checkpoints" / "best")
+
+
+def in_order(run_dir: str | Path, which: str = "latest") -> list[Checkpoint]:
+    """The checkpoints a loader tries for ``which`` (``best`` | ``latest``): ``best`` first when asked for and
+    complete, then :func:`candidates`, newest first."""
+    first = best(run_dir) if which == "best" else None
+    return ([first] if first is not None else []) + candidates(run_dir)
+
+
+class Damaged(Exception):
+    """A checkpoint file that cannot be loaded, or loads with non-finite values; the message names it and why."""
+
+
+T = TypeVar("T")
+
+
+def loaded(path: Path, load: Callable[[], T]) -> T:
+    """``load()`` of the file ``path``; any failure (a truncated zip or pickle reports damage as many exception
+    types) raised as :class:`Damaged` naming the file."""
+    try:
+        return load()
+    except Exception as err:
+        raise Damaged(f"{path} cannot be loaded ({type(err).__name__}: {err})") from None
+
+
+def finite_or_damaged(found: Checkpoint, model: BaseAlgorithm, venv: VecEnv | VecNormalize) -> None:
+    """:class:`Damaged` when a parameter of the learner loaded from ``found`` or a normalisation statistic of
+    ``venv`` (a ``VecNormalize``, wrapping envs or unpickled alone) is not finite."""
+    bad = non_finite(model, venv)
+    if bad is not None:
+        raise Damaged(f"{found.path}: {bad} is not finite")
+
+
+@dataclass(frozen=True)
+class Intact(Generic[T]):
+    """What :func:`first_intact` loaded: the checkpoint, the loader's result, and why each tried before was damaged."""
+
+    checkpoint: Checkpoint
+    value: T
+    skipped: list[str] = field(default_factory=list)
+
+    def instead(self, doing: str) -> str | None:
+        """``'<why each was damaged>; <doing> <path> instead'`` when damaged ones were skipped, else None."""
+        return f"{'; '.join(self.skipped)}; {doing} {self.checkpoint.path} instead" if self.skipped else None
+
+
+class NoneIntact(Damaged):
+    """Every checkpoint tried was damaged (or there was none); ``damaged`` says why each was."""
+
+    def __init__(self, damaged: list[str]) -> None:
+        super().__init__("; ".join(damaged) or "no complete checkpoint (model.zip + meta.json)")
+        self.damaged = damaged
+
+
+def first_intact(tried: Iterable[Checkpoint], load: Callable[[Checkpoint], T]) -> Intact[T]:
+    """``load`` of the first checkpoint of ``tried`` that it loads without :class:`Damaged`; :class:`NoneIntact`
+    when none does. Other errors of ``load`` (a checkpoint of another env is not damage) stop the search."""
+    damaged = []
+    for found in tried:
+        try:
+            return Intact(found, load(found), damaged)
+        except Damaged as err:
+            damaged.append(str(err))
+    raise NoneIntact(damaged)
+
+
+def model_file(path: Path) -> str | None:
+    """Why ``path`` is not a Stable-Baselines3 model zip (saved by ``model.save``, under any name), or None. A
+    file that starts as a zip but cannot be read as one (truncated) is left for the load to call damaged."""
+    if not zipfile.is_zipfile(path):
+        with path.open("rb") as f:
+            started = f.read(4) == b"PK\x03\x04"
+        return None if started else "not a zip file"
+    with zipfile.ZipFile(path) as z:
+        return None if "data" in z.namelist() else "a zip file without the 'data' entry every saved model has"
 
 
 def remove_partial(run_dir: str | Path) -> list[str]:

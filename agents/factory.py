@@ -1,4 +1,4 @@
-"""Build the PPO or SAC student named by ``cfg.agent`` for a vector env."""
+"""Build the PPO or SAC student named by ``cfg.agent`` for a vector env, or load one from a checkpoint."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from omegaconf import DictConfig
 from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from agents import checkpoint
 from agents.errors import ConfigError
 from agents.students import PPOStudent, SACStudent
 from agents.students.observation_masks import MaskedActorCriticPolicy, observation_masks
@@ -138,9 +140,23 @@ def check_device(key: str, value: str) -> None:
         raise ConfigError(f"{key}={value}: students train on cpu, cuda or mps, not {device.type}")
 
 
-def load_agent(name: str, path: str, venv: VecEnv, device: str) -> BaseAlgorithm:
-    """Load a saved learner (weights, optimiser state, step count) and attach ``venv``."""
+def load_agent(name: str, path: str, venv: VecEnv | None, device: str) -> BaseAlgorithm:
+    """Load a saved learner (weights, optimiser state, step count) and attach ``venv`` (None: no env)."""
     return ALGORITHMS[name].load(path, env=venv, device=device)
+
+
+def load_checkpoint(found: checkpoint.Checkpoint, name: str, venv: VecEnv, device: str,
+                    replay: bool = False) -> tuple[BaseAlgorithm, VecEnv]:
+    """The ``name`` (ppo | sac) learner saved in ``found`` on ``venv`` wrapped in the checkpoint's normalisation
+    statistics (when it has them), with its replay buffer when ``replay``; :class:`agents.checkpoint.Damaged`
+    when a file cannot be loaded or a value is not finite (:func:`agents.checkpoint.first_intact` skips it)."""
+    norm = found.normalization
+    env = checkpoint.loaded(norm, lambda: VecNormalize.load(str(norm), venv)) if norm is not None else venv
+    model = checkpoint.loaded(found.model, lambda: load_agent(name, str(found.model), env, device))
+    if replay and found.replay_buffer is not None and isinstance(model, OffPolicyAlgorithm):
+        checkpoint.loaded(found.replay_buffer, lambda: model.load_replay_buffer(found.replay_buffer))
+    checkpoint.finite_or_damaged(found, model, env)
+    return model, env
 
 
 def check_observation_space(path: str, venv: VecEnv) -> None:

@@ -29,6 +29,7 @@ from agents import saved_config
 from agents.errors import ConfigError
 
 _KEY_RE = re.compile(r"full_key: ([\w.]+)")
+_GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 # ---------------------------------------------------------------------------------------- secrets
 # A key is read only from the environment variable that ``llm.api_key_env`` names. A secret given as a
@@ -177,6 +178,26 @@ def resume_argv(argv: Sequence[str]) -> list[str]:
     return argv
 
 
+def grammar_problem(argv: Sequence[str]) -> str | None:
+    """The first ``key=value`` argument Hydra's override grammar cannot parse, as one line, or None. Its lexer
+    takes characters outside ASCII (``runs/démo``) only in a quoted value: then the line says how to quote it."""
+    parser = OverridesParser.create()
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue  # a flag (-m, --help ...) or a flag's value
+        try:
+            parser.parse_override(arg)
+        except HydraException as err:
+            key, eq, value = arg.partition("=")
+            if eq and key.isascii() and not value.isascii():
+                odd = "".join(dict.fromkeys(c for c in value if not c.isascii()))
+                quote = '"' if "'" in value else "'"
+                return (f"{arg}: Hydra reads characters outside ASCII ({odd}) only inside a quoted value; quote it "
+                        f"for Hydra as well as for the shell: \"{key}={quote}{value}{quote}\"")
+            return f"{arg}: {' '.join(str(err).split())} (Hydra's override grammar: {_GRAMMAR})"
+    return None
+
+
 def _unknown_key_message(config_dir: str, config_name: str, argv: Sequence[str], full_key: str, text: str) -> str:
     """Hydra's ``text`` about ``full_key`` followed by 'valid keys of <parent>: a, b, c' (the config composed from
     the group choices alone); for a key of an open mapping (``env.kwargs``: any argument of the env), instead the
@@ -233,7 +254,7 @@ def check_overrides(
     resumed run's config) before ``validate`` checks it. With ``-m`` / ``--multirun`` every job of the
     sweep is checked before the first one starts. Other Hydra flags (``--help``, ``--cfg`` ...) are left to Hydra.
     """
-    problem = command_line_secret(argv)
+    problem = command_line_secret(argv) or grammar_problem(argv)
     if problem:
         return problem
     flags = {a for a in argv if a.startswith("-")}

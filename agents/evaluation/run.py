@@ -38,7 +38,7 @@ from agents.signals import signals_deferred
 from agents.errors import ConfigError, check_seed, env_error
 from agents.evaluation.protocol import EvalResult, Predictor, evaluate
 from agents.evaluation.tiles import TileResult, evaluate_tiles, highest_levels
-from agents.factory import check_device, check_observation_space, load_agent
+from agents.factory import check_device, check_observation_space, load_checkpoint
 from agents.controller_policy import ControllerPolicy
 from agents.export.onnx_policy import OnnxPolicy
 from agents.vec_env import env_kwargs, make_vec_env
@@ -50,6 +50,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 LEARNED = "learned"
+DEFAULT_VIDEOS = 2  # episodes recorded when ``videos`` is not given (fewer when there are fewer episodes)
 
 
 @dataclass
@@ -57,14 +58,14 @@ class EvalConfig:
     """Top-level config of ``evaluate.py`` (``configs/evaluate.yaml``)."""
 
     run: Optional[str] = None  # run directory made by train.py
-    checkpoint: str = "best"  # best | latest | a checkpoint directory or its model.zip | a policy.onnx (export.py)
+    checkpoint: str = "best"  # best | latest | a checkpoint directory | a model zip (any name) | a policy.onnx (export.py)
     policy: str = LEARNED  # learned (the run's policy) | trot | grasp (scripted controllers)
     env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
     episodes: int = 10
     envs: int = 2  # evaluation envs stepped together (in this process)
     seed: int = 0
-    videos: int = 2  # episodes recorded to mp4 (0: none)
+    videos: Optional[int] = None  # episodes recorded to mp4 (0: none); default 2; at most ``episodes``
     width: int = 480  # video frame size (pixels, even numbers)
     height: int = 480
     camera: Optional[str] = None  # camera name; default: the env's (quadruped "tracking", claw "overview")
@@ -90,9 +91,9 @@ def validate(cfg: DictConfig) -> None:
     for key in ("episodes", "envs", "width", "height"):
         if cfg[key] <= 0:
             raise ConfigError(f"{key}={cfg[key]} is invalid: it must be a positive integer")
-    if not 0 <= cfg.videos <= cfg.episodes:
-        raise ConfigError(f"videos={cfg.videos} is invalid: record between 0 and episodes={cfg.episodes} episodes")
-    if cfg.videos and (cfg.width % 2 or cfg.height % 2):
+    if cfg.videos is not None and cfg.videos < 0:
+        raise ConfigError(f"videos={cfg.videos} is invalid: record 0 episodes (no video) or more")
+    if videos_recorded(cfg) and (cfg.width % 2 or cfg.height % 2):
         raise ConfigError(f"width={cfg.width} height={cfg.height}: H.264 video needs even sizes")
     check_seed("seed", cfg.seed)
     check_device("device", cfg.device)
@@ -108,6 +109,11 @@ def validate(cfg: DictConfig) -> None:
         _check_controller_env(cfg, saved)
     if cfg.out_dir:
         saved_config.check_output_dir("out_dir", cfg.out_dir)
+
+
+def videos_recorded(cfg: DictConfig) -> int:
+    """How many episodes are recorded: ``videos`` (default :data:`DEFAULT_VIDEOS`), at most ``episodes``."""
+    return min(DEFAULT_VIDEOS if cfg.videos is None else cfg.videos, cfg.episodes)
 
 
 def _check_controller_env(cfg: DictConfig, saved: DictConfig | None) -> None:
@@ -136,71 +142,77 @@ def run_config(run_dir: Path) -> DictConfig:
 
 
 def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
-    """The checkpoint named by ``cfg.checkpoint`` (``best``/``latest`` of ``cfg.run``, or a path)."""
+    """The checkpoint named by ``cfg.checkpoint``: ``best``/``latest`` of ``cfg.run`` (the first
+    :func:`agents.checkpoint.in_order` tries), a checkpoint directory, or a model zip under any name."""
     if cfg.checkpoint in ("best", "latest"):
         run_dir = Path(cfg.run)
-        found = checkpoint.best(run_dir) if cfg.checkpoint == "best" else None
-        found = found or checkpoint.latest(run_dir)  # no evaluation yet: fall back to the newest
-        if found is None:
+        tried = checkpoint.in_order(run_dir, cfg.checkpoint)  # no evaluation yet: best falls back to the newest
+        if not tried:
             raise ConfigError(
                 f"run={run_dir}: no complete checkpoint under {run_dir / 'checkpoints'} (model.zip + meta.json); "
                 "train longer (see train.checkpoint_freq) or pass checkpoint=<a checkpoint directory>"
             )
-        return found
+        return tried[0]
     path = Path(cfg.checkpoint)
-    directory = path.parent if path.suffix == ".zip" else path
-    if not (directory / checkpoint.MODEL).is_file():
-        raise ConfigError(f"checkpoint={path}: {directory / checkpoint.MODEL} not found; pass a checkpoint directory or its model.zip")
+    fix = "pass a checkpoint directory or a model zip saved by train.py"
+    if path.is_dir():
+        directory, name = path, checkpoint.MODEL
+        if not (path / name).is_file():
+            raise ConfigError(f"checkpoint={path}: {path / name} not found; {fix}")
+    elif path.is_file():
+        problem = checkpoint.model_file(path)
+        if problem is not None:
+            raise ConfigError(f"checkpoint={path} is not a Stable-Baselines3 model zip ({problem}); {fix}, or a "
+                              "policy.onnx written by export.py")
+        directory, name = path.parent, path.name
+    else:
+        raise ConfigError(f"checkpoint={path}: no such file or directory; {fix}")
     meta_path = directory / checkpoint.META
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    return checkpoint.Checkpoint(directory, meta)
+    return checkpoint.Checkpoint(directory, meta, name)
+
+
+def checkpoint_run(cfg: DictConfig, ckpt: checkpoint.Checkpoint) -> Path:
+    """The run directory of ``cfg`` (``run=``, else the one ``ckpt`` lies in: ``<run>/checkpoints/<name>/``)."""
+    if cfg.run:
+        return Path(cfg.run)
+    run_dir = ckpt.path.parent.parent
+    if not (run_dir / saved_config.CONFIG).is_file():
+        raise ConfigError(f"checkpoint={cfg.checkpoint} does not lie in a run directory's checkpoints/<name>/, so "
+                          "the env and agent it was trained with are unknown; pass run=<the run directory that trained it>")
+    return run_dir
 
 
 def load_policy(saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv, device: str) -> tuple[Predictor, VecEnv]:
-    """The learner and ``venv`` wrapped in the checkpoint's frozen normalisation statistics."""
-    if ckpt.normalization is not None:
-        try:
-            venv = VecNormalize.load(str(ckpt.normalization), venv)
-        except Exception as err:  # unpickling reports damage as many different exception types
-            raise ConfigError(f"{ckpt.normalization} cannot be loaded ({type(err).__name__}: {err}); the checkpoint is damaged") from None
+    """The learner and ``venv`` wrapped in the checkpoint's frozen normalisation statistics;
+    :class:`agents.checkpoint.Damaged` when a file cannot be loaded or holds non-finite values."""
+    if ckpt.normalization is None and saved.env.get("normalize_obs", False):
+        raise checkpoint.Damaged(f"{ckpt.path}: {checkpoint.NORMALIZATION} is missing (beside {ckpt.model_name}) but "
+                                 "the run normalised observations")
+    model, venv = load_checkpoint(ckpt, saved.agent.name, venv, device)
+    if isinstance(venv, VecNormalize):
         venv.training, venv.norm_reward = False, False
-    elif saved.env.get("normalize_obs", False):
-        raise ConfigError(f"{ckpt.path}: {checkpoint.NORMALIZATION} is missing but the run normalised observations")
-    try:
-        model = load_agent(saved.agent.name, str(ckpt.model), venv, device)
-    except Exception as err:  # a truncated zip, a wrong pickle, mismatched spaces ...
-        raise ConfigError(
-            f"{ckpt.model} cannot be loaded ({type(err).__name__}: {err}); "
-            "the checkpoint is damaged or from another env"
-        ) from None
-    bad = checkpoint.non_finite(model, venv)
-    if bad is not None:
-        raise ConfigError(f"{ckpt.path}: {bad} is not finite; the checkpoint is damaged")
     return model, venv
 
 
-def load_intact(
-    cfg: DictConfig, saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv
-) -> tuple[Predictor, VecEnv, checkpoint.Checkpoint]:
-    """:func:`load_policy` of ``ckpt``; for ``checkpoint=best|latest`` a damaged one falls back to the run's
-    newest intact checkpoint, named on stderr. Returns (policy, wrapped venv, the checkpoint used)."""
+def load_intact(saved: DictConfig, which: str, ckpt: checkpoint.Checkpoint, venv: VecEnv,
+                device: str) -> tuple[Predictor, VecEnv, checkpoint.Checkpoint]:
+    """:func:`load_policy` of ``ckpt``; for ``which`` (the ``checkpoint=`` option) ``best|latest`` a damaged one
+    falls back to the run's newest intact checkpoint, named on stderr. Returns (policy, wrapped venv, the
+    checkpoint used)."""
     check_observation_space(str(ckpt.model), venv)  # a mismatch is not damage: no fallback
-    tried = [ckpt]
-    if cfg.checkpoint in ("best", "latest"):
-        tried += [c for c in checkpoint.candidates(ckpt.path.parent.parent) if c.path != ckpt.path]
-    damaged = []
-    for candidate in tried:
-        try:
-            policy, wrapped = load_policy(saved, candidate, venv, cfg.device)
-        except ConfigError as err:
-            damaged.append(str(err))
-            continue
-        if damaged:
-            print(f"warning: {'; '.join(damaged)}; evaluating {candidate.path} instead", file=sys.stderr)
-        return policy, wrapped, candidate
-    advice = ("no intact checkpoint is left in the run; pass checkpoint=<a checkpoint directory> from a copy"
-              if cfg.checkpoint in ("best", "latest") else "try checkpoint=latest or another checkpoint directory")
-    raise ConfigError(f"{'; '.join(damaged)}; {advice}")
+    run_dir = ckpt.path.parent.parent
+    tried = checkpoint.in_order(run_dir, which) if which in ("best", "latest") else [ckpt]
+    try:
+        found = checkpoint.first_intact(tried, lambda c: load_policy(saved, c, venv, device))
+    except checkpoint.NoneIntact as err:
+        advice = ("no intact checkpoint is left in the run; pass checkpoint=<a checkpoint directory> from a copy"
+                  if which in ("best", "latest") else "try checkpoint=latest or another checkpoint directory")
+        raise ConfigError(f"{err}; the checkpoint is damaged; {advice}") from None
+    note = found.instead("evaluating")
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return *found.value, found.checkpoint
 
 
 # ---------------------------------------------------------------------------------------- outputs
@@ -240,30 +252,35 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     saved = run_config(run_dir) if run_dir is not None else None  # a bad run directory is the first problem
     exported = OnnxPolicy(cfg.checkpoint) if learned and cfg.checkpoint.endswith(".onnx") else None
     ckpt = find_checkpoint(cfg) if learned and exported is None else None
-    if ckpt is not None and run_dir is None:  # checkpoints/<name>/ inside the run directory
-        run_dir = ckpt.path.parent.parent
+    if ckpt is not None and run_dir is None:
+        run_dir = checkpoint_run(cfg, ckpt)
         saved = run_config(run_dir)
+    trained: tuple[str, int | None] | None  # (env id, observation values when known) the policy was trained on
     if exported is not None:  # the file names its env and evaluation kwargs; output defaults to beside it
         env_id, kwargs, run_dir = cfg.env_id or exported.env_id, dict(exported.env_kwargs), run_dir or exported.path.parent
+        trained = exported.env_id, exported.observation_dim
     else:
         env_id = cfg.env_id or (saved.env.id if saved is not None else controller_named(cfg.policy).env_id)
         kwargs = env_kwargs(saved, evaluation=True) if saved is not None else {}
+        trained = (saved.env.id, None) if learned else None
     kwargs.update(OmegaConf.to_container(cfg.env_kwargs, resolve=True))
     out = Path(cfg.out_dir) if cfg.out_dir else (run_dir / "eval" if run_dir else Path("runs") / cfg.policy / "eval")
     saved_config.check_output_dir("out_dir", out, out if cfg.out_dir else f"{out} (the default)")
 
+    videos = videos_recorded(cfg)
+    if cfg.videos is not None and cfg.videos > videos:
+        print(f"warning: videos={cfg.videos} is more than episodes={cfg.episodes}: recording {videos}", file=sys.stderr)
     make_kwargs, wrapper = kwargs, None
-    if cfg.videos:
+    if videos:
         recorder = dict(fps=cfg.fps, overlay=cfg.overlay, shadows=cfg.shadows)
         make_kwargs, wrapper = recordable(kwargs, cfg.width, cfg.height, cfg.camera, **recorder)
-    try:
-        venv = make_vec_env(env_id, make_kwargs, cfg.envs, wrapper=wrapper)
-    except (TypeError, ValueError, gym.error.Error) as err:  # unknown id or constructor argument, bad value
-        raise ConfigError(f"env {env_id}: {env_error(err)}") from None
+    source = ckpt.named if ckpt is not None else exported.path if exported is not None else None
+    foreign = trained if trained is not None and trained[0] != env_id else None
+    venv = _make_envs(env_id, make_kwargs, cfg.envs, wrapper, foreign, source)
     if exported is not None:  # normalisation is folded into the file: it runs on the raw envs
         policy = exported
     elif learned:
-        policy, venv, ckpt = load_intact(cfg, saved, ckpt, venv)
+        policy, venv, ckpt = load_intact(saved, cfg.checkpoint, ckpt, venv, cfg.device)
     else:
         policy = ControllerPolicy(cfg.policy, cfg.envs, venv.get_attr("controller_spec", indices=[0])[0])
         for i in range(cfg.envs):  # the envs' settings the controllers' params need (the trot's gait frequency)
@@ -277,12 +294,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
     t0 = time.time()
     venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
-    with recording(venv, staging, "video", cfg.videos) as clips:
+    with recording(venv, staging, "video", videos) as clips:
         result = evaluate(policy, venv, cfg.episodes)
     tiles = _tiles(cfg, policy, venv, env_id, kwargs, curriculum)
     venv.close()
 
-    source = ckpt.path if ckpt is not None else exported.path if exported is not None else None
+    source = ckpt.named if ckpt is not None else source
     what = f"{cfg.policy} policy" + (f" {source}" if source is not None else "")
     metrics: dict[str, Any] = {
         "policy": cfg.policy,
@@ -305,6 +322,30 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     _publish(staging, out)
     metrics.update(out_dir=str(out), declared=result.declared)
     return metrics
+
+
+def _make_envs(env_id: str, kwargs: dict[str, Any], num_envs: int, wrapper: Any, foreign: tuple[str, int | None] | None,
+               source: Path | None) -> VecEnv:
+    """``num_envs`` evaluation envs; :class:`ConfigError` when they cannot be made or, for an env other than the
+    one the policy at ``source`` was trained on (``foreign``: that env's id and its observation values, when
+    known), when they do not fit the policy: the message names that env."""
+    trained = ""
+    if foreign is not None:
+        values = f" ({foreign[1]} observation values)" if foreign[1] is not None else ""
+        trained = f"env_id={env_id}: {source} was trained on {foreign[0]}{values}"
+    fix = f"leave env_id out to evaluate it there, or choose a variant of {foreign[0]}" if foreign else ""
+    try:
+        venv = make_vec_env(env_id, kwargs, num_envs, wrapper=wrapper)
+    except (TypeError, ValueError, gym.error.Error) as err:  # unknown id or constructor argument, bad value
+        if foreign is not None and isinstance(err, TypeError):  # another family: the trained env's arguments
+            raise ConfigError(f"{trained}, and {env_id} does not take that env's constructor arguments; {fix}") from None
+        raise ConfigError(f"env {env_id}: {env_error(err)}" + (f" ({trained})" if foreign else "")) from None
+    if foreign is not None and foreign[1] is not None:
+        given = gym.spaces.flatdim(venv.observation_space)
+        if given != foreign[1]:
+            venv.close()
+            raise ConfigError(f"{trained}, and {env_id} gives {given} observation values; {fix}")
+    return venv
 
 
 def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs: dict[str, Any],

@@ -55,6 +55,7 @@ class OnnxPolicy:
         self.env_id: str = self.metadata["env_id"]
         self.env_kwargs: dict[str, Any] = json.loads(self.metadata["env_kwargs"])
         self.observation_keys: list[str] = json.loads(self.metadata["observation_keys"])
+        self.observation_dim: int | None = int(self.metadata["observation_dim"]) if "observation_dim" in self.metadata else None
         steps = self.metadata.get("num_timesteps", "")
         self.num_timesteps: int | None = int(steps) if steps.isdigit() else None
         self._input = self.session.get_inputs()[0].name

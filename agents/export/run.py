@@ -52,7 +52,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
 from agents.errors import ConfigError
-from agents.evaluation.run import find_checkpoint, load_policy, run_config
+from agents.evaluation.run import checkpoint_run, find_checkpoint, load_intact, run_config
 from agents.vec_env import env_kwargs, make_vec_env
 
 ONNX_FILE = "policy.onnx"
@@ -66,7 +66,7 @@ class ExportConfig:
     """Top-level config of ``export.py`` (``configs/export.yaml``)."""
 
     run: Optional[str] = None  # run directory made by train.py
-    checkpoint: str = "best"  # best | latest | a checkpoint directory or its model.zip
+    checkpoint: str = "best"  # best | latest | a checkpoint directory or a model zip (any name)
     out_dir: Optional[str] = None  # default: <run>/export
     torchscript: bool = False  # also write policy.pt (TorchScript, same input, output and metadata)
     opset: int = 17  # ONNX opset version
@@ -280,10 +280,10 @@ def load_learned(cfg: DictConfig) -> Learned:
     """The checkpoint ``cfg`` names (``run`` and/or ``checkpoint``, as :class:`ExportConfig`), on the CPU."""
     saved = run_config(Path(cfg.run)) if cfg.run else None  # a bad run directory is the first problem
     ckpt = find_checkpoint(cfg)
-    run_dir = Path(cfg.run) if cfg.run else ckpt.path.parent.parent  # checkpoints/<name>/ inside the run
+    run_dir = checkpoint_run(cfg, ckpt)
     saved = saved or run_config(run_dir)
     venv = make_vec_env(saved.env.id, env_kwargs(saved, evaluation=True), 1)
-    model, venv = load_policy(saved, ckpt, venv, "cpu")
+    model, venv, ckpt = load_intact(saved, cfg.checkpoint, ckpt, venv, "cpu")
     return Learned(run_dir, saved, ckpt, model, venv)
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import pickle
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig
 from stable_baselines3 import SAC
@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
 from agents.errors import ConfigError
-from agents.factory import ALGORITHMS
+from agents.factory import load_agent
 from agents.students import policy_entry
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, starting_params
@@ -34,22 +34,34 @@ from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeache
 from envs.controllers import family_of
 
 
-def _normalizer(path: Path | None) -> Callable[[Observation], Observation] | None:
-    """Torch version of a saved ``VecNormalize``'s observation normalisation (or None)."""
-    if path is None:
-        return None
+def _unpickled(path: Path) -> VecNormalize:
     with path.open("rb") as f:
-        saved: VecNormalize = pickle.load(f)
-    return functools.partial(torch_normalize_obs, saved) if saved.norm_obs else None
+        return pickle.load(f)
 
 
-def teacher_checkpoint(run_dir: str, which: str) -> checkpoint.Checkpoint:
-    """The ``best`` or ``latest`` checkpoint of teacher run ``run_dir``; :class:`ConfigError` when it has none."""
-    run = Path(run_dir)
-    found = checkpoint.best(run) if which == "best" else checkpoint.latest(run)
-    if found is None:
-        raise ConfigError(f"distill.teacher={run_dir}: no '{which}' checkpoint under {run / 'checkpoints'}")
-    return found
+def _normalizer(saved: VecNormalize | None) -> Callable[[Observation], Observation] | None:
+    """Torch version of a saved ``VecNormalize``'s observation normalisation (or None)."""
+    return functools.partial(torch_normalize_obs, saved) if saved is not None and saved.norm_obs else None
+
+
+def teacher_checkpoint(run_dir: str, which: str,
+                       device: str = "cpu") -> checkpoint.Intact[tuple[BaseAlgorithm, VecNormalize | None]]:
+    """Another run's ``which`` (``best`` | ``latest``) checkpoint or, when it is damaged, the newest intact one
+    (:func:`agents.checkpoint.first_intact`): its learner and saved normalisation. :class:`ConfigError` naming
+    ``distill.teacher`` when the run has no intact checkpoint (``train.py`` checks this before writing anything)."""
+    saved = saved_config.load(run_dir, "distill.teacher")
+
+    def load(found: checkpoint.Checkpoint) -> tuple[BaseAlgorithm, VecNormalize | None]:
+        model = checkpoint.loaded(found.model, lambda: load_agent(saved.agent.name, str(found.model), None, device))
+        norm = checkpoint.loaded(found.normalization, lambda: _unpickled(found.normalization)) if found.normalization else None
+        checkpoint.finite_or_damaged(found, model, norm)
+        return model, norm
+
+    try:
+        return checkpoint.first_intact(checkpoint.in_order(run_dir, which), load)
+    except checkpoint.NoneIntact as err:
+        raise ConfigError(f"distill.teacher={run_dir}: no intact checkpoint under {Path(run_dir) / 'checkpoints'} "
+                          f"({err}); restore the teacher's checkpoints from a copy or pass another run") from None
 
 
 def check_teacher_spaces(run_dir: str, teacher: tuple[Any, Any], student: tuple[Any, Any]) -> None:
@@ -66,16 +78,19 @@ def check_teacher_spaces(run_dir: str, teacher: tuple[Any, Any], student: tuple[
 
 
 def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:
-    """A frozen teacher from another run's ``best`` or ``latest`` checkpoint, with its own normalisation."""
-    saved = saved_config.load(run_dir, "distill.teacher")
-    found = teacher_checkpoint(run_dir, which)
-    teacher_model = ALGORITHMS[saved.agent.name].load(found.model, device=student.device)
+    """A frozen teacher from another run's ``best`` or ``latest`` checkpoint (:func:`teacher_checkpoint`: a
+    damaged one falls back to the newest intact one, said on stderr), with its own normalisation."""
+    intact = teacher_checkpoint(run_dir, which, student.device)
+    note = intact.instead("teaching with")
+    if note:
+        print(f"warning: distill.teacher={run_dir}: {note}", file=sys.stderr)
+    teacher_model, saved_norm = intact.value
     check_teacher_spaces(run_dir, (teacher_model.observation_space, teacher_model.action_space),
                          (student.observation_space, student.action_space))
     env = student.get_env()
     student_normalizes = isinstance(env, VecNormalize) and env.norm_obs
     return CheckpointTeacher(
-        policy_entry(teacher_model), preprocess=_normalizer(found.normalization), raw_input=student_normalizes
+        policy_entry(teacher_model), preprocess=_normalizer(saved_norm), raw_input=student_normalizes
     )
 
 

@@ -13,7 +13,6 @@ from typing import Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents import saved_config
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
 
@@ -134,14 +133,12 @@ def _validate_env(cfg: DictConfig) -> None:
 
 
 def _validate_teacher_run(d: DictConfig, space: Any, actions: Any) -> None:
-    """The checkpoint teacher's run has the checkpoint ``distill.teacher_checkpoint`` names, of a learner that
-    observes ``space`` and acts in ``actions`` (the student's); a damaged file is left for its load to report."""
-    from agents.factory import saved_spaces
+    """The checkpoint teacher's run has an intact checkpoint (``distill.teacher_checkpoint``'s, or the newest intact
+    one), of a learner that observes ``space`` and acts in ``actions`` (the student's)."""
     from agents.teachers.builders import check_teacher_spaces, teacher_checkpoint
 
-    teacher = saved_spaces(teacher_checkpoint(d.teacher, d.teacher_checkpoint).model)
-    if teacher is not None:
-        check_teacher_spaces(d.teacher, teacher, (space, actions))
+    model, _ = teacher_checkpoint(d.teacher, d.teacher_checkpoint).value
+    check_teacher_spaces(d.teacher, (model.observation_space, model.action_space), (space, actions))
 
 
 def validate(cfg: DictConfig) -> None:
@@ -270,4 +267,3 @@ def _validate_distill(d: DictConfig) -> None:
     if TEACHERS[d.name].reads_run:
         if not d.teacher:
             raise ConfigError("distill=checkpoint needs a teacher: add distill.teacher=<run directory of a trained policy>")
-        saved_config.load(d.teacher, "distill.teacher")  # a missing or damaged run directory

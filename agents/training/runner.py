@@ -21,8 +21,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from agents import checkpoint, saved_config
 from agents.signals import signals_deferred, sigterm_as_keyboard_interrupt
@@ -33,7 +32,7 @@ from agents.errors import ConfigError
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.builders import build_distillation, controller_teacher
 from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback
-from agents.factory import build_agent, check_observation_space, load_agent
+from agents.factory import build_agent, check_observation_space, load_checkpoint
 from agents.vec_env import env_kwargs, eval_normalization, make_vec_env, wrap_normalization
 from agents.evaluation.video import recordable
 from distill.opd import NonFiniteLoss
@@ -108,28 +107,21 @@ def _add_controller_env_kwargs(cfg: DictConfig, teacher: ControllerTeacher) -> N
 def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEnv, BaseAlgorithm]:
     """The newest intact checkpoint of run ``cfg.resume`` on ``venv``: (checkpoint, ``venv`` in its
     normalisation, learner with this config's ``agent.learning_rate``). Damaged ones are skipped and named."""
-    damaged = []
-    for found in checkpoint.candidates(cfg.resume):
+    def load(found: checkpoint.Checkpoint) -> tuple[BaseAlgorithm, VecEnv]:
         check_observation_space(str(found.model), venv)  # a mismatch is not damage: stop, do not skip
-        try:
-            env = VecNormalize.load(str(found.normalization), venv) if found.normalization is not None else venv
-            model = load_agent(cfg.agent.name, str(found.model), env, cfg.train.device)
-            if found.replay_buffer is not None and isinstance(model, OffPolicyAlgorithm):
-                model.load_replay_buffer(found.replay_buffer)
-        except Exception as err:  # a truncated zip or pickle reports damage as many exception types
-            damaged.append(f"{found.path.name} ({type(err).__name__}: {err})")
-            continue
-        bad = checkpoint.non_finite(model, env)
-        if bad is not None:
-            damaged.append(f"{found.path.name} ({bad} is not finite)")
-            continue
-        model.learning_rate = cfg.agent.learning_rate  # a resume may change it
-        model._setup_lr_schedule()
-        skipped = f"; skipped damaged checkpoint(s): {'; '.join(damaged)}" if damaged else ""
-        print(f"resuming from {found.path} (step {model.num_timesteps}){skipped}", file=sys.stderr)
-        return found, env, model
-    raise ConfigError(f"resume={cfg.resume}: no intact checkpoint under {Path(cfg.resume) / 'checkpoints'}"
-                      + (f": {'; '.join(damaged)}" if damaged else ""))
+        return load_checkpoint(found, cfg.agent.name, venv, cfg.train.device, replay=True)
+
+    try:
+        intact = checkpoint.first_intact(checkpoint.candidates(cfg.resume), load)
+    except checkpoint.NoneIntact as err:
+        raise ConfigError(f"resume={cfg.resume}: no intact checkpoint under {Path(cfg.resume) / 'checkpoints'}"
+                          + (f": {err}" if err.damaged else "")) from None
+    model, env = intact.value
+    model.learning_rate = cfg.agent.learning_rate  # a resume may change it
+    model._setup_lr_schedule()
+    skipped = f"; skipped damaged checkpoint(s): {'; '.join(intact.skipped)}" if intact.skipped else ""
+    print(f"resuming from {intact.checkpoint.path} (step {model.num_timesteps}){skipped}", file=sys.stderr)
+    return intact.checkpoint, env, model
 
 
 def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
