@@ -1,4 +1,8 @@
-"""LLM-hint teacher: protocol, vote, asynchronous service against the bundled server, and wiring."""
+"""The adaptive teacher: protocol, vote, asynchronous service against the bundled server, verification in
+simulation, the controller teacher's buffers, and train.py wiring.
+
+One module over ~450 lines on purpose: its sections share one module-scoped bundled server (one process start)
+and ``--dist loadscope`` keeps them on one worker; split, each part would start its own server."""
 
 from __future__ import annotations
 

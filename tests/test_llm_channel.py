@@ -1,4 +1,7 @@
-"""The LLM key channel against the real bundled server over loopback (no mocks)."""
+"""The LLM key channel against the real bundled server over loopback (no mocks).
+
+One module over ~450 lines on purpose: every test shares one module-scoped server (one process start) and
+``--dist loadscope`` keeps them on one worker; split, each part would start its own server."""
 
 from __future__ import annotations
 

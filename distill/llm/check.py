@@ -10,8 +10,8 @@ echo too), it then probes once with a made-up model id and warns when the server
 ignores model names), and says which URL form worked (with or without ``/v1``; when the configured one finds
 no chat endpoint, it tries the other and says so). Prints model, answer and latency, or the diagnosis
 of what to fix; exits 0 when all succeed, 1 otherwise. :func:`check_channel` does the same from Python;
-at training start the hint teacher runs :func:`check_models` on the channel it opened. This module is the
-one place for the model check.
+at training start the adaptive teacher (an LLM proposer) runs :func:`check_models` on the channel it
+opened. This module is the one place for the model check.
 """
 
 from __future__ import annotations

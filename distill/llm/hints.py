@@ -1,4 +1,4 @@
-"""The hint protocol: what a hint teacher asks an LLM, and how its answers are checked and voted on.
+"""The hint protocol: what the adaptive teacher asks an LLM, and how its answers are checked and voted on.
 
 A *hint* is a small structured object, never an action stream: the LLM reads a compact JSON summary
 of a recent episode segment and proposes parameters for a scripted controller. The request (the last

@@ -1,7 +1,7 @@
 """Scripted controllers that solve the OpenClaw tasks without learning.
 
 They read only observations (plus their own clock), so they run as "policies" anywhere a learned
-policy runs, and their parameters are what the LLM-hint teacher later proposes.
+policy runs, and their parameters are what the adaptive teacher's proposers (an LLM, CMA-ES, ...) later propose.
 
 :data:`FAMILIES` is the one table that says which controller belongs to which env family; the
 scripted policies (``evaluate.py policy=trot|grasp``), the controller teachers

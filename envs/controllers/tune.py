@@ -11,7 +11,7 @@ in one :class:`~envs.batched.BatchedSimulation` (the trot acts on the whole batc
 The best candidate is then validated beside the untuned defaults on ``validation`` other episodes of
 the full 20 s (seeds 1000 ..), and written, with both validations and the search's settings and CPU
 time, to ``envs/controllers/trot_params/<robot>.json``: :meth:`TrotParams.for_robot` reads it as the
-robot's defaults (``distill=scripted``, ``evaluate.py policy=trot``, the LLM-hint teacher's start).
+robot's defaults (``distill=scripted``, ``evaluate.py policy=trot``, the adaptive teacher's start).
 
 Arguments (``key=value``): ``robot`` (required), ``generations`` (30), ``popsize`` (12), ``episodes``
 (12), ``steps`` (500 = 10 s), ``validation`` (50), ``sigma`` (0.2, of the normalised range), ``seed`` (0),
