@@ -48,7 +48,6 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable
 
 import envs  # noqa: F401, I001  first: registers OpenClaw/* and picks the headless GL backend before mujoco loads
 
@@ -264,10 +263,6 @@ def terrain_section(args: argparse.Namespace) -> dict[str, float]:
     """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``)."""
     variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": ("OpenClaw/QuadrupedTerrain-v1", {})}
     return compare_variants(args, variants, "env")
-
-
-def median_of(fn: Callable[[], float], repeats: int) -> float:
-    return statistics.median(fn() for _ in range(repeats))
 
 
 def main() -> None:
