@@ -21,24 +21,39 @@ import numpy as np
 
 import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.controllers.trot import TrotController
+from envs.quadruped.robots import package_model_path, robot_model, robot_named
 
-# name -> (foot-ground friction, None: the built model's foot friction; cone; impratio; ls_iterations)
+PYRAMIDAL, ELLIPTIC = mujoco.mjtCone.mjCONE_PYRAMIDAL, mujoco.mjtCone.mjCONE_ELLIPTIC
+# name -> (foot-ground friction: a number, "old" (the feet's own friction in the package's file, which our
+# scene used before issue 37: its feet have priority) or None (the env's as built); cone; impratio;
+# ls_iterations), None: the env's defaults as built
 SETTINGS = {
-    "old: own mu, pyramidal": (None, mujoco.mjtCone.mjCONE_PYRAMIDAL, 1.0, 10),
-    "mu 1.0 pyramidal": (1.0, mujoco.mjtCone.mjCONE_PYRAMIDAL, 1.0, 10),
-    "own mu, elliptic impratio 100": (None, mujoco.mjtCone.mjCONE_ELLIPTIC, 100.0, 50),
-    "mu 1.0 elliptic impratio 100": (1.0, mujoco.mjtCone.mjCONE_ELLIPTIC, 100.0, 50),
+    "old (feet's own mu, pyramidal)": ("old", PYRAMIDAL, 1.0, 10),
+    "mu 1.0, pyramidal": (1.0, PYRAMIDAL, 1.0, 10),
+    "old mu, elliptic impratio 100": ("old", ELLIPTIC, 100.0, 50),
+    "mu 1.0, elliptic impratio 100": (1.0, ELLIPTIC, 100.0, 50),
+    "new default (as built)": None,
 }
 GAIT_KEYS = ("stance_slip", "swing_apex", "duty_factor")
 
 
-def make(robot: str, setting: tuple, **kwargs) -> gym.Env:
+def old_foot_friction(robot: str) -> float:
+    """The foot friction our scene used for ``robot`` before issue 37: its package file's foot geom's
+    (``openclaw_go1``: its own model's, unchanged)."""
+    info = robot_named(robot)
+    if info.package_model is None:
+        return float(robot_model(robot).geom_friction[robot_model(robot).geom("FR_foot").id, 0])
+    return float(mujoco.MjModel.from_xml_path(str(package_model_path(info))).geom("FR").friction[0])
+
+
+def make(robot: str, setting: tuple | None, **kwargs) -> gym.Env:
     """``OpenClaw/Quadruped-v1`` with ``robot`` and the contact ``setting`` written into its model."""
     env = gym.make("OpenClaw/Quadruped-v1", robot=robot, **kwargs)
+    if setting is None:
+        return env
     friction, cone, impratio, ls_iterations = setting
     model, task = env.unwrapped.model, env.unwrapped
-    if friction is not None:
-        model.geom_friction[task._foot_geoms, 0] = friction
+    model.geom_friction[task._foot_geoms, 0] = old_foot_friction(robot) if friction == "old" else friction
     model.opt.cone, model.opt.impratio, model.opt.ls_iterations = cone, impratio, ls_iterations
     return env
 
