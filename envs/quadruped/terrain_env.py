@@ -200,6 +200,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return TaskContext(f"{self.robot}/{kind}/level{self._level}",
                            {"terrain_type": kind, "terrain_level": self._level})
 
+    def deploy_metadata(self) -> dict[str, Any]:
+        """The quadruped's entries, the foot friction drawn per episode being ``ground_friction``."""
+        meta = super().deploy_metadata()
+        meta["randomization"]["foot_friction"] = list(self.ground_friction)
+        return meta
+
     def curriculum_state(self) -> dict[str, int]:
         """This copy's place in the curriculum: ``{"column": c, "level": l}`` (JSON)."""
         return {"column": self._column, "level": self._level}
