@@ -177,19 +177,43 @@ def fell(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, o
     return any({c.geom1, c.geom2} & trunk_geoms and idx.floor in (c.geom1, c.geom2) for c in contacts)
 
 
+class FootStats:
+    """Stance slip and swing apex of the feet (``feet``: geom ids of the foot spheres), sampled once per
+    control step from a state after ``mj_forward``: a foot touching ``floor`` adds its horizontal speed
+    (m/s, world) to ``slips``; a swing (steps without touch) adds its highest sphere bottom (m) to ``apexes``."""
+
+    def __init__(self, model: mujoco.MjModel, feet: np.ndarray, floor: int) -> None:
+        self.feet, self.floor, self.radius = feet, floor, model.geom_size[feet, 0]
+        self.top = np.full(len(feet), np.nan)  # highest foot bottom (m) of each foot's current swing
+        self.slips: list[float] = []
+        self.apexes: list[float] = []
+
+    def sample(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        touching = [{c.geom1, c.geom2} for c in data.contact[: data.ncon]]
+        for i, foot in enumerate(self.feet):
+            if {int(foot), self.floor} in touching:
+                velocity = np.zeros(6)  # angular then linear, world axes
+                mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_GEOM, int(foot), velocity, 0)
+                self.slips.append(float(np.hypot(*velocity[3:5])))
+                if not np.isnan(self.top[i]):
+                    self.apexes.append(float(self.top[i]))
+                self.top[i] = np.nan
+            else:
+                self.top[i] = np.fmax(self.top[i], data.geom_xpos[foot, 2] - self.radius[i])
+
+
 def run_episode(session, model, data, idx, meta, command, seconds, rng) -> dict:
-    """One episode of ``seconds`` at ``command``; per control step the velocities and feet, and the fall."""
+    """One episode of ``seconds`` at ``command``: per control step the tracking error (m/s) and the trunk
+    velocities (vx, vy m/s; wz rad/s), the feet's :class:`FootStats`, and whether it ended in a fall."""
     period = meta["physics"]["control_period_s"]
     substeps = int(round(period / model.opt.timestep))
     kp, kd, limit = (np.asarray(meta[k]) for k in ("kp", "kd", "torque_limit"))
     default, scale = np.asarray(meta["default_pose"]), np.asarray(meta["action_scale"])
     clock, lin, ang = meta["gait_clock"], meta["observation_layout"]["lin_vel"], meta["observation_layout"]["ang_vel"]
-    radius = model.geom_size[idx.feet, 0]
     reset(model, data, idx, meta, rng)
     action, phase = np.zeros(12, dtype=np.float32), 0.0
     obs = observation(model, data, idx, meta, command, action, phase)
-    errors, speeds, slips, apexes = [], [], [], []
-    swing_top = np.full(4, np.nan)  # highest foot bottom (m) of each foot's current swing
+    errors, speeds, feet = [], [], FootStats(model, idx.feet, idx.floor)
     for _ in range(int(round(seconds / period))):
         action = session.run(None, {"observation": obs[None]})[0][0]
         target = default + scale * action
@@ -202,22 +226,30 @@ def run_episode(session, model, data, idx, meta, command, seconds, rng) -> dict:
         mujoco.mj_forward(model, data)  # positions, velocities and contacts of the new state
         obs = observation(model, data, idx, meta, command, action, phase)
         v = obs[lin[0] : lin[1]].astype(float)
-        errors.append(np.hypot(*(v[:2] - command[:2])))
-        speeds.append([v[0], v[1], obs[ang[0] + 2]])
-        touching = [{c.geom1, c.geom2} for c in data.contact[: data.ncon]]
-        for i, foot in enumerate(idx.feet):
-            if any({foot, idx.floor} == pair for pair in touching):
-                foot_velocity = np.zeros(6)
-                mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_GEOM, foot, foot_velocity, 0)
-                slips.append(np.hypot(*foot_velocity[3:5]))
-                if not np.isnan(swing_top[i]):
-                    apexes.append(swing_top[i])
-                swing_top[i] = np.nan
-            else:
-                swing_top[i] = np.fmax(swing_top[i], data.geom_xpos[foot, 2] - radius[i])
+        errors.append(float(np.hypot(*(v[:2] - command[:2]))))
+        speeds.append([v[0], v[1], float(obs[ang[0] + 2])])
+        feet.sample(model, data)
         if fell(model, data, idx, meta, obs):
-            return {"errors": errors, "speeds": speeds, "slips": slips, "apexes": apexes, "fell": True}
-    return {"errors": errors, "speeds": speeds, "slips": slips, "apexes": apexes, "fell": False}
+            return {"errors": errors, "speeds": speeds, "feet": feet, "fell": True}
+    return {"errors": errors, "speeds": speeds, "feet": feet, "fell": False}
+
+
+def summary(command: np.ndarray, episodes: list[dict]) -> str:
+    """One table row: the command, mean tracking error, vx, vy, wz, falls, stance slip, swing apex."""
+    errors = np.concatenate([e["errors"] for e in episodes])
+    speeds = np.concatenate([e["speeds"] for e in episodes])
+    slips = [s for e in episodes for s in e["feet"].slips]
+    apexes = [a for e in episodes for a in e["feet"].apexes]
+    falls = sum(e["fell"] for e in episodes)
+    name = "(" + ", ".join(f"{v:+.2f}" for v in command) + ")"
+    slip = f"{np.mean(slips):6.3f}" if slips else "     -"
+    apex = f"{100 * np.mean(apexes):6.1f}" if apexes else "     -"
+    return (f"{name:>22} {errors.mean():9.3f} {speeds[:, 0].mean():6.2f} {speeds[:, 1].mean():6.2f} "
+            f"{speeds[:, 2].mean():6.2f} {falls:>3}/{len(episodes)} {slip} {apex}")
+
+
+HEADER = f"{'command (vx, vy, wz)':>22} {'track err':>9} {'vx':>6} {'vy':>6} {'wz':>6} {'falls':>5} {'slip':>6} {'apex':>6}"
+UNITS = "track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance foot speed m/s; apex: swing cm"
 
 
 def describe_physics(model: mujoco.MjModel, meta: dict) -> str:
@@ -262,18 +294,11 @@ def main(argv: list[str] | None = None) -> None:
     data = mujoco.MjData(model)
     rng = np.random.default_rng(args.seed)
     print(f"{path}\n{describe_physics(model, meta)}")
-    print(f"{'command (vx, vy, wz)':>22} {'track err':>9} {'vx':>6} {'vy':>6} {'wz':>6} {'falls':>5} {'slip':>6} {'apex':>6}")
+    print(HEADER)
     for command in commands:
-        episodes = [run_episode(session, model, data, idx, meta, command, args.seconds, rng) for _ in range(args.episodes)]
-        errors = np.concatenate([e["errors"] for e in episodes])
-        speeds = np.concatenate([e["speeds"] for e in episodes])
-        slips = np.concatenate([e["slips"] for e in episodes] + [[np.nan]])
-        apexes = np.concatenate([e["apexes"] for e in episodes] + [[np.nan]])
-        falls = sum(e["fell"] for e in episodes)
-        name = "(" + ", ".join(f"{v:+.2f}" for v in command) + ")"
-        print(f"{name:>22} {errors.mean():9.3f} {speeds[:, 0].mean():6.2f} {speeds[:, 1].mean():6.2f} "
-              f"{speeds[:, 2].mean():6.2f} {falls:>3}/{len(episodes)} {np.nanmean(slips):6.3f} {100 * np.nanmean(apexes):6.1f}")
-    print("track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance foot speed m/s; apex: swing cm")
+        print(summary(command, [run_episode(session, model, data, idx, meta, command, args.seconds, rng)
+                                for _ in range(args.episodes)]))
+    print(UNITS)
 
 
 if __name__ == "__main__":
