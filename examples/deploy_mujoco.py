@@ -63,7 +63,10 @@ def load_policy(path: str) -> tuple[ort.InferenceSession, dict]:
     """The ONNX session of ``path`` and its metadata."""
     if not Path(path).is_file():
         raise DeployError(f"{path}: no such file; pass the policy.onnx written by export.py")
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    try:
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime reports a damaged file as several exception types
+        raise DeployError(f"{path} cannot be loaded ({type(error).__name__}); re-export it with export.py") from None
     return session, read_metadata(dict(session.get_modelmeta().custom_metadata_map), path)
 
 
@@ -85,9 +88,13 @@ def robot_file(meta: dict) -> Path:
 def load_robot(meta: dict, path: Path, trained_physics: bool) -> mujoco.MjModel:
     """The robot's MJCF as shipped, plus a floor plane and a (massless) site at the IMU point of the
     observation's velocities; with ``trained_physics``, the options and foot friction the policy trained with."""
+    if not path.is_file():
+        raise DeployError(f"{path}: no such MJCF file")
     spec = mujoco.MjSpec.from_file(str(path))
     spec.worldbody.add_geom(name="deploy_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
     frame = meta["velocity_frame"]
+    if spec.body(frame["body"]) is None:
+        raise DeployError(f"{path} has no body {frame['body']!r}, where the policy's velocities are measured")
     spec.body(frame["body"]).add_site(name="deploy_imu", pos=frame["pos"])
     model = spec.compile()
     if trained_physics:
@@ -97,8 +104,9 @@ def load_robot(meta: dict, path: Path, trained_physics: bool) -> mujoco.MjModel:
         model.opt.cone = getattr(mujoco.mjtCone, "mjCONE_" + physics["cone"])
         model.opt.impratio = physics["impratio"]
         for name in meta["robot_model"]["foot_geoms"]:  # the feet's friction decides the contact
-            model.geom(name).friction[:] = physics["foot_contact_friction"]
-            model.geom(name).priority[0] = 1
+            foot = model.geom(name)
+            foot.friction[:], foot.condim[0] = physics["foot_contact_friction"], physics["foot_condim"]
+            foot.priority[0] = 1
     return model
 
 
@@ -116,6 +124,7 @@ class Indices:
             raise DeployError("the model's actuators on our joints must be plain torque motors (gain 1, no bias, "
                               "gear 1): this example computes the PD torque itself")
         self.trunk = model.body(meta["robot_model"]["trunk_body"]).id
+        self.trunk_geoms = set(np.flatnonzero(model.geom_bodyid == self.trunk).tolist())
         self.imu = model.site("deploy_imu").id
         self.feet = np.array([model.geom(name).id for name in meta["robot_model"]["foot_geoms"]])
         self.floor = model.geom("deploy_floor").id
@@ -168,13 +177,12 @@ def reset(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, 
 
 
 def fell(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, obs: np.ndarray) -> bool:
-    """The env's fall rule: tilt (projected gravity z above the threshold), trunk too low, or trunk on the floor."""
+    """The env's fall rule: tilt (projected gravity z above the threshold), trunk too low (world z), or a
+    geom of the trunk touching the floor."""
     rule, g = meta["fall"], meta["observation_layout"]["gravity"]
     if obs[g[0] + 2] > rule["gravity_z_above"] or data.xpos[idx.trunk, 2] < rule["trunk_height_below"]:
         return True
-    contacts = data.contact[: data.ncon]
-    trunk_geoms = {g1 for g1 in range(model.ngeom) if model.geom_bodyid[g1] == idx.trunk}
-    return any({c.geom1, c.geom2} & trunk_geoms and idx.floor in (c.geom1, c.geom2) for c in contacts)
+    return any(idx.floor in (c.geom1, c.geom2) and {c.geom1, c.geom2} & idx.trunk_geoms for c in data.contact[: data.ncon])
 
 
 class FootStats:
@@ -202,7 +210,8 @@ class FootStats:
                 self.top[i] = np.fmax(self.top[i], data.geom_xpos[foot, 2] - self.radius[i])
 
 
-def run_episode(session, model, data, idx, meta, command, seconds, rng) -> dict:
+def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict,
+                command: np.ndarray, seconds: float, rng: np.random.Generator) -> dict:
     """One episode of ``seconds`` at ``command``: per control step the tracking error (m/s) and the trunk
     velocities (vx, vy m/s; wz rad/s), the feet's :class:`FootStats`, and whether it ended in a fall."""
     period = meta["physics"]["control_period_s"]
@@ -270,11 +279,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=2, help="episodes per command")
     p.add_argument("--seconds", type=float, default=20.0, help="seconds per episode")
     p.add_argument("--seed", type=int, default=0, help="seed of the reset noise")
-    p.add_argument("--model", help="an MJCF to run instead of the package's (your robot: same joint, motor, "
-                                   "trunk and foot names as the metadata)")
+    p.add_argument("--model", help="an MJCF to run instead of the package's (your robot: the joint, motor, "
+                                   "trunk and foot names of the metadata, torque motors, no floor: one is added)")
     p.add_argument("--trained-physics", action="store_true",
                    help="run with the timestep, integrator, cone, impratio and foot friction the policy trained with")
     args = p.parse_args(argv)
+    if args.episodes < 1 or not args.seconds > 0:
+        p.error(f"--episodes {args.episodes} --seconds {args.seconds}: need at least 1 episode of more than 0 s")
     try:
         commands = [np.array([float(v) for v in text.split(",")]) for text in args.commands]
         if any(c.shape != (3,) for c in commands):
@@ -285,12 +296,15 @@ def main(argv: list[str] | None = None) -> None:
         session, meta = load_policy(args.policy)
         path = Path(args.model) if args.model else robot_file(meta)
         model = load_robot(meta, path, args.trained_physics)
-        if abs(meta["physics"]["control_period_s"] / model.opt.timestep % 1) > 1e-9:
+        substeps = meta["physics"]["control_period_s"] / model.opt.timestep
+        if abs(substeps - round(substeps)) > 1e-9:
             raise DeployError(f"the control period {meta['physics']['control_period_s']} s is not a whole number "
                               f"of the model's {model.opt.timestep} s physics steps")
         idx = Indices(model, meta)
     except DeployError as error:
         sys.exit(f"deploy_mujoco.py: {error}")
+    except KeyError as error:  # a joint, motor, body or geom the metadata names is not in the model
+        sys.exit(f"deploy_mujoco.py: {path} lacks a name the policy's metadata gives: {error}")
     data = mujoco.MjData(model)
     rng = np.random.default_rng(args.seed)
     print(f"{path}\n{describe_physics(model, meta)}")
