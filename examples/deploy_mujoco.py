@@ -3,6 +3,7 @@
     python examples/deploy_mujoco.py runs/go2-ppo/<date>/export/policy.onnx
     python examples/deploy_mujoco.py policy.onnx --commands 0.5,0,0 0,0,0.5 --episodes 1 --seconds 10
     python examples/deploy_mujoco.py policy.onnx --trained-physics      # the package model, our training physics
+    python examples/deploy_mujoco.py policy.onnx --foot-friction 0.6    # the package's physics, another friction
 
 Needs onnxruntime, numpy and mujoco only: nothing of this project is imported, everything comes from the
 file's metadata (``docs/export.md`` tables every key). A template for your own robot: the robot is the MJCF
@@ -85,9 +86,10 @@ def robot_file(meta: dict) -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / where["file"]
 
 
-def load_robot(meta: dict, path: Path, trained_physics: bool) -> mujoco.MjModel:
+def load_robot(meta: dict, path: Path, trained_physics: bool, foot_friction: float | None = None) -> mujoco.MjModel:
     """The robot's MJCF as shipped, plus a floor plane and a (massless) site at the IMU point of the
-    observation's velocities; with ``trained_physics``, the options and foot friction the policy trained with."""
+    observation's velocities; with ``trained_physics``, the options and foot friction the policy trained with;
+    with ``foot_friction``, that sliding friction coefficient for every foot-floor contact."""
     if not path.is_file():
         raise DeployError(f"{path}: no such MJCF file")
     spec = mujoco.MjSpec.from_file(str(path))
@@ -107,6 +109,9 @@ def load_robot(meta: dict, path: Path, trained_physics: bool) -> mujoco.MjModel:
             foot = model.geom(name)
             foot.friction[:], foot.condim[0] = physics["foot_contact_friction"], physics["foot_condim"]
             foot.priority[0] = 1
+    if foot_friction is not None:
+        for name in meta["robot_model"]["foot_geoms"]:
+            model.geom(name).friction[0], model.geom(name).priority[0] = foot_friction, 1
     return model
 
 
@@ -261,14 +266,20 @@ HEADER = f"{'command (vx, vy, wz)':>22} {'track err':>9} {'vx':>6} {'vy':>6} {'w
 UNITS = "track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance foot speed m/s; apex: swing cm"
 
 
-def describe_physics(model: mujoco.MjModel, meta: dict) -> str:
-    """Two lines: the physics the policy trained with, and this model's."""
+def describe_physics(model: mujoco.MjModel, idx: Indices, meta: dict) -> str:
+    """Two lines: the physics the policy trained with, and this model's (the foot-floor sliding friction as
+    MuJoCo combines the two geoms': the higher ``priority``'s, else the larger)."""
     trained = meta["physics"]
+    foot, floor = int(idx.feet[0]), idx.floor
+    priority, friction = model.geom_priority, model.geom_friction[:, 0]
+    here_friction = (friction[foot] if priority[foot] > priority[floor] else friction[floor] if priority[floor] >
+                     priority[foot] else max(friction[foot], friction[floor]))
     here = (f"{model.opt.timestep * 1000:g} ms {mujoco.mjtIntegrator(model.opt.integrator).name[6:]}, "
-            f"{mujoco.mjtCone(model.opt.cone).name[7:]} cone, impratio {model.opt.impratio:g}")
+            f"{mujoco.mjtCone(model.opt.cone).name[7:]} cone, impratio {model.opt.impratio:g}, "
+            f"foot friction {here_friction:g}, PD {1 / model.opt.timestep:g} Hz")
     return (f"trained: {trained['timestep_s'] * 1000:g} ms {trained['integrator']}, {trained['cone']} cone, impratio "
-            f"{trained['impratio']:g}, foot friction {trained['foot_contact_friction'][0]:g}, PD {trained['pd_rate_hz']:g} Hz\n"
-            f"here:    {here}, PD {1 / model.opt.timestep:g} Hz")
+            f"{trained['impratio']:g}, foot friction {trained['foot_contact_friction'][0]:g}, PD {trained['pd_rate_hz']:g} Hz"
+            f"\nhere:    {here}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -283,6 +294,7 @@ def main(argv: list[str] | None = None) -> None:
                                    "trunk and foot names of the metadata, torque motors, no floor: one is added)")
     p.add_argument("--trained-physics", action="store_true",
                    help="run with the timestep, integrator, cone, impratio and foot friction the policy trained with")
+    p.add_argument("--foot-friction", type=float, help="the foot-floor sliding friction coefficient (default: the model's)")
     args = p.parse_args(argv)
     if args.episodes < 1 or not args.seconds > 0:
         p.error(f"--episodes {args.episodes} --seconds {args.seconds}: need at least 1 episode of more than 0 s")
@@ -295,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         session, meta = load_policy(args.policy)
         path = Path(args.model) if args.model else robot_file(meta)
-        model = load_robot(meta, path, args.trained_physics)
+        model = load_robot(meta, path, args.trained_physics, args.foot_friction)
         substeps = meta["physics"]["control_period_s"] / model.opt.timestep
         if abs(substeps - round(substeps)) > 1e-9:
             raise DeployError(f"the control period {meta['physics']['control_period_s']} s is not a whole number "
@@ -307,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"deploy_mujoco.py: {path} lacks a name the policy's metadata gives: {error}")
     data = mujoco.MjData(model)
     rng = np.random.default_rng(args.seed)
-    print(f"{path}\n{describe_physics(model, meta)}")
+    print(f"{path}\n{describe_physics(model, idx, meta)}")
     print(HEADER)
     for command in commands:
         print(summary(command, [run_episode(session, model, data, idx, meta, command, args.seconds, rng)

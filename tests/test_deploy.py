@@ -112,7 +112,7 @@ def test_a_freshly_exported_policy_runs_on_the_package_model(exported):
     result = _run(str(exported[0]), "--commands", "0.5,0,0", "0,0,0.5", "--episodes", "1", "--seconds", "1")
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
-    assert "go2/go2.xml" in out and "here:    2 ms EULER, ELLIPTIC cone, impratio 100" in out, out
+    assert "go2/go2.xml" in out and "here:    2 ms EULER, ELLIPTIC cone, impratio 100, foot friction 1, PD 500 Hz" in out, out
     assert "trained: 4 ms IMPLICITFAST, PYRAMIDAL cone, impratio 1, foot friction 0.6, PD 250 Hz" in out, out
     rows = [line for line in out.splitlines() if line.strip().startswith("(+")]
     assert [row.split(")")[0].strip() for row in rows] == ["(+0.50, +0.00, +0.00", "(+0.00, +0.00, +0.50"], out
