@@ -4,7 +4,6 @@ package's own MJCF, runs a freshly exported policy, and names a missing metadata
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
