@@ -19,7 +19,9 @@ One control step (``control_period_s``, 50 Hz) is what the training env does:
 3. every physics step (the model's own timestep) the motors get the PD torque
    ``clip(kp (target - q) - kd qdot, +-torque_limit)``, computed here (the robot's motor order by name);
 4. the observation is read from the new state: velocities at the IMU point in the trunk frame, projected
-   gravity, joint angles minus the default pose, joint velocities, the action, the command, the gait clock.
+   gravity, joint angles minus the default pose, joint velocities, the action, the command, the gait clock
+   (as a robot reads its sensors; the training env's MuJoCo sensors read the state one physics step, 4 ms,
+   earlier: issue 37 measured that such a delay changes nothing).
 
 Per command it prints the mean tracking error |v_xy - cmd_xy| (m/s, trunk frame at the IMU, as the env's
 ``tracking_error``), the mean forward and lateral speed (m/s) and yaw rate (rad/s), the falls (episodes
