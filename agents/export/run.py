@@ -24,7 +24,10 @@ units per unit action, see the env's docstring), ``control_rate_hz``, ``algorith
 ``num_timesteps`` and ``training_commit`` (the git commit that trained it, ``unknown`` if not recorded);
 then what the env declares for deployment (``env.deploy_metadata()``, each value JSON): the quadruped's
 ``robot``, ``joint_names`` (our order), ``sdk_joint_names`` and ``sdk_index`` (the robot's SDK order and
-the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit`` and ``gains_source``; and for an actor that does not read
+the map to it), ``default_pose``, ``kp``, ``kd``, ``torque_limit``, ``gains_source``, ``robot_model``,
+``actuator_names``, ``velocity_frame``, ``reset_state``, ``gait_clock``, ``observation_terms``, ``physics``,
+``randomization`` and ``fall`` (``envs.quadruped.deploy``; every key tabled in ``docs/export.md``, which
+``examples/deploy_mujoco.py`` runs a policy from); and for an actor that does not read
 the privileged observation entries (``OpenClaw/QuadrupedTerrain-v1`` without ``agent.perceptive_actor``),
 ``ignored_inputs`` (JSON list of the layout's names it never reads: a robot may pass zeros there).
 

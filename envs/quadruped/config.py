@@ -30,6 +30,12 @@ FOOT_CLEARANCE_TARGET = 0.08  # m: feet_clearance's swing height of a foot's low
 # max_foot_height 0.1 m of the foot centre, whose sphere is 0.023 m)
 FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
 
+# domain_randomization's per-episode draws (uniform ranges): foot friction coefficient, link mass and inertia
+# factor, servo Kp factor
+DR_FOOT_FRICTION = (0.4, 1.25)
+DR_MASS_SCALE = (0.9, 1.1)
+DR_KP_SCALE = (0.9, 1.1)
+
 GAIT_FREQUENCY_HZ = 2.5  # default gait clock frequency (cycles per second)
 GAIT_FREQUENCY_RANGE = (1.0, 4.0)  # Hz, allowed by set_gait_frequency
 # Trot: FR and RL share a phase, FL and RR are half a cycle later (fraction of a cycle).

@@ -25,6 +25,7 @@ from envs.base import MujocoTaskEnv, reject_unknown_options, reset_option
 from envs.declarations import Metric, TaskContext
 import envs.quadruped.config as defaults
 from envs.quadruped.config import QuadrupedConfig, checked_gait_frequency
+from envs.quadruped.deploy import deploy_metadata
 from envs.quadruped.observation import (
     CLOCK_OBS_DIM,
     CLOCK_SLICES,
@@ -518,20 +519,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         return TaskContext(self.robot)
 
     def deploy_metadata(self) -> dict[str, Any]:
-        """The robot and its joints for a deploy script: ``robot``; ``joint_names`` (ours: the action's and
-        observation's order, FR FL RR RL); ``sdk_joint_names`` (the robot's SDK order, FL FR RL RR) and
-        ``sdk_index`` (for each of our joints, its index in the SDK order: ``q_sdk[sdk_index] = q_ours``);
-        ``default_pose`` (rad, ours); ``kp`` (N·m/rad) and ``kd`` (N·m·s/rad) per joint; ``torque_limit``
-        (N·m); ``gains_source``. Joint targets: ``default_pose + action_scale * action``."""
-        robot, m = self.robot_info, self.model
-        ours = [f"{leg}_{part}_joint" for leg in LEGS for part in PARTS]
-        sdk = robot.sdk_joint_names()
-        return {
-            "robot": robot.name, "joint_names": ours, "sdk_joint_names": sdk,
-            "sdk_index": [sdk.index(name) for name in ours], "default_pose": self.default_pose.tolist(),
-            "kp": self._nominal_kp.tolist(), "kd": (-self._nominal_kd_bias).tolist(),
-            "torque_limit": m.actuator_forcerange[:, 1].tolist(), "gains_source": robot.source,
-        }
+        """What a deploy script needs (:func:`envs.quadruped.deploy.deploy_metadata`; keys in ``docs/export.md``):
+        the robot, its joints in our and the SDK's order, default pose, PD gains and torque limits, the robot's
+        own MJCF and actuator names, the velocity frame, the reset state, the gait clock, the observation's
+        units and frames, the physics, the randomisation and the fall rule the policy was trained with."""
+        return deploy_metadata(self)
 
     @property
     def command(self) -> np.ndarray:

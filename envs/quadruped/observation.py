@@ -28,6 +28,20 @@ CLOCK_SLICES = {
     "gait_frequency": slice(56, 57),
 }
 CLOCK_OBS_DIM = 57
+# Each named slice's unit, frame and meaning (the class docstring's table; export writes it for deploy scripts).
+# Raw values: no scaling (an exported policy folds its observation normalisation in).
+OBS_TERMS = {
+    "lin_vel": ("m/s", "body", "trunk linear velocity at the IMU point"),
+    "ang_vel": ("rad/s", "body", "trunk angular velocity"),
+    "gravity": ("1", "body", "unit vector of world -z (the gravity direction); (0, 0, -1) when upright"),
+    "command": ("m/s, m/s, rad/s", "body", "commanded (vx, vy, wz)"),
+    "joint_pos": ("rad", "joint", "joint angles minus default_pose, our joint order"),
+    "joint_vel": ("rad/s", "joint", "joint velocities, our joint order"),
+    "last_action": ("1", "joint", "the policy's previous action in [-1, 1] (zeros at reset), our joint order"),
+    "phase_sin": ("1", "leg", "sin(2 pi leg phase), legs FR, FL, RR, RL (gait_clock)"),
+    "phase_cos": ("1", "leg", "cos(2 pi leg phase), same legs"),
+    "gait_frequency": ("Hz", "-", "the gait clock's frequency"),
+}
 
 
 def leg_phases(phase: float | np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ What is drawn, per episode unless noted (the Arguments table of :class:`~envs.qu
 docstring; defaults in :mod:`envs.quadruped.config`):
 
 * ``domain_randomization``: foot friction ``U(0.4, 1.25)``, link masses and inertias ``x U(0.9, 1.1)``,
-  servo Kp ``x U(0.9, 1.1)``;
+  servo Kp ``x U(0.9, 1.1)`` (``DR_FOOT_FRICTION``, ``DR_MASS_SCALE``, ``DR_KP_SCALE``);
 * ``motor_strength``, ``kp_scale``, ``kd_scale``: per joint, the PD torque and the gains ``x U(lo, hi)``;
 * ``action_delay_steps``: the servos get the action of ``d ~ U{lo..hi}`` control steps ago;
 * ``push_interval_s`` / ``push_velocity``: every interval (per step), a random planar trunk velocity kick;
@@ -19,6 +19,8 @@ of the batched vector env (``envs.batched``), env by env in env order (the same 
 from __future__ import annotations
 
 import numpy as np
+
+from envs.quadruped.config import DR_FOOT_FRICTION, DR_KP_SCALE, DR_MASS_SCALE
 
 
 class Randomization:
@@ -44,12 +46,12 @@ class Randomization:
     def _randomize_physics(self) -> None:
         """``domain_randomization``'s draws: foot friction, link masses and inertias, servo Kp."""
         m, rng = self.model, self.np_random
-        m.geom_friction[self._foot_geoms, 0] = rng.uniform(0.4, 1.25, size=4)
-        s = rng.uniform(0.9, 1.1, size=m.nbody)
+        m.geom_friction[self._foot_geoms, 0] = rng.uniform(*DR_FOOT_FRICTION, size=4)
+        s = rng.uniform(*DR_MASS_SCALE, size=m.nbody)
         s[0] = 1.0  # world
         m.body_mass[:] = self._nominal_mass * s
         m.body_inertia[:] = self._nominal_inertia * s[:, None]
-        self._kp_factor = rng.uniform(0.9, 1.1, size=m.nu)
+        self._kp_factor = rng.uniform(*DR_KP_SCALE, size=m.nu)
         kp = self._nominal_kp * self._kp_factor
         m.actuator_gainprm[:, 0] = kp
         m.actuator_biasprm[:, 1] = -kp

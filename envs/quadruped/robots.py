@@ -200,7 +200,7 @@ def _build(robot: Robot, path: Path) -> mujoco.MjSpec:
     _adopt_contact_model(scene.option, child.option)
     trunk_name = _prepare_package_robot(child, robot)
     scene.attach(child, prefix=robot.prefix, frame=scene.worldbody.add_frame())
-    _add_our_parts(scene, scene.body(robot.prefix + trunk_name), robot, ours, _torque_limits(path))
+    _add_our_parts(scene, scene.body(robot.prefix + trunk_name), robot, ours, [limit for _, limit in package_motors(path)])
     scene.modelname = f"openclaw_{robot.name}"
     return scene
 
@@ -282,11 +282,12 @@ def _has(elements, name: str) -> bool:
     return any(e.name == name for e in elements)
 
 
-def _torque_limits(path: Path) -> list[float]:
-    """Per joint in our order, the package motor's torque limit (N·m): ``|ctrlrange| x gear``, capped by its
-    ``forcerange`` where the model sets one."""
+@functools.lru_cache(maxsize=None)
+def package_motors(path: Path) -> tuple[tuple[str, float], ...]:
+    """Per joint in our order, the package model's motor on it: its name and its torque limit (N·m),
+    ``|ctrlrange| x gear``, capped by its ``forcerange`` where the model sets one."""
     model = mujoco.MjModel.from_xml_path(str(path))
-    limits = []
+    motors = []
     for leg in LEGS:
         for part in PARTS:
             joint = model.joint(f"{leg}_{part}_joint").id
@@ -294,8 +295,8 @@ def _torque_limits(path: Path) -> list[float]:
             limit = float(np.max(np.abs(model.actuator_ctrlrange[act])) * abs(model.actuator_gear[act, 0]))
             if model.actuator_forcelimited[act] and np.any(model.actuator_forcerange[act]):
                 limit = min(limit, float(np.max(np.abs(model.actuator_forcerange[act]))))
-            limits.append(limit)
-    return limits
+            motors.append((model.actuator(act).name, limit))
+    return tuple(motors)
 
 
 def _trunk_box(scene: mujoco.MjSpec, trunk_name: str) -> tuple[np.ndarray, np.ndarray]:

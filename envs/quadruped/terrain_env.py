@@ -200,6 +200,19 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return TaskContext(f"{self.robot}/{kind}/level{self._level}",
                            {"terrain_type": kind, "terrain_level": self._level})
 
+    def deploy_metadata(self) -> dict[str, Any]:
+        """The quadruped's entries, the foot friction drawn per episode being ``ground_friction``, and the
+        privileged observation entries' units and frames."""
+        meta = super().deploy_metadata()
+        meta["randomization"]["foot_friction"] = list(self.ground_friction)
+        meta["observation_terms"].update({
+            "height_scan": {"unit": "m", "frame": "trunk yaw", "meaning": "trunk z minus the ground height at the "
+                            "scan points (x major, the class docstring), clipped to [-1, 1]"},
+            "friction": {"unit": "1", "frame": "-", "meaning": "the episode's foot-ground friction coefficient"},
+            "true_lin_vel": {"unit": "m/s", "frame": "body", "meaning": "lin_vel without observation noise"},
+        })
+        return meta
+
     def curriculum_state(self) -> dict[str, int]:
         """This copy's place in the curriculum: ``{"column": c, "level": l}`` (JSON)."""
         return {"column": self._column, "level": self._level}

