@@ -112,7 +112,7 @@ def test_a_freshly_exported_policy_runs_on_the_package_model(exported):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "go2/go2.xml" in out and "here:    2 ms EULER, ELLIPTIC cone, impratio 100, foot friction 1, PD 500 Hz" in out, out
-    assert "trained: 4 ms IMPLICITFAST, PYRAMIDAL cone, impratio 1, foot friction 0.6, PD 250 Hz" in out, out
+    assert "trained: 4 ms IMPLICITFAST, ELLIPTIC cone, impratio 100, foot friction 1, PD 250 Hz" in out, out  # issue 37: Go2.xml's cone, friction 1.0
     rows = [line for line in out.splitlines() if line.strip().startswith("(+")]
     assert [row.split(")")[0].strip() for row in rows] == ["(+0.50, +0.00, +0.00", "(+0.00, +0.00, +0.50"], out
     for row in rows:
@@ -143,9 +143,9 @@ def test_the_metadata_is_read_from_the_env_as_built(env_id):
     assert (random["foot_friction"] is None) == (env_id != "OpenClaw/QuadrupedTerrain-v1")
     physics = meta["physics"]
     assert physics["timestep_s"] == base.model.opt.timestep and physics["control_period_s"] == base.dt
-    assert physics["cone"] == "PYRAMIDAL" and physics["pd_rate_hz"] == 1 / base.model.opt.timestep
+    assert physics["cone"] == "ELLIPTIC" and physics["pd_rate_hz"] == 1 / base.model.opt.timestep  # go2.xml's
     base.model.geom_friction[base._foot_geoms, 0] = 1.1
-    base.model.opt.timestep, base.model.opt.cone = 0.002, mujoco.mjtCone.mjCONE_ELLIPTIC
+    base.model.opt.timestep, base.model.opt.cone = 0.002, mujoco.mjtCone.mjCONE_PYRAMIDAL
     physics = base.deploy_metadata()["physics"]
-    assert physics["foot_contact_friction"][0] == 1.1 and physics["timestep_s"] == 0.002 and physics["cone"] == "ELLIPTIC"
+    assert physics["foot_contact_friction"][0] == 1.1 and physics["timestep_s"] == 0.002 and physics["cone"] == "PYRAMIDAL"
     env.close()
