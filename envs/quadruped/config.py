@@ -54,8 +54,8 @@ DEFAULT_REWARD_SCALES = {
     "torques": -0.0002,
     "action_rate": -0.01,
     "feet_air_time": 1.0,
-    "feet_slip": -1.0,
-    "feet_clearance": -2.0,
+    "feet_slip": -0.25,
+    "feet_clearance": -0.5,
     "base_height": -10.0,
     "termination": -50.0,
 }

@@ -142,8 +142,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     torques            sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
     action_rate        sum_j (a_t,j - a_t-1,j)^2                                             -0.01
     feet_air_time      sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
-    feet_slip          sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -1.0
-    feet_clearance     sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -2.0
+    feet_slip          sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -0.25
+    feet_clearance     sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -0.5
     base_height        (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
     termination        1 on the step the robot falls                                         -50.0 (= -1)
     =================  ====================================================================  =============
@@ -151,8 +151,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     Feet contact: a foot touch sensor reading above 1 N. ``feet_slip`` and ``feet_clearance`` are MuJoCo
     Playground Go1's terms (``envs.quadruped.gait.foot_motion``: h is the foot sphere's lowest point, v_xy
     its centre's speed, world frame); ``feet_slip`` takes the contact point's speed (a rolling foot does
-    not slip) at 10 x Playground's scale: at -0.1 the skating the issue-37 policy learned (two feet at
-    0.37 m/s, 70 % of the time) would cost 0.02 per second against tracking's 1.
+    not slip). Scales: a quarter of Playground's -2 for ``feet_clearance`` and 2.5 x its -0.1 for
+    ``feet_slip``: Playground clips the step's total reward at 0, this env does not, and at -2 and -1 the two
+    terms were the reward's largest penalties (-0.47 per second, twice all others together, against
+    tracking's 1) and the Go2's default job still tracked at 0.44 m/s after 600 k steps
+    (``benchmarks/RESULTS.md``, issue 37).
 
     ## Termination and truncation
 

@@ -35,7 +35,7 @@ ROWS = ("contact", "lift", "peak", "steps", "stance", "slip_sum", "swings", "ape
 MEASURES = (  # (info key prefix, unit, label)
     ("stance_slip", "m/s", "stance slip"),
     ("swing_apex", "cm", "swing apex"),
-    ("duty_factor", "fraction of steps", "duty factor"),
+    ("duty_factor", "of steps", "duty factor"),
 )
 # the mean of the legs first (the headline numbers), then each leg's
 GAIT_METRICS = tuple(Metric(key, key, "last", unit, label) for key, unit, label in MEASURES) + tuple(
