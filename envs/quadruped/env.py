@@ -153,7 +153,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     its centre's speed, world frame); ``feet_slip`` takes the contact point's speed (a rolling foot does
     not slip). Scales: a quarter of Playground's -2 for ``feet_clearance`` and 2.5 x its -0.1 for
     ``feet_slip``: Playground clips the step's total reward at 0, this env does not, and at -2 and -1 the two
-    terms were the reward's largest penalties (-0.47 per second, twice all others together, against
+    terms were the reward's largest penalties (-0.47 per second, more than all the other penalties together, against
     tracking's 1) and the Go2's default job still tracked at 0.44 m/s after 600 k steps
     (``benchmarks/RESULTS.md``, issue 37).
 
