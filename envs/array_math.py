@@ -48,6 +48,7 @@ class ScalarMath:
     cos = staticmethod(math.cos)
     sin = staticmethod(math.sin)
     exp = staticmethod(math.exp)
+    maximum = staticmethod(max)
 
     @staticmethod
     def where(condition: bool, a: float, b: float) -> float:
@@ -67,18 +68,6 @@ class ScalarMath:
         """The observation vector, shape ``(len(columns),)``."""
         return np.array(columns, dtype=np.float32)
 
-    @staticmethod
-    def legs(x: np.ndarray) -> list[float]:
-        """The four values of one env's ``(4,)`` per-leg array, as floats."""
-        return x.tolist()
-
-    @staticmethod
-    def legs_sum(x: np.ndarray) -> float:
-        """The sum of one env's ``(4,)`` per-leg array, added in leg order."""
-        a, b, c, d = x.tolist()
-        return a + b + c + d
-
-
 class BatchMath:
     """:class:`ScalarMath` on ``(N,)`` float64 arrays, one entry per env."""
 
@@ -87,6 +76,7 @@ class BatchMath:
     cos = staticmethod(_per_element(math.cos))
     sin = staticmethod(_per_element(math.sin))
     exp = staticmethod(_per_element(math.exp))
+    maximum = staticmethod(np.maximum)
     where = staticmethod(np.where)
 
     @staticmethod
@@ -103,13 +93,3 @@ class BatchMath:
     def float32(columns: tuple[np.ndarray, ...]) -> np.ndarray:
         """The observations, shape ``(N, len(columns))``."""
         return np.stack(columns, axis=1).astype(np.float32)
-
-    @staticmethod
-    def legs(x: np.ndarray) -> list[np.ndarray]:
-        """The four ``(N,)`` columns of ``(N, 4)`` per-leg values."""
-        return [x[:, 0], x[:, 1], x[:, 2], x[:, 3]]
-
-    @staticmethod
-    def legs_sum(x: np.ndarray) -> np.ndarray:
-        """The row sums of ``(N, 4)`` per-leg values, added in leg order (as :meth:`ScalarMath.legs_sum`)."""
-        return x[:, 0] + x[:, 1] + x[:, 2] + x[:, 3]

@@ -16,9 +16,9 @@ from envs.quadruped.rewards import reward_feet_clearance, reward_feet_slip
 R = 0.02  # m, a foot sphere's radius
 
 
-def readings(pos, vel, ang) -> np.ndarray:
+def readings(pos, vel, ang) -> list[float]:
     """The 36 foot sensor values of four feet with the same position, velocity and angular velocity."""
-    return np.concatenate([np.tile(pos, 4), np.tile(vel, 4), np.tile(ang, 4)]).astype(float)
+    return [float(v) for v in np.concatenate([np.tile(pos, 4), np.tile(vel, 4), np.tile(ang, 4)])]
 
 
 def test_a_rolling_foot_does_not_slip_and_a_sliding_one_does():
@@ -35,28 +35,26 @@ def test_a_rolling_foot_does_not_slip_and_a_sliding_one_does():
 
 def test_gait_state_counts_stance_swings_and_apex():
     state = new_gait_state()
-    down, up = np.ones(4, bool), np.zeros(4, bool)
-    zero = np.zeros(4)
     # two stance steps sliding at 0.1 m/s, a 3-step swing peaking 5 cm above lift-off, a touchdown
-    for contact, height, slip in ((down, 0.01, 0.1), (down, 0.01, 0.1), (up, 0.03, 0), (up, 0.06, 0),
-                                  (up, 0.02, 0), (down, 0.0, 0.0)):
-        state = advance_gait(state, contact, zero + height, zero + slip * slip)
+    for contact, height, slip in ((True, 0.01, 0.1), (True, 0.01, 0.1), (False, 0.03, 0), (False, 0.06, 0),
+                                  (False, 0.02, 0), (True, 0.0, 0.0)):
+        state = advance_gait(state, [contact] * 4, [height] * 4, [slip * slip] * 4, ScalarMath)
     info = gait_info(state, ScalarMath)
     assert info["duty_factor"] == pytest.approx(0.5) and info["duty_factor_RL"] == pytest.approx(0.5)
     assert info["stance_slip"] == pytest.approx(0.2 / 3) and info["stance_slip_FR"] == pytest.approx(0.2 / 3)
     assert info["swing_apex"] == pytest.approx(5.0)  # cm
     assert [m.info_key for m in GAIT_METRICS] == list(info)  # every measure declared, in the info's order
-    batch = gait_info(np.stack([state, new_gait_state()]), BatchMath)
+    batch = gait_info(np.array([state, new_gait_state()]).T, BatchMath)  # two envs: (ROWS x 4, N)
     assert batch["swing_apex"].tolist() == [info["swing_apex"], 0.0]
 
 
 def test_foot_terms_vanish_without_slip_or_at_the_clearance_height():
-    contact, slip2 = np.array([True, False, True, False]), np.array([0.0, 4.0, 0.0, 4.0])
+    contact, slip2 = [True, False, True, False], [0.0, 4.0, 0.0, 4.0]
     assert reward_feet_slip(-1.0, contact, slip2, ScalarMath) == 0.0  # the sliding feet are in the air
-    assert reward_feet_slip(-1.0, ~contact, slip2, ScalarMath) == -8.0
-    assert reward_feet_clearance(-2.0, np.full(4, 0.08), np.full(4, 1.0), 0.08, ScalarMath) == 0.0
-    assert reward_feet_clearance(-2.0, np.zeros(4), np.full(4, 1.0), 0.08, ScalarMath) == pytest.approx(-0.64)
-    assert reward_feet_clearance(-2.0, np.zeros(4), np.zeros(4), 0.08, ScalarMath) == 0.0  # standing feet
+    assert reward_feet_slip(-1.0, [not c for c in contact], slip2, ScalarMath) == -8.0
+    assert reward_feet_clearance(-2.0, [0.08] * 4, [1.0] * 4, 0.08, ScalarMath) == 0.0
+    assert reward_feet_clearance(-2.0, [0.0] * 4, [1.0] * 4, 0.08, ScalarMath) == pytest.approx(-0.64)
+    assert reward_feet_clearance(-2.0, [0.0] * 4, [0.0] * 4, 0.08, ScalarMath) == 0.0  # standing feet
 
 
 def test_a_standing_robot_has_duty_one_and_no_slip():

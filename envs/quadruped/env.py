@@ -420,9 +420,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         """This env's reward, fall flag and info: :func:`~envs.quadruped.rewards.step_outcome` on its floats
         (the batch runs it on arrays)."""
         # the base's self._action still holds the previous action here
-        touch = self._s_touch
         reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(
-            self._s_base.tolist(), self._command.tolist(), touch.tolist(), (touch[:4], self._s_feet),
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._s_feet.tolist(),
             self._trunk_height(), self._act_force, action, self._action, self._air_time, self._last_contact,
             self._gait, self._qvel.item(0), self, ScalarMath)
         return reward, fell, info
@@ -468,12 +467,12 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         previous = np.stack([task._action for task in tasks])
         air = np.array([task._air_time for task in tasks]).T
         last = np.array([task._last_contact for task in tasks]).T
-        gait = np.stack([task._gait for task in tasks])
+        gait = np.array([task._gait for task in tasks]).T
         reward, fell, info, air, last, gait = step_outcome(
-            base.T, command.T, touch.T, (touch[:, :4], feet), cls._trunk_heights(tasks, trunk_z[:, 0]),
+            base.T, command.T, touch.T, feet.T, cls._trunk_heights(tasks, trunk_z[:, 0]),
             derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
         for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
-                                                              np.array(last).T.tolist(), gait):
+                                                              np.array(last).T.tolist(), np.array(gait).T.tolist()):
             task._action[:] = action  # the previous action of the next step
             task._last_action[:] = action
             task._air_time, task._last_contact, task._gait = air_row, last_row, gait_rows

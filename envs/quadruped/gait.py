@@ -3,9 +3,11 @@ episode accumulates (:func:`advance_gait`, :func:`gait_info`; declared as :data:
 
 The feet are read from 36 sensor values at the foot sites (the foot spheres' centres), three groups of four
 feet (FR, FL, RR, RL), world frame: position (m), linear velocity (m/s), angular velocity of the foot's body
-(rad/s). Every function works on one env's arrays (``(36,)`` readings, ``(4,)`` per-foot values, an
-``(ROWS, 4)`` state) and on N envs' (a leading ``N`` axis) with the same bits per env: element-wise numpy
-maths only; sums over the four feet are written out (:meth:`envs.array_math.ScalarMath.legs_sum`).
+(rad/s). Like the reward terms, every function works on one env's Python floats (``m=ScalarMath``: the 36
+readings as a list, per-foot values as lists of four floats, the gait state a list of ``len(ROWS) * 4``
+floats) and on N envs' ``(N,)`` arrays in the same places (``m=BatchMath``), with the same bits per env;
+floats keep one env's step cheap (less than half the time of numpy on four-element arrays, measured side
+by side: the same bits, ``tests/test_batched.py``).
 
 Gait measures, per leg, over the episode so far (what ``info`` reports at every step, so that the value at an
 episode's last step is the episode's):
@@ -22,15 +24,12 @@ sensor above ``CONTACT_FORCE_THRESHOLD`` N this step (not or'ed with the previou
 
 from __future__ import annotations
 
-import numpy as np
-
 from envs.declarations import Metric
 from envs.quadruped.robots import LEGS
 
 FOOT_SENSOR_DIM = 36  # foot position (4 x 3, m), linear velocity (4 x 3, m/s), angular velocity (4 x 3, rad/s)
-# The rows of a gait state (one array (len(ROWS), 4) per env; a column per leg).
+# A gait state: these rows of four (a column per leg), flattened row by row: one env's list of floats.
 ROWS = ("contact", "lift", "peak", "steps", "stance", "slip_sum", "swings", "apex_sum")
-(CONTACT, LIFT, PEAK, STEPS, STANCE, SLIP_SUM, SWINGS, APEX_SUM) = range(len(ROWS))
 
 MEASURES = (  # (info key prefix, unit, label)
     ("stance_slip", "m/s", "stance slip"),
@@ -44,57 +43,61 @@ GAIT_METRICS = tuple(Metric(key, key, "last", unit, label) for key, unit, label 
 )
 
 
-def foot_motion(feet: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(height, speed2, slip2)`` of each foot, each ``(..., 4)``, from the foot sensor readings ``feet``
-    ``(..., 36)`` (module docstring) and the foot spheres' radius (m).
+def foot_motion(feet: list, radius: float) -> tuple[list, list, list]:
+    """``(height, speed2, slip2)``, each a list over the four feet, from the 36 foot sensor readings ``feet``
+    (module docstring) and the foot spheres' radius (m).
 
     ``height``: the sphere's lowest point above z = 0 (m, world); ``speed2``: the squared horizontal speed
     of its centre ((m/s)^2); ``slip2``: the squared horizontal speed of its lowest point, the contact point
     on flat ground ((m/s)^2): centre velocity plus ``w x (0, 0, -r)``.
     """
-    f = feet.reshape(*feet.shape[:-1], 3, 4, 3)
-    pos, vel, ang = f[..., 0, :, :], f[..., 1, :, :], f[..., 2, :, :]
-    vx, vy = vel[..., 0], vel[..., 1]
-    sx = vx - radius * ang[..., 1]
-    sy = vy + radius * ang[..., 0]
-    return pos[..., 2] - radius, vx * vx + vy * vy, sx * sx + sy * sy
+    height, speed2, slip2 = [], [], []
+    for i in range(0, 12, 3):  # the four feet's x entries in each group
+        vx, vy, wx, wy = feet[12 + i], feet[13 + i], feet[24 + i], feet[25 + i]
+        sx, sy = vx - radius * wy, vy + radius * wx
+        height.append(feet[2 + i] - radius)
+        speed2.append(vx * vx + vy * vy)
+        slip2.append(sx * sx + sy * sy)
+    return height, speed2, slip2
 
 
-def new_gait_state() -> np.ndarray:
+def new_gait_state() -> list[float]:
     """The gait state at a reset: every foot on the ground at height 0, nothing counted."""
-    state = np.zeros((len(ROWS), 4))
-    state[CONTACT] = 1.0
-    return state
+    return [1.0] * 4 + [0.0] * (4 * (len(ROWS) - 1))
 
 
-def advance_gait(state: np.ndarray, contact: np.ndarray, height: np.ndarray, slip2: np.ndarray) -> np.ndarray:
-    """The gait state ``(..., ROWS, 4)`` after a step with feet ``contact`` (bool), ``height`` (m) and ``slip2``
-    ((m/s)^2), each ``(..., 4)``: counts the step, a stance step's slip, a touchdown's swing apex; a foot in
-    contact sets its lift-off height, a foot in the air raises its swing's peak (m above lift-off)."""
-    new = np.empty_like(state)
-    c = contact.astype(np.float64)
-    touchdown = contact & (state[..., CONTACT, :] == 0.0)
-    peak = state[..., PEAK, :]
-    rise = height - state[..., LIFT, :]
-    new[..., CONTACT, :] = c
-    new[..., LIFT, :] = np.where(contact, height, state[..., LIFT, :])
-    new[..., PEAK, :] = np.where(contact, 0.0, np.where(rise > peak, rise, peak))
-    new[..., STEPS, :] = state[..., STEPS, :] + 1.0
-    new[..., STANCE, :] = state[..., STANCE, :] + c
-    new[..., SLIP_SUM, :] = state[..., SLIP_SUM, :] + np.where(contact, np.sqrt(slip2), 0.0)
-    new[..., SWINGS, :] = state[..., SWINGS, :] + touchdown
-    new[..., APEX_SUM, :] = state[..., APEX_SUM, :] + np.where(touchdown, peak, 0.0)
-    return new
+def advance_gait(state: list, contact: list, height: list, slip2: list, m) -> list:
+    """The gait state after a step with the feet's ``contact`` (bools), ``height`` (m) and ``slip2``
+    ((m/s)^2), four each: counts the step, a stance step's slip, a touchdown's swing apex; a foot in contact
+    sets its lift-off height, a foot in the air raises its swing's peak (m above lift-off)."""
+    rows = [[] for _ in ROWS]
+    for leg, (c, h, s2) in enumerate(zip(contact, height, slip2)):
+        was, lift, peak, steps, stance, slip_sum, swings, apex_sum = state[leg::4]
+        touchdown = c & (was == 0.0)
+        rise = h - lift
+        for row, value in zip(rows, (
+            m.where(c, 1.0, 0.0),
+            m.where(c, h, lift),
+            m.where(c, 0.0, m.where(rise > peak, rise, peak)),
+            steps + 1.0,
+            stance + m.where(c, 1.0, 0.0),
+            slip_sum + m.where(c, m.sqrt(s2), 0.0),
+            swings + m.where(touchdown, 1.0, 0.0),
+            apex_sum + m.where(touchdown, peak, 0.0),
+        )):
+            row.append(value)
+    return [value for row in rows for value in row]
 
 
-def gait_info(state: np.ndarray, m) -> dict:
-    """The gait measures of ``state`` (module docstring) as ``info`` entries: Python floats for one env
+def gait_info(state: list, m) -> dict:
+    """The gait measures of ``state`` (module docstring) as ``info`` entries: floats for one env
     (``m=ScalarMath``), ``(N,)`` arrays for N (``m=BatchMath``); the legs' mean first, as :data:`GAIT_METRICS`."""
-    slip = state[..., SLIP_SUM, :] / np.maximum(state[..., STANCE, :], 1.0)
-    apex = 100.0 * state[..., APEX_SUM, :] / np.maximum(state[..., SWINGS, :], 1.0)
-    duty = state[..., STANCE, :] / np.maximum(state[..., STEPS, :], 1.0)
-    measures = [(key, m.legs(values)) for (key, _, _), values in zip(MEASURES, (slip, apex, duty))]
+    legs = [state[leg::4] for leg in range(4)]
+    slip = [s[5] / m.maximum(s[4], 1.0) for s in legs]
+    apex = [100.0 * s[7] / m.maximum(s[6], 1.0) for s in legs]
+    duty = [s[4] / m.maximum(s[3], 1.0) for s in legs]
+    measures = [(key, values) for (key, _, _), values in zip(MEASURES, (slip, apex, duty))]
     info = {key: 0.25 * (a + b + c + d) for key, (a, b, c, d) in measures}
-    for key, legs in measures:
-        info.update({f"{key}_{leg}": value for leg, value in zip(LEGS, legs)})
+    for key, values in measures:
+        info.update({f"{key}_{leg}": value for leg, value in zip(LEGS, values)})
     return info

@@ -66,21 +66,26 @@ def reward_base_height(scale: float, dz: float) -> float:
     return scale * dz * dz
 
 
-def reward_feet_slip(scale: float, contact: np.ndarray, slip2: np.ndarray,
-                     m: type[ScalarMath] | type[BatchMath]) -> float:
+def reward_feet_slip(scale: float, contact: list, slip2: list, m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * sum_feet in contact |v_contact_xy|^2``: the squared horizontal speed (m/s)^2 of each stance
     foot's contact point (:func:`~envs.quadruped.gait.foot_motion`; Playground Go1's ``feet_slip``, which
-    takes the foot centre's). ``contact``, ``slip2``: (4,) or (N, 4)."""
-    return scale * m.legs_sum(np.where(contact, slip2, 0.0))
+    takes the foot centre's). ``contact``, ``slip2``: four per-foot values each (floats or (N,) arrays)."""
+    total = 0.0
+    for c, s2 in zip(contact, slip2):
+        total = total + m.where(c, s2, 0.0)
+    return scale * total
 
 
-def reward_feet_clearance(scale: float, height: np.ndarray, speed2: np.ndarray, target: float,
+def reward_feet_clearance(scale: float, height: list, speed2: list, target: float,
                           m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * sum_feet |h - target| * sqrt(|v_xy|)``: each foot's lowest point's height ``h`` (m, world z)
     away from ``target`` (m), weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its
     square), so a foot that moves does it ``target`` high (Playground Go1's ``feet_clearance``). ``height``,
-    ``speed2``: (4,) or (N, 4)."""
-    return scale * m.legs_sum(np.abs(height - target) * np.sqrt(np.sqrt(speed2)))
+    ``speed2``: four per-foot values each (floats or (N,) arrays)."""
+    total = 0.0
+    for h, v2 in zip(height, speed2):
+        total = total + abs(h - target) * m.sqrt(m.sqrt(v2))
+    return scale * total
 
 
 def reward_termination(scale: float, fell: bool) -> float:
@@ -117,8 +122,7 @@ def step_outcome(base, command, touch, feet, z, torques, action, previous, air, 
 
     ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
     values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
-    (N); ``feet``: the feet's touch readings (N) and foot sensor readings (:mod:`envs.quadruped.gait`),
-    arrays (4,) and (36,), or (N, 4) and (N, 36); ``z``: trunk height (m, world); ``torques`` (N·m) and
+    (N); ``feet``: the 36 foot sensor readings (:mod:`envs.quadruped.gait`); ``z``: trunk height (m, world); ``torques`` (N·m) and
     the clipped ``action`` and ``previous`` action: (12,) vectors or (N, 12); ``air``/``last``: see
     :func:`feet_air_time`; ``gait``: the gait state (:func:`~envs.quadruped.gait.advance_gait`);
     ``x_velocity``: world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with
@@ -132,10 +136,9 @@ def step_outcome(base, command, touch, feet, z, torques, action, previous, air, 
     sigma = env.tracking_sigma
     k = env.reward_scales_dt
     air_term, air, last = feet_air_time(touch, air, last, cx * cx + cy * cy, env, m)
-    foot_touch, foot_sensors = feet
-    contact = foot_touch > env.CONTACT_FORCE_THRESHOLD
-    height, speed2, slip2 = foot_motion(foot_sensors, env.foot_radius)
-    gait = advance_gait(gait, contact, height, slip2)
+    contact = [force > env.CONTACT_FORCE_THRESHOLD for force in touch[:4]]
+    height, speed2, slip2 = foot_motion(feet, env.foot_radius)
+    gait = advance_gait(gait, contact, height, slip2, m)
     r0 = reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma, m)
     r1 = reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma, m)
     r2 = reward_lin_vel_z(k["lin_vel_z"], vz)
