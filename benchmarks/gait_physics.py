@@ -8,6 +8,7 @@ measures, ``envs.quadruped.gait``), then the env's steps/s per setting, measured
 blocks of random actions), as ratios to the first setting.
 
     PYTHONPATH=. python benchmarks/gait_physics.py [--robots go2 go1] [--episodes 8] [--steps 500]
+        [--rounds 5] [--block 400]          # --episodes 0: the timing only
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def trot_rollouts(robot: str, setting: tuple, episodes: int, steps: int) -> dict
     return {k: v / episodes for k, v in totals.items()}
 
 
-def throughput(robot: str, rounds: int = 5, block: int = 400) -> dict[str, float]:
+def throughput(robot: str, rounds: int, block: int) -> dict[str, float]:
     """Steps/s of each setting's env under random actions, interleaved block by block (median of ``rounds``)."""
     rng = np.random.default_rng(0)
     made = {name: make(robot, setting) for name, setting in SETTINGS.items()}
@@ -105,14 +106,16 @@ def main() -> None:
     parser.add_argument("--robots", nargs="+", default=["go2", "go1", "aliengo", "mini_cheetah", "openclaw_go1"])
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per setting")
+    parser.add_argument("--block", type=int, default=400, help="env steps per timing")
     args = parser.parse_args()
     for robot in args.robots:
         print(f"== {robot}: scripted trot, {args.episodes} episodes x {args.steps} steps (seeds 1000+)")
-        for name, setting in SETTINGS.items():
+        for name, setting in SETTINGS.items() if args.episodes > 0 else ():
             r = trot_rollouts(robot, setting, args.episodes, args.steps)
             print(f"  {name:30s} tracking {r['tracking_error']:.3f} m/s  falls {r['falls']:.2f}  "
                   f"slip {r['stance_slip']:.3f} m/s  apex {r['swing_apex']:.1f} cm  duty {r['duty_factor']:.2f}")
-        rates = throughput(robot)
+        rates = throughput(robot, args.rounds, args.block)
         first = next(iter(rates.values()))
         print("  env steps/s (interleaved): " + ", ".join(f"{n}: {v:.0f} ({v / first:.2f}x)" for n, v in rates.items()))
 
