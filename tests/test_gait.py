@@ -8,7 +8,7 @@ import pytest
 
 import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.array_math import BatchMath, ScalarMath
-from envs.controllers.trot import TrotController
+from envs.controllers.trot import QuadrupedScore, TrotController
 from envs.quadruped import QuadrupedEnv
 from envs.quadruped.gait import GAIT_METRICS, advance_gait, foot_motion, gait_info, new_gait_state
 from envs.quadruped.rewards import reward_feet_clearance, reward_feet_slip
@@ -81,3 +81,11 @@ def test_the_scripted_trot_walks_without_skating():
     assert info["stance_slip"] < 0.2 and info["swing_apex"] > 4.0, info
     assert 0.35 < info["duty_factor"] < 0.75, info
     env.close()
+
+
+def test_the_trot_score_charges_slip_like_tracking_error():
+    """What the trot's tuning and the adaptive teacher's checks rank by: a skating gait pays for its slip."""
+    score = QuadrupedScore()
+    for slip in (0.1, 0.3):  # info carries the episode's running stance slip; the last one counts
+        score.add(None, {"tracking_error": 0.1, "fell": False, "stance_slip": slip})
+    assert score.metrics()["score"] == pytest.approx(-0.4) and score.metrics()["stance_slip"] == 0.3
