@@ -216,15 +216,23 @@ def load_intact(saved: DictConfig, which: str, ckpt: checkpoint.Checkpoint, venv
 
 
 # ---------------------------------------------------------------------------------------- outputs
+PLOT_COLUMNS = 5  # panels per row of episodes.png (the quadruped declares 17 metrics: gait measures per leg)
+
+
 def plot_episodes(result: EvalResult, path: Path, title: str) -> None:
-    """Bar charts of each episode's return, length and every metric the env declares (e.g. tracking error, falls)."""
+    """Bar charts of each episode's return, length and every metric the env declares (e.g. tracking error, falls),
+    ``PLOT_COLUMNS`` to a row."""
     per = result.per_episode
     panels = [("return", "return"), ("length", "length (steps)")]
     for m in result.declared:
         if m.info_key in per:
             panels.append((m.info_key, m.label if m.unit == "fraction" else f"{m.label} ({m.unit})"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), dpi=110)
-    for ax, (key, label) in zip(axes, panels):
+    cols = min(len(panels), PLOT_COLUMNS)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), dpi=110, squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (key, label) in zip(axes.flat, panels):
         ax.bar(np.arange(len(per[key])), per[key], color="tab:blue")
         ax.set_xlabel("episode")
         ax.set_ylabel(label)
