@@ -101,7 +101,11 @@ def test_trot_ik_matches_mujoco_kinematics(robot):
 # Go1/Go2, 0.25 Aliengo/Mini Cheetah) where the robot meets them over the 50 validation episodes; Go2
 # (0.216 there, 0.235 on these seeds) and Aliengo (0.316, 0.382 here) miss theirs (benchmarks/RESULTS.md:
 # both are slow at the fast commands), so their bounds are the figures reached on these seeds, with margin.
-TUNED_TRACKING_BOUND = {"go1": 0.20, "go2": 0.30, "aliengo": 0.45, "mini_cheetah": 0.25}
+# Issue 37 gave Go2 its file's contact model (elliptic cones, impratio 100, friction 1.0): its trot, re-tuned for
+# 240 candidates, tracks 0.417 m/s and falls once on these seeds (6/50 on the validation seeds), so Go2's
+# bounds are those figures with margin (was 0.30 and no fall under the old contact); the others are unchanged.
+TUNED_TRACKING_BOUND = {"go1": 0.20, "go2": 0.45, "aliengo": 0.45, "mini_cheetah": 0.25}
+TUNED_FALLS_ALLOWED = {"go2": 1}  # of 8 episodes; 0 for the others
 
 
 @pytest.mark.slow
@@ -109,7 +113,8 @@ TUNED_TRACKING_BOUND = {"go1": 0.20, "go2": 0.30, "aliengo": 0.45, "mini_cheetah
 @pytest.mark.parametrize("robot", PACKAGE_ROBOTS)
 def test_tuned_trot_walks_each_robot_and_the_untuned_one_does_not(robot):
     tuned = evaluate_trot(robot, None, range(100, 108))  # None: the robot's tuned defaults
-    assert tuned["falls"] == 0 and tuned["tracking_error"] < TUNED_TRACKING_BOUND[robot], tuned
+    assert tuned["falls"] <= TUNED_FALLS_ALLOWED.get(robot, 0), tuned
+    assert tuned["tracking_error"] < TUNED_TRACKING_BOUND[robot], tuned
     untuned = evaluate_trot(robot, TrotParams(), range(100, 108), steps=500)  # openclaw_go1's parameters
     assert untuned["fitness"] > 1.5 * tuned["fitness"], (untuned, tuned)
 
