@@ -194,7 +194,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     One ``step()`` = 5 physics steps (~70-90 us on one 2-core-VM core) + ~13 us of Python (action check,
     observation = one ``np.concatenate`` of cached sensor views, scalar reward maths, the info dict). That is
-    ~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine).
+    ~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine). The gait measures and
+    the two foot terms (issue 37) take 0.8x of that (side by side against the commit before them); the meshed
+    robots' physics costs more, Go1 and Go2 with their files' elliptic cones most (``benchmarks/RESULTS.md``).
 
     ## Arguments (keyword-only; :class:`~envs.quadruped.QuadrupedConfig` holds them and their checks)
 
