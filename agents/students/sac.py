@@ -15,13 +15,15 @@ training is bit-identical to ``stable_baselines3.SAC`` with the same seed. While
    reading them: the soft Q also holds the entropy bonus, ``ent_coef * H / (1 - gamma)``, so a scale of
    ``mean |Q|`` grew with the entropy coefficient and fed the coefficient's runaway. **alpha's meaning**: one nat
    of ``L`` costs alpha times the return scale ``mean |r| / (1 - gamma)``; it depends on the rewards alone.
-2. The entropy coefficient's dual update measures the entropy of the pre-tanh Gaussian (``sum log sigma`` +
-   const, the policy's ``log_prob`` of its pre-tanh sample) against SB3's target (``-action_dim``). The squashed
-   entropy also holds ``sum log(1 - tanh(u)^2)``, which a teacher's saturated actions (|a| -> 1) make arbitrarily
-   negative whatever sigma: no width meets the target there, the dual ascent has no fixed point and the
-   coefficient runs away (measured: 1.7 at 4 k steps, 15,115 at 25.6 k). The pre-tanh entropy depends on sigma
-   alone, and the teacher's term asks for the width at that target (1.), so the target is reachable while the
-   mean follows the teacher. The actor's own entropy bonus stays SAC's (squashed). Once alpha is 0, SB3's update again.
+2. SAC's entropy is the pre-tanh Gaussian's (``-log N(u; mu, sigma)`` of the sample, which depends on sigma
+   alone): in the actor's entropy bonus, the critic's soft target and the entropy coefficient's update, against
+   SB3's target (``-action_dim``). The squashed entropy also holds ``sum log(1 - tanh(u)^2)``, which a teacher's
+   saturated actions (|a| -> 1: a closed grip) make arbitrarily negative whatever sigma: no width meets the target
+   there, so the coefficient's dual ascent has no fixed point and runs away (measured: 1.7 at 4 k steps, 15,115 at
+   25.6 k), and the soft target charges every step the teacher saturates ``ent_coef * |log(1 - tanh^2)|`` (~3
+   nats per dimension at |a| = 0.98), as if the taught behaviour were worse. The pre-tanh entropy puts no price on
+   where the mean is, and the teacher's term asks for the width at the target (1.): the coefficient has its fixed
+   point where the teacher puts the width. Once alpha is 0, SB3's update again.
 
 The teacher is updated after each actor optimiser step.
 """
@@ -113,8 +115,8 @@ class SACStudent(DistillingStudent, SAC):
         return self.distillation is not None and self.distillation.alpha(self._progress()) != 0.0
 
     def _entropy_log_prob(self, log_prob: torch.Tensor, teaching: bool) -> torch.Tensor:
-        """What the entropy coefficient's update reads, shape (batch, 1): the squashed ``log_prob`` (SB3), or while
-        teaching the pre-tanh Gaussian's log-density of the same sample (item 2 of the module docstring)."""
+        """The log-density SAC's entropy terms read, shape (batch, 1), for the sample the actor just drew: the
+        squashed ``log_prob`` (SB3), or while teaching the pre-tanh Gaussian's (item 2 of the module docstring)."""
         if not teaching:
             return log_prob
         dist = self.actor.action_dist
@@ -133,7 +135,8 @@ class SACStudent(DistillingStudent, SAC):
     # ==================================================================================================
     # Copied from stable-baselines3 2.9.2, stable_baselines3/sac/sac.py, SAC.train (MIT licence).
     # Changes: while teaching, the distillation term (_distill_term) is added to the actor loss and the
-    # entropy coefficient reads _entropy_log_prob; the teacher is told after each actor optimiser step; ``train/rl_loss`` and the ``distill/*`` statistics are logged;
+    # entropy terms read _entropy_log_prob; the teacher is told after each actor optimiser step;
+    # ``train/rl_loss`` and the ``distill/*`` statistics are logged;
     # the minibatches come from replay_batches, the actor loss's critic pass is frozen() and the
     # Polyak update is soft_update (bit-identical speed-ups, see the class docstring); a non-finite loss
     # term stops training (check_finite).
@@ -162,13 +165,12 @@ class SACStudent(DistillingStudent, SAC):
                 self.actor.reset_noise()
 
             actions_pi, log_prob = self.actor.action_log_prob(data.observations)
-            log_prob = log_prob.reshape(-1, 1)
+            log_prob = self._entropy_log_prob(log_prob.reshape(-1, 1), teaching)
 
             ent_coef_loss = None
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
                 ent_coef = torch.exp(self.log_ent_coef.detach())
-                entropy_log_prob = self._entropy_log_prob(log_prob, teaching)
-                ent_coef_loss = -(self.log_ent_coef * (entropy_log_prob + self.target_entropy).detach()).mean()
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
                 ent_coef_losses.append(ent_coef_loss.item())
                 check_finite(entropy_coefficient_loss=ent_coef_losses[-1])
             else:
@@ -181,9 +183,10 @@ class SACStudent(DistillingStudent, SAC):
 
             with torch.no_grad():
                 next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+                next_log_prob = self._entropy_log_prob(next_log_prob.reshape(-1, 1), teaching)
                 next_q = torch.cat(self.critic_target(data.next_observations, next_actions), dim=1)
                 next_q, _ = torch.min(next_q, dim=1, keepdim=True)
-                next_q = next_q - ent_coef * next_log_prob.reshape(-1, 1)
+                next_q = next_q - ent_coef * next_log_prob
                 target_q = data.rewards + (1 - data.dones) * discounts * next_q
 
             current_q = self.critic(data.observations, data.actions)
