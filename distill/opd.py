@@ -112,7 +112,8 @@ class OnlinePolicyDistillation:
         targets = self.teacher.targets(obs, raw_obs, teacher_actions)
         entry = self.registry.get(self.student)
         if entry.squashed:
-            name, per_sample = "action_kl", squashed_distillation_loss(targets.actions, student_dist, entry.width_log_std)
+            name = "action_kl"
+            per_sample = squashed_distillation_loss(targets.actions, student_dist, entry.width_log_std)
             teacher_action, student_action = targets.actions, torch.tanh(student_dist.mean)
         else:
             name, per_sample = "kl", distillation_kl(targets.dist, student_dist, self.direction)
@@ -125,7 +126,8 @@ class OnlinePolicyDistillation:
                     name: float(loss),
                     "alpha": alpha,
                     "weighted_loss": alpha * float(loss),
-                    "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1), targets.weight)),
+                    "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1),
+                                                           targets.weight)),
                     "teacher_log_std": float(targets.dist.log_std.mean()),
                     "student_log_std": float(student_dist.log_std.mean()),
                     "coverage": targets.coverage,

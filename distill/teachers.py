@@ -28,8 +28,8 @@ from distill.policy import DiagGaussian, Observation, PolicyEntry
 
 @dataclass(frozen=True)
 class TeacherTargets:
-    """Targets for a batch: ``dist`` (mean, log_std) and ``weight`` of shape (batch,), 0 = masked; ``squashed``: ``dist``
-    is over pre-tanh actions (a SAC teacher's)."""
+    """Targets for a batch: ``dist`` (mean, log_std) and ``weight`` of shape (batch,), 0 = masked;
+    ``squashed``: ``dist`` is over pre-tanh actions (a SAC teacher's)."""
 
     dist: DiagGaussian
     weight: torch.Tensor
