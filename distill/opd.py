@@ -115,9 +115,11 @@ class OnlinePolicyDistillation:
             name = "action_kl"
             per_sample = squashed_distillation_loss(targets.actions, student_dist, entry.width_log_std)
             teacher_action, student_action = targets.actions, torch.tanh(student_dist.mean)
+            teacher_log_std = entry.width_log_std
         else:
             name, per_sample = "kl", distillation_kl(targets.dist, student_dist, self.direction)
             teacher_action, student_action = targets.dist.mean, student_dist.mean
+            teacher_log_std = float(targets.dist.log_std.mean())
         loss = weighted_mean(per_sample, targets.weight)
         check_finite(distillation_loss=loss.detach(), alpha=alpha)
         with torch.no_grad():
@@ -128,7 +130,7 @@ class OnlinePolicyDistillation:
                     "weighted_loss": alpha * float(loss),
                     "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1),
                                                            targets.weight)),
-                    "teacher_log_std": float(targets.dist.log_std.mean()),
+                    "teacher_log_std": teacher_log_std,
                     "student_log_std": float(student_dist.log_std.mean()),
                     "coverage": targets.coverage,
                 }

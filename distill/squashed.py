@@ -1,4 +1,4 @@
-"""The distillation term for tanh-squashed students (SAC): the teacher's action against the squashed mean, and a width.
+"""The distillation term for tanh-squashed (SAC) students: the teacher's action against the squashed mean, a width.
 
 A SAC actor's action is ``a = tanh(u)``, ``u ~ N(mu, sigma)`` (``mu``, ``sigma`` pre-tanh, per action dimension);
 the env's action units are (-1, 1). A teacher's action ``a_T`` (a scripted controller's, recorded with the sample;
