@@ -11,7 +11,8 @@ Tasks:
 ``claw``       SAC on ``OpenClaw/Claw-v0`` through ``train.py`` (tuned: dense reward, no HER); first
                evaluation (50 episodes) with >= 90% success.
 ``claw_teacher`` the same SAC with the scripted grasp controller as an online-distillation teacher
-               (``distill=scripted_sac``: alpha 1 constant, teacher std 0.1).
+               (``distill=scripted_sac``: alpha 20 constant; the squashed student's term, ``distill/squashed.py``).
+               Every SAC task reports the range of the entropy coefficient (``ent_coef_range``).
 ``panda_teacher`` ``claw_teacher`` with the Franka Panda (``env=claw_panda``).
 ``claw_hard_teacher``, ``claw_hard_cma`` ``claw_teacher`` on ``env=claw_hard`` (heavy, slippery cubes), taught by the
                default grasp, or by it adapted per object class by CMA-ES (``distill=adaptive distill.proposer=cma``,
@@ -60,8 +61,8 @@ import runs
 ROOT = runs.ROOT
 
 CLAW_SAC = ["agent=sac", "train.eval_episodes=50", "train.eval_envs=10"]
-# the adaptive teacher with scripted_sac's weights (configs/distill/scripted_sac.yaml: alpha 1, constant, std 0.1)
-TEACHER_WEIGHT = ["distill.alpha=1.0", "distill.schedule=constant", "distill.teacher_std=0.1"]
+# the adaptive teacher with scripted_sac's weights (configs/distill/scripted_sac.yaml: alpha 20, constant)
+TEACHER_WEIGHT = ["distill.alpha=20.0", "distill.schedule=constant"]
 CLAW_TEACHER = [*CLAW_SAC, "distill=scripted_sac"]
 TASKS = {
     "quadruped": dict(
@@ -85,7 +86,7 @@ TASKS = {
         overrides=["env=claw", "agent=sac", "train.eval_episodes=50", "train.eval_envs=10"],
         criterion=runs.SUCCESS,
     ),
-    # SAC kick-started by the scripted grasp controller (online distillation, alpha 1, teacher std 0.1)
+    # SAC kick-started by the scripted grasp controller (online distillation, alpha 20)
     "claw_teacher": dict(overrides=["env=claw", *CLAW_TEACHER], criterion=runs.SUCCESS),
     # issue 27: the same on the Franka Panda (env=claw_panda: arm=panda), and SAC + HER alone (sparse reward)
     "panda_teacher": dict(overrides=["env=claw_panda", *CLAW_TEACHER], criterion=runs.SUCCESS),
@@ -122,8 +123,16 @@ def run_seed(task: str, seed: int, out_root: Path, extra: list[str]) -> dict:
         "reached_at_step": int(first["step"]) if first else None,
         "reached_at_wall_s": float(first["wall_time_s"]) if first else None,
         "total_wall_s": round(wall, 1),
+        "ent_coef_range": ent_coef_range(run_dir),
         "summary": runs.summary(run_dir),
     }
+
+
+def ent_coef_range(run_dir: Path) -> list[float] | None:
+    """``[min, max]`` of SAC's logged entropy coefficient (``train/ent_coef``) over a run; None for PPO."""
+    with (run_dir / "progress.csv").open() as f:
+        values = [float(r["train/ent_coef"]) for r in csv.DictReader(f) if r.get("train/ent_coef")]
+    return [min(values), max(values)] if values else None
 
 
 # The teachers benchmark: one train.py run per arm and seed, the default job plus these overrides.

@@ -1,7 +1,8 @@
 """Analytic KL divergence between diagonal Gaussians, summed over action dimensions.
 
-For tanh-squashed policies (SAC) the KL is taken between the pre-tanh Gaussians. This is exact:
-KL is invariant under the same bijection applied to both distributions, and tanh is one.
+PPO's distillation term. (Between two tanh-squashed policies the KL of the pre-tanh Gaussians is exact, as KL is
+invariant under the same bijection applied to both distributions; a SAC student is nonetheless taught by
+:mod:`distill.squashed`, which stays well-posed when the teacher's action is at the bound.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """Online policy distillation: ``combined_loss = rl_loss + alpha * distill_loss``.
 
+``distill_loss`` is the KL between teacher and student Gaussians (:mod:`distill.kl`) for a student whose
+Gaussian is over the actions (PPO), and the KL between the teacher's action and the squashed student in action
+units (:mod:`distill.squashed`, well-posed at the action bounds) for a tanh-squashed student (SAC: its registry
+entry is ``squashed``).
+
 :class:`OnlinePolicyDistillation` owns a teacher, an alpha schedule and the KL direction. Learners
 call :meth:`~OnlinePolicyDistillation.distill_loss` with a minibatch of observations (and, when the
 teacher wants them, the raw observations) and add ``alpha * loss`` to their own loss before the
@@ -17,6 +22,7 @@ import torch
 from distill.kl import Direction, distillation_kl, weighted_mean
 from distill.policy import DiagGaussian, Observation, PolicyRegistry
 from distill.schedules import AlphaSchedule
+from distill.squashed import squashed_distillation_loss
 from distill.teachers import Teacher, TeacherActions
 
 
@@ -92,7 +98,9 @@ class OnlinePolicyDistillation:
         student_dist: DiagGaussian | None = None,
         teacher_actions: TeacherActions | None = None,
     ) -> tuple[torch.Tensor, float]:
-        """(weighted KL loss, alpha) for a minibatch; the caller adds ``alpha * loss`` to its loss.
+        """(weighted loss, alpha) for a minibatch; the caller adds ``alpha * loss`` to its loss. The loss is the
+        KL (logged as ``kl``, nats) or, for a squashed student, :func:`distill.squashed.squashed_distillation_loss`
+        (``action_kl``, nats).
 
         ``student_dist`` may be passed when the learner has already computed it (saves a forward
         pass); otherwise it is taken from the registry. ``teacher_actions`` are the minibatch's recorded teacher
@@ -102,17 +110,27 @@ class OnlinePolicyDistillation:
         if student_dist is None:
             student_dist = self.registry.action_distribution(self.student, obs)
         targets = self.teacher.targets(obs, raw_obs, teacher_actions)
-        kl = distillation_kl(targets.dist, student_dist, self.direction)
-        loss = weighted_mean(kl, targets.weight)
-        check_finite(distillation_KL=loss.detach(), alpha=alpha)
+        entry = self.registry.get(self.student)
+        if entry.squashed:
+            name = "action_kl"
+            per_sample = squashed_distillation_loss(targets.actions, student_dist, entry.width_log_std)
+            teacher_action, student_action = targets.actions, torch.tanh(student_dist.mean)
+            teacher_log_std = entry.width_log_std
+        else:
+            name, per_sample = "kl", distillation_kl(targets.dist, student_dist, self.direction)
+            teacher_action, student_action = targets.dist.mean, student_dist.mean
+            teacher_log_std = float(targets.dist.log_std.mean())
+        loss = weighted_mean(per_sample, targets.weight)
+        check_finite(distillation_loss=loss.detach(), alpha=alpha)
         with torch.no_grad():
             self.stats.add(
                 {
-                    "kl": float(loss),
+                    name: float(loss),
                     "alpha": alpha,
                     "weighted_loss": alpha * float(loss),
-                    "action_distance": float(weighted_mean((targets.dist.mean - student_dist.mean).norm(dim=-1), targets.weight)),
-                    "teacher_log_std": float(targets.dist.log_std.mean()),
+                    "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1),
+                                                           targets.weight)),
+                    "teacher_log_std": teacher_log_std,
                     "student_log_std": float(student_dist.log_std.mean()),
                     "coverage": targets.coverage,
                 }

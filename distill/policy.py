@@ -35,10 +35,15 @@ DistributionFn = Callable[[torch.nn.Module, Observation], DiagGaussian]
 
 @dataclass(frozen=True)
 class PolicyEntry:
-    """How to get a policy's action distribution: its module and a function of (module, obs)."""
+    """How to get a policy's action distribution: its module and a function of (module, obs). ``squashed``: the
+    Gaussian is over pre-tanh actions and the action is ``tanh`` of a sample (SAC), in (-1, 1) action units;
+    ``width_log_std``: a squashed student's pre-tanh log std at its entropy target (the width it is taught,
+    :mod:`distill.squashed`)."""
 
     module: torch.nn.Module
     distribution_fn: DistributionFn
+    squashed: bool = False
+    width_log_std: float | None = None
 
     def distribution(self, obs: Observation) -> DiagGaussian:
         return self.distribution_fn(self.module, obs)
@@ -51,7 +56,9 @@ class PolicyRegistry:
         self._entries: dict[str, PolicyEntry] = {}
 
     def register(self, name: str, module: torch.nn.Module, distribution_fn: DistributionFn) -> PolicyEntry:
-        entry = PolicyEntry(module, distribution_fn)
+        return self.add(name, PolicyEntry(module, distribution_fn))
+
+    def add(self, name: str, entry: PolicyEntry) -> PolicyEntry:
         self._entries[name] = entry
         return entry
 

@@ -15,6 +15,7 @@ evaluated under ``torch.no_grad()``: they only provide targets.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,10 +28,17 @@ from distill.policy import DiagGaussian, Observation, PolicyEntry
 
 @dataclass(frozen=True)
 class TeacherTargets:
-    """Targets for a batch: ``dist`` (mean, log_std) and ``weight`` of shape (batch,), 0 = masked."""
+    """Targets for a batch: ``dist`` (mean, log_std) and ``weight`` of shape (batch,), 0 = masked;
+    ``squashed``: ``dist`` is over pre-tanh actions (a SAC teacher's)."""
 
     dist: DiagGaussian
     weight: torch.Tensor
+    squashed: bool = False
+
+    @property
+    def actions(self) -> torch.Tensor:
+        """The teacher's deterministic action in the env's action units: ``tanh(mean)`` when squashed, else the mean."""
+        return torch.tanh(self.dist.mean) if self.squashed else self.dist.mean
 
     @property
     def coverage(self) -> float:
@@ -100,7 +108,7 @@ class EMATeacher(Teacher):
         if update_every < 1:
             raise ValueError(f"update_every={update_every} must be >= 1")
         self.student = student
-        self.entry = PolicyEntry(copy.deepcopy(student.module).requires_grad_(False), student.distribution_fn)
+        self.entry = dataclasses.replace(student, module=copy.deepcopy(student.module).requires_grad_(False))
         self.decay = decay
         self.update_every = update_every
         self.condition = condition
@@ -112,7 +120,7 @@ class EMATeacher(Teacher):
     ) -> TeacherTargets:
         with torch.no_grad():
             dist = self.entry.distribution(obs).detach()
-        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))
+        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device), self.entry.squashed)
 
     def after_optimizer_step(self) -> None:
         self.steps += 1
@@ -169,25 +177,23 @@ class CheckpointTeacher(Teacher):
             source = self.preprocess(source)
         with torch.no_grad():
             dist = self.entry.distribution(source).detach()
-        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device))
+        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device), self.entry.squashed)
 
 
 class RecordedActionTeacher(Teacher):
     """A Gaussian of fixed width around the teacher action recorded with each sample, with its weight.
 
     Args:
-        std: the teacher's standard deviation (action units, or pre-tanh units when ``squashed``).
-        squashed: the student's Gaussian lives before a tanh (SAC): the recorded action ``a`` in
-            (-1, 1) becomes the pre-tanh mean ``atanh(a)`` (clipped to |a| <= 0.995 first).
+        std: the teacher's standard deviation in action units (the KL of an unsquashed, PPO, student; a squashed,
+            SAC, student is taught the recorded action itself, :mod:`distill.squashed`, and the width is unused).
     """
 
     needs_teacher_actions = True
 
-    def __init__(self, std: float, squashed: bool = False) -> None:
+    def __init__(self, std: float) -> None:
         if not std > 0:
             raise ValueError(f"teacher std={std} must be > 0")
         self.log_std = math.log(std)
-        self.squashed = squashed
 
     def targets(
         self, obs: Observation, raw_obs: Observation | None = None, teacher_actions: TeacherActions | None = None
@@ -195,6 +201,4 @@ class RecordedActionTeacher(Teacher):
         if teacher_actions is None:
             raise ValueError("this teacher's actions are recorded with the samples; none were given")
         mean = teacher_actions.actions
-        if self.squashed:
-            mean = torch.atanh(mean.clamp(-0.995, 0.995))
         return TeacherTargets(DiagGaussian(mean, torch.full_like(mean, self.log_std)), teacher_actions.weights)

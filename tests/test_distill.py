@@ -338,7 +338,8 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_e
                       f"hydra.run.dir={teacher_dir}")
     assert first.returncode == 0, first.stderr[-3000:]
     header = (teacher_dir / "progress.csv").read_text().splitlines()[0]
-    for key in ("distill/kl", "distill/alpha", "distill/weighted_loss", "distill/action_distance",
+    loss_key = "distill/action_kl" if agent == "sac" else "distill/kl"  # SAC: the squashed term (distill/squashed.py)
+    for key in (loss_key, "distill/alpha", "distill/weighted_loss", "distill/action_distance",
                 "distill/teacher_log_std", "distill/student_log_std", "distill/coverage", "train/rl_loss"):
         assert key in header
     latest = (teacher_dir / "checkpoints" / "latest").read_text().strip()
@@ -349,8 +350,8 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_e
                        f"distill.teacher={teacher_dir}", f"hydra.run.dir={student_dir}")
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads((student_dir / "summary.json").read_text())["distill"] == "checkpoint"
-    rows = [r for r in csv.DictReader((student_dir / "progress.csv").open()) if r.get("distill/kl")]
-    assert rows and all(math.isfinite(float(r["distill/kl"])) for r in rows)
+    rows = [r for r in csv.DictReader((student_dir / "progress.csv").open()) if r.get(loss_key)]
+    assert rows and all(math.isfinite(float(r[loss_key])) for r in rows)
     assert float(rows[-1]["distill/coverage"]) == 1.0
 
 

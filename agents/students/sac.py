@@ -1,14 +1,31 @@
 """SAC student: Stable-Baselines3 SAC whose actor loss can add an online-distillation term.
 
 The update follows SB3's ``SAC.train`` step for step, so with no distillation, or ``alpha = 0``,
-training is bit-identical to ``stable_baselines3.SAC`` with the same seed. With a distillation the
-actor loss becomes::
+training is bit-identical to ``stable_baselines3.SAC`` with the same seed. While a teacher teaches
+(``alpha > 0``) two things change:
 
-    actor_loss = mean(ent_coef * log_pi - min_Q) + alpha * scale * KL(teacher || student)
+1. The actor loss becomes::
 
-where the KL is between the pre-tanh Gaussians (exact: tanh is the same bijection on both sides) and
-``scale = max(1, mean |min_Q|)`` (detached) makes alpha dimensionless against the Q magnitudes, which
-grow with reward scale and horizon. The teacher is updated after each actor optimiser step.
+       actor_loss = mean(ent_coef * log_pi - min_Q) + alpha * scale * L(teacher action, student)
+
+   with ``L`` the squashed student's distillation term (:mod:`distill.squashed`: the teacher's action against the
+   squashed mean, finite and toward the teacher at the action bounds too, and the width the entropy target asks
+   for), and ``scale = max(1, mean |r| / (1 - gamma))`` over the minibatch (detached): the magnitude of a
+   discounted return at the minibatch's reward scale. It makes alpha dimensionless against the Q values without
+   reading them: the soft Q also holds the entropy bonus, ``ent_coef * H / (1 - gamma)``, so a scale of
+   ``mean |Q|`` grew with the entropy coefficient and fed the coefficient's runaway. **alpha's meaning**: one nat
+   of ``L`` costs alpha times the return scale ``mean |r| / (1 - gamma)``; it depends on the rewards alone.
+2. SAC's entropy is the pre-tanh Gaussian's (``-log N(u; mu, sigma)`` of the sample, which depends on sigma
+   alone): in the actor's entropy bonus, the critic's soft target and the entropy coefficient's update, against
+   SB3's target (``-action_dim``). The squashed entropy also holds ``sum log(1 - tanh(u)^2)``, which a teacher's
+   saturated actions (|a| -> 1: a closed grip) make arbitrarily negative whatever sigma: no width meets the target
+   there, so the coefficient's dual ascent has no fixed point and runs away (measured: 1.7 at 4 k steps, 15,115 at
+   25.6 k), and the soft target charges every step the teacher saturates ``ent_coef * |log(1 - tanh^2)|`` (~3
+   nats per dimension at |a| = 0.98), as if the taught behaviour were worse. The pre-tanh entropy puts no price on
+   where the mean is, and the teacher's term asks for the width at the target (1.): the coefficient has its fixed
+   point where the teacher puts the width. Once alpha is 0, SB3's update again.
+
+The teacher is updated after each actor optimiser step.
 """
 
 from __future__ import annotations
@@ -93,22 +110,33 @@ class SACStudent(DistillingStudent, SAC):
     def _progress(self) -> float:
         return 1.0 - self._current_progress_remaining
 
-    def _distill_term(self, batch, min_q_pi: torch.Tensor) -> torch.Tensor | None:
-        """alpha * scale * distillation loss for one minibatch, or None when it cannot change anything."""
+    def _teaching(self) -> bool:
+        """Whether the distillation term is on at this update (a teacher attached and alpha > 0)."""
+        return self.distillation is not None and self.distillation.alpha(self._progress()) != 0.0
+
+    def _entropy_log_prob(self, log_prob: torch.Tensor, teaching: bool) -> torch.Tensor:
+        """The log-density SAC's entropy terms read, shape (batch, 1), for the sample the actor just drew: the
+        squashed ``log_prob`` (SB3), or while teaching the pre-tanh Gaussian's (item 2 of the module docstring)."""
+        if not teaching:
+            return log_prob
+        dist = self.actor.action_dist
+        return dist.distribution.log_prob(dist.gaussian_actions).sum(dim=1, keepdim=True)
+
+    def _distill_term(self, batch) -> torch.Tensor:
+        """alpha * scale * distillation loss for one minibatch (item 1 of the module docstring)."""
         opd = self.distillation
         progress = self._progress()
-        if opd is None or opd.alpha(progress) == 0.0:
-            return None
         raw = torch_unnormalize_obs(self._vec_normalize_env, batch.observations) if opd.needs_raw_obs else None
         loss, alpha = opd.distill_loss(batch.observations, progress, raw_obs=raw,
                                        teacher_actions=getattr(batch, "teacher_actions", None))
-        scale = min_q_pi.detach().abs().mean().clamp(min=1.0)
+        scale = (batch.rewards.abs().mean() / (1.0 - self.gamma)).clamp(min=1.0)
         return alpha * scale * loss
 
     # ==================================================================================================
     # Copied from stable-baselines3 2.9.2, stable_baselines3/sac/sac.py, SAC.train (MIT licence).
-    # Changes: the distillation term (_distill_term) is added to the actor loss and the teacher is told
-    # after each actor optimiser step; ``train/rl_loss`` and the ``distill/*`` statistics are logged;
+    # Changes: while teaching, the distillation term (_distill_term) is added to the actor loss and the
+    # entropy terms read _entropy_log_prob; the teacher is told after each actor optimiser step;
+    # ``train/rl_loss`` and the ``distill/*`` statistics are logged;
     # the minibatches come from replay_batches, the actor loss's critic pass is frozen() and the
     # Polyak update is soft_update (bit-identical speed-ups, see the class docstring); a non-finite loss
     # term stops training (check_finite).
@@ -130,13 +158,14 @@ class SACStudent(DistillingStudent, SAC):
         target_pairs = (list(self.critic.parameters()), list(self.critic_target.parameters()))
         batches = replay_batches(self.replay_buffer, gradient_steps, batch_size, self._vec_normalize_env)
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
+        teaching = self._teaching()
         for gradient_step, data in enumerate(batches):
             discounts = data.discounts if data.discounts is not None else self.gamma
             if self.use_sde:  # log_std may have changed since the last gradient step
                 self.actor.reset_noise()
 
             actions_pi, log_prob = self.actor.action_log_prob(data.observations)
-            log_prob = log_prob.reshape(-1, 1)
+            log_prob = self._entropy_log_prob(log_prob.reshape(-1, 1), teaching)
 
             ent_coef_loss = None
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
@@ -154,9 +183,10 @@ class SACStudent(DistillingStudent, SAC):
 
             with torch.no_grad():
                 next_actions, next_log_prob = self.actor.action_log_prob(data.next_observations)
+                next_log_prob = self._entropy_log_prob(next_log_prob.reshape(-1, 1), teaching)
                 next_q = torch.cat(self.critic_target(data.next_observations, next_actions), dim=1)
                 next_q, _ = torch.min(next_q, dim=1, keepdim=True)
-                next_q = next_q - ent_coef * next_log_prob.reshape(-1, 1)
+                next_q = next_q - ent_coef * next_log_prob
                 target_q = data.rewards + (1 - data.dones) * discounts * next_q
 
             current_q = self.critic(data.observations, data.actions)
@@ -173,9 +203,8 @@ class SACStudent(DistillingStudent, SAC):
             actor_loss = (ent_coef * log_prob - min_q_pi).mean()
             actor_losses.append(actor_loss.item())
             check_finite(actor_loss=actor_losses[-1])
-            distill = self._distill_term(data, min_q_pi)
-            if distill is not None:
-                actor_loss = actor_loss + distill
+            if teaching:
+                actor_loss = actor_loss + self._distill_term(data)
 
             self.actor.optimizer.zero_grad()
             actor_loss.backward()

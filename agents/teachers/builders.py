@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from omegaconf import DictConfig
-from stable_baselines3 import SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
@@ -102,8 +101,7 @@ def build_distillation(
     if d.name == "none":
         return None
     registry = PolicyRegistry()
-    entry = policy_entry(model)
-    student = registry.register("student", entry.module, entry.distribution_fn)
+    student = registry.add("student", policy_entry(model))
     teacher: Teacher
     if d.name == "ema":
         condition = ema_condition if d.ema_condition == "eval_not_worse" else None
@@ -111,7 +109,7 @@ def build_distillation(
     elif TEACHERS[d.name].reads_run:
         teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
     elif TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
-        teacher = RecordedActionTeacher(d.teacher_std, squashed=isinstance(model, SAC))
+        teacher = RecordedActionTeacher(d.teacher_std)
     else:
         raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
     total = cfg.train.total_timesteps
