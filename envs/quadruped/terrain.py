@@ -58,6 +58,9 @@ CELL = 0.05  # m between height samples
 COLUMNS = {"rough": 2, "smooth_slope": 2, "rough_slope": 2, "stairs_up": 7, "stairs_down": 5, "obstacles": 4}
 TERRAIN_TYPES = tuple(COLUMNS)
 COLUMN_TYPES = tuple(t for t, n in COLUMNS.items() for _ in range(n))  # the type of each column
+STEPPED_TYPES = ("stairs_up", "stairs_down", "obstacles")  # flat pieces at a few heights: collide as boxes
+FIRST_STEPPED = min(COLUMN_TYPES.index(t) for t in STEPPED_TYPES)  # the stepped columns are the last ones
+assert all(t in STEPPED_TYPES for t in COLUMN_TYPES[FIRST_STEPPED:]), "stepped columns must come last"
 # legged_gym's terrain numbers (ANYmal, metres; the tile builders scale them by s)
 TILE = 8.0
 PLATFORM = 3.0
@@ -157,13 +160,15 @@ def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator)
 @dataclass(frozen=True, eq=False)
 class TerrainGrid:
     """The heights (m, world z) of the whole grid, ``heights[i, j]`` at ``x = i * CELL``, ``y = j * CELL``,
-    and each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground."""
+    each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground, and
+    ``stepped_from``: the first sample index along y of the stepped columns (``STEPPED_TYPES``)."""
 
     seed: int
     scale: float
     tile_samples: int
     heights: np.ndarray
     origins: np.ndarray
+    stepped_from: int
 
     @property
     def tile_size(self) -> float:
@@ -176,9 +181,10 @@ class TerrainGrid:
         return ((self.heights.shape[0] - 1) * CELL, (self.heights.shape[1] - 1) * CELL)
 
     def heights_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples; off the
-        grid the ground outside it, z = 0 (within one cell of the edge: a ramp to it). Elementwise, so any
-        batch gives the same bits per point."""
+        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples, but the
+        nearest sample's in the cells of the stepped columns (the boxes' ground, ``envs.quadruped.terrain_boxes``,
+        from the first sample of the first stepped column on); off the grid the ground outside it, z = 0
+        (within one cell of the edge: a ramp to it). Elementwise, so any batch gives the same bits per point."""
         u, v = x / CELL, y / CELL
         i, j = np.floor(u), np.floor(v)
         fu, fv = u - i, v - j
@@ -186,6 +192,9 @@ class TerrainGrid:
         # sample (i, j) is padded entry (i + 2, j + 2); clamped, points off the grid read the zero ring only
         k = np.minimum(np.maximum(i, -2.0), rows - 4.0) * cols + np.minimum(np.maximum(j, -2.0), cols - 4.0)
         k = k.astype(np.intp) + (2 * cols + 2)
+        stepped = self._stepped_cells[k]
+        fu = np.where(stepped, fu >= 0.5, fu)
+        fv = np.where(stepped, fv >= 0.5, fv)
         flat = self._padded.reshape(-1)
         near, right = flat[k], flat[k + 1]
         low = near + (right - near) * fv
@@ -198,6 +207,14 @@ class TerrainGrid:
         padded = np.zeros((self.heights.shape[0] + 4, self.heights.shape[1] + 4))
         padded[2:-2, 2:-2] = self.heights
         return padded
+
+    @functools.cached_property
+    def _stepped_cells(self) -> np.ndarray:
+        """Per padded entry (the cell from it to +1 sample along x and y, flattened), whether the cell lies in
+        the stepped columns inside the grid (nearest-sample ground there)."""
+        cells = np.zeros(self._padded.shape, dtype=bool)
+        cells[2:-3, 2 + self.stepped_from : -3] = True
+        return cells.reshape(-1)
 
 
 @functools.lru_cache(maxsize=4)
@@ -217,4 +234,4 @@ def terrain_grid(seed: int, scale: float) -> TerrainGrid:
                                       tile[centre, centre].max())
     heights.flags.writeable = False
     origins.flags.writeable = False
-    return TerrainGrid(seed, scale, n, heights, origins)
+    return TerrainGrid(seed, scale, n, heights, origins, FIRST_STEPPED * n)

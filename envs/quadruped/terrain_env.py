@@ -24,6 +24,7 @@ from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, scan_
 from envs.quadruped.robots import LegGeometry
 from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
+from envs.quadruped.terrain_boxes import BoxWindow, stepped_boxes
 
 
 class QuadrupedTerrainEnv(QuadrupedEnv):
@@ -130,7 +131,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
         model, self.tiles = tiles_model(config.robot, int(config.terrain_seed))
         self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
-        return copy.deepcopy(model)
+        model = copy.deepcopy(model)
+        self._box_window = BoxWindow(model, stepped_boxes(self.tiles), self.tiles.scale)  # edits this copy
+        return model
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
         return (self._scan_friction, self._s_base[0:3])
@@ -191,6 +194,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             self._heading = float(options["heading"])
         elif self.heading_command:
             self._heading = float(rng.uniform(-math.pi, math.pi))
+        self._box_window.follow(*d.qpos[0:2].tolist(), reset=True)
         self._update_terrain()
 
     def task_context(self) -> TaskContext:
@@ -232,6 +236,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             self._command[2] = yaw_rate
 
     def finish_step(self, action: np.ndarray) -> tuple:
+        self._box_window.follow(*self.data.qpos[0:2].tolist())
         self._update_terrain()
         return super().finish_step(action)
 
@@ -268,6 +273,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
                 task._command[2] = w
         obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
         for task, (x, y) in zip(tasks, qpos[:, 0:2].tolist()):
+            task._box_window.follow(x, y)
             task._left_tile |= task._off_tile(x, y)
         info["terrain_level"] = np.array([task._level for task in tasks])
         info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
@@ -294,7 +300,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             offsets = (np.arange(VIEW_SAMPLES) - VIEW_SAMPLES // 2) * VIEW_CELL
             gx, gy = np.meshgrid(centre[0] + offsets, centre[1] + offsets)  # rows along y, as MuJoCo's
             field, geom = m.hfield("terrain_view").id, m.geom("terrain_view").id
-            low, span = m.geom_pos[m.geom("terrain").id, 2], m.hfield_size[field, 2]
+            low, span = m.geom_pos[geom, 2], m.hfield_size[field, 2]
             start = m.hfield_adr[field]
             m.hfield_data[start : start + VIEW_SAMPLES**2] = ((self.tiles.heights_at(gx, gy) - low) / span).ravel()
             m.geom_pos[geom, 0:2] = centre
