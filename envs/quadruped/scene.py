@@ -72,11 +72,10 @@ def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     geom = spec.geom("terrain")
     geom.pos = (grid.extent[0] / 2, (ny - 1) * CELL / 2, low)
     geom.contype = 1  # collides, never drawn (group 3, transparent): the view below is what renders
-    pool = spec.worldbody.add_body(name="terrain_boxes")
-    for k in range(window_slots(stepped_boxes(grid), WINDOW * grid.scale)):
-        pool.add_geom(name=f"terrain_box_{k}", type=mujoco.mjtGeom.mjGEOM_BOX, pos=(PARKED + k, PARKED, PARKED),
-                      size=(1e-3, 1e-3, 1e-3), density=0, material="terrain", rgba=(0.72, 0.68, 0.6, 1.0), group=3,
-                      contype=1, conaffinity=0, condim=3)
+    for k in range(window_slots(stepped_boxes(grid)[0], WINDOW * grid.scale)):
+        spec.worldbody.add_geom(name=f"terrain_box_{k}", type=mujoco.mjtGeom.mjGEOM_BOX, pos=(PARKED + k, PARKED, PARKED),
+                                size=(1e-3, 1e-3, 1e-3), material="terrain", rgba=(0.72, 0.68, 0.6, 1.0), group=3,
+                                contype=1, conaffinity=0, condim=3)
     low, high = float(grid.heights.min()), float(grid.heights.max())
     half = (VIEW_SAMPLES - 1) * VIEW_CELL / 2
     spec.add_hfield(name="terrain_view", nrow=VIEW_SAMPLES, ncol=VIEW_SAMPLES, size=(half, half, max(high - low, 1e-6), 0.1),

@@ -180,26 +180,43 @@ class TerrainGrid:
         """The grid's size along x and y (m), from the first sample to the last."""
         return ((self.heights.shape[0] - 1) * CELL, (self.heights.shape[1] - 1) * CELL)
 
-    def heights_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def heights_at(self, x: np.ndarray, y: np.ndarray, near: tuple[float, float, float] | None = None) -> np.ndarray:
         """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples, but the
         nearest sample's in the cells of the stepped columns (the boxes' ground, ``envs.quadruped.terrain_boxes``,
         from the first sample of the first stepped column on); off the grid the ground outside it, z = 0
-        (within one cell of the edge: a ramp to it). Elementwise, so any batch gives the same bits per point."""
+        (within one cell of the edge: a ramp to it). Elementwise, so any batch gives the same bits per point.
+
+        ``near``: ``(x, y, r)`` (m, world), a disc that holds every point, when the caller knows one: where it lies
+        well inside the grid the lookup skips what cannot apply (the same bits, ~2x faster for one robot's scan)."""
         u, v = x / CELL, y / CELL
+        rows, cols = self._padded.shape
+        flat, offset = self._padded.reshape(-1), 2 * cols + 2  # sample (i, j) is padded entry (i + 2, j + 2)
+        region = self._region(near)
+        if region != "smooth":  # the nearest sample (used in the stepped cells only; clipped for the others)
+            nearest = np.take(flat, (np.rint(u) * cols + np.rint(v)).astype(np.intp) + offset, mode="clip")
+            if region == "stepped":
+                return nearest
         i, j = np.floor(u), np.floor(v)
         fu, fv = u - i, v - j
-        rows, cols = self._padded.shape
-        # sample (i, j) is padded entry (i + 2, j + 2); clamped, points off the grid read the zero ring only
-        k = np.minimum(np.maximum(i, -2.0), rows - 4.0) * cols + np.minimum(np.maximum(j, -2.0), cols - 4.0)
-        k = k.astype(np.intp) + (2 * cols + 2)
-        stepped = self._stepped_cells[k]
-        fu = np.where(stepped, fu >= 0.5, fu)
-        fv = np.where(stepped, fv >= 0.5, fv)
-        flat = self._padded.reshape(-1)
-        near, right = flat[k], flat[k + 1]
-        low = near + (right - near) * fv
+        if region is None:  # clamped: points off the grid read the zero ring only
+            i, j = np.minimum(np.maximum(i, -2.0), rows - 4.0), np.minimum(np.maximum(j, -2.0), cols - 4.0)
+        k = (i * cols + j).astype(np.intp) + offset
+        low = flat[k] + (flat[k + 1] - flat[k]) * fv
         high = flat[k + cols] + (flat[k + cols + 1] - flat[k + cols]) * fv
-        return low + (high - low) * fu
+        bilinear = low + (high - low) * fu
+        return bilinear if region == "smooth" else np.where(self._stepped_cells[k], nearest, bilinear)
+
+    def _region(self, near: tuple[float, float, float] | None) -> str | None:
+        """``"stepped"`` or ``"smooth"`` when the disc ``near`` (x, y, r; m) lies inside the grid, at least two cells
+        from its edges, in the stepped or the smooth columns only; else None (look every point up in full)."""
+        if near is None:
+            return None
+        x, y, r = near
+        margin = r + 2 * CELL
+        (ex, ey), border = self.extent, self.stepped_from * CELL
+        if not (margin <= x <= ex - margin and margin <= y <= ey - margin):
+            return None
+        return "stepped" if y - margin >= border else "smooth" if y + margin <= border else None
 
     @functools.cached_property
     def _padded(self) -> np.ndarray:

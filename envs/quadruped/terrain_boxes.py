@@ -63,32 +63,33 @@ def rectangles(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
 
 
 @functools.lru_cache(maxsize=4)
-def stepped_boxes(grid: TerrainGrid) -> np.ndarray:
+def stepped_boxes(grid: TerrainGrid) -> tuple[np.ndarray, np.ndarray]:
     """The boxes of every stepped tile of ``grid``: ``(B, 6)`` rows of centre (x, y, z) and half sizes (m, world
-    frame), the module docstring's construction (built once per grid; read-only)."""
+    frame), the module docstring's construction, tile by tile, and where each tile's rows start: tile ``(level,
+    column)``'s are ``starts[t]:starts[t + 1]``, ``t = level * len(COLUMN_TYPES) + column`` (built once per grid;
+    read-only)."""
     n = grid.tile_samples
     ex, ey = grid.extent
     y_min = grid.stepped_from * CELL
-    boxes = []
+    boxes, starts = [], []
     for level in range(LEVELS):
         for column, kind in enumerate(COLUMN_TYPES):
+            starts.append(len(boxes))
             if kind not in STEPPED_TYPES:
                 continue
             tile = grid.heights[level * n : (level + 1) * n, column * n : (column + 1) * n]
-            heights = np.unique(tile)
-            below = heights[0] - BASE_DEPTH
-            for height in heights.tolist():
-                for a0, a1, b0, b1 in rectangles(tile >= height):
+            bottom = float(tile.min()) - BASE_DEPTH
+            for height in np.unique(tile).tolist():
+                for a0, a1, b0, b1 in rectangles(tile == height):
                     x0 = max((level * n + a0 - 0.5) * CELL, 0.0)
                     x1 = min((level * n + a1 - 0.5) * CELL, ex)
                     y0 = max((column * n + b0 - 0.5) * CELL, y_min)
                     y1 = min((column * n + b1 - 0.5) * CELL, ey)
-                    boxes.append(((x0 + x1) / 2, (y0 + y1) / 2, (below + height) / 2,
-                                  (x1 - x0) / 2, (y1 - y0) / 2, (height - below) / 2))
-                below = height
-    boxes = np.array(boxes)
-    boxes.flags.writeable = False
-    return boxes
+                    boxes.append(((x0 + x1) / 2, (y0 + y1) / 2, (bottom + height) / 2,
+                                  (x1 - x0) / 2, (y1 - y0) / 2, (height - bottom) / 2))
+    boxes, starts = np.array(boxes), np.array([*starts, len(boxes)])
+    boxes.flags.writeable = starts.flags.writeable = False
+    return boxes, starts
 
 
 def window_slots(boxes: np.ndarray, half: float) -> int:
@@ -109,41 +110,57 @@ def window_slots(boxes: np.ndarray, half: float) -> int:
     return int(count.cumsum(axis=0).cumsum(axis=1).max())
 
 
+def _z_order(x: np.ndarray, y: np.ndarray, half: float) -> np.ndarray:
+    """Morton keys of points ``(x, y)`` within ``+-half`` (clipped) on a 256 x 256 raster: sorted by them, every
+    run of points is spatially compact (tight boxes for the tree's nodes)."""
+    keys = np.zeros(len(x), dtype=np.int64)
+    for axis, coordinate in enumerate((x, y)):
+        q = np.clip((coordinate + half) * (128 / half), 0, 255).astype(np.int64)
+        for bit in range(8):
+            keys |= ((q >> bit) & 1) << (2 * bit + axis)
+    return keys
+
+
 class BoxWindow:
     """The boxes around the trunk in one env's model (module docstring): :meth:`follow` after every step and reset.
 
-    ``model`` is the env's own copy (its ``terrain_boxes`` body's geoms are written), ``boxes`` all boxes
-    (:func:`stepped_boxes`), ``scale`` the grid's size scale."""
+    ``model`` is the env's own copy (its geoms ``terrain_box_<k>`` are written), ``grid`` the tile grid."""
 
-    def __init__(self, model: mujoco.MjModel, boxes: np.ndarray, scale: float) -> None:
-        body = model.body("terrain_boxes").id
+    def __init__(self, model: mujoco.MjModel, grid: TerrainGrid) -> None:
+        slots = [g for g in range(model.ngeom) if model.geom(g).name.startswith("terrain_box_")]
         self.model = model
-        self.boxes = boxes
-        self.half = WINDOW * scale
-        self.slack = SLACK * scale
+        self.boxes, self.starts = stepped_boxes(grid)
+        self.tile = grid.tile_size  # m between tile origins, along x and y
+        self.half = WINDOW * grid.scale
+        self.slack = SLACK * grid.scale
         self.centre: tuple[float, float] | None = None
-        adr, num = int(model.body_bvhadr[body]), int(model.body_bvhnum[body])
-        first, count = int(model.body_geomadr[body]), int(model.body_geomnum[body])
-        # the tree's leaves in depth-first order; each node covers a contiguous range of them
-        order, ranges = [], np.zeros((num, 2), dtype=np.intp)
+        # the slot bodies' trees: their leaves in depth-first order, one body after the other, and every node's
+        # contiguous range of them
+        nodes, leaves, ranges = [], [], []
 
         def visit(node: int) -> None:
-            ranges[node, 0] = len(order)
-            if model.bvh_nodeid[adr + node] >= 0:
-                order.append(int(model.bvh_nodeid[adr + node]))
+            nodes.append(node)
+            ranges.append([len(leaves), 0])
+            row = ranges[-1]
+            if model.bvh_nodeid[node] >= 0:
+                leaves.append(node)
             else:
-                for child in model.bvh_child[adr + node].tolist():
-                    visit(child)
-            ranges[node, 1] = len(order)
+                for child in model.bvh_child[node].tolist():
+                    visit(int(model.body_bvhadr[body]) + child)
+            row[1] = len(leaves)
 
-        visit(0)
-        if sorted(order) != list(range(first, first + count)):
-            raise RuntimeError("terrain_boxes: the collision tree does not hold exactly the body's geoms")
-        self.slots = np.array(order)  # geom ids, in leaf order
-        self.nodes = slice(adr, adr + num)
-        self.bounds = ranges.ravel()  # reduceat indices: (start, end) of every node
-        self.parked = np.full(6, PARKED)
-        self.parked[3:] = 1e-3
+        for body in sorted({int(model.geom_bodyid[g]) for g in slots}):
+            visit(int(model.body_bvhadr[body]))
+        geoms = model.bvh_nodeid[leaves]
+        self.leaves = np.flatnonzero(np.isin(geoms, slots))  # the slots' leaf positions (other geoms' leaves keep theirs)
+        if len(self.leaves) != len(slots):
+            raise RuntimeError("the collision trees do not hold every terrain_box_<k> geom")
+        self.slots = geoms[self.leaves]  # geom ids, in leaf order
+        compiled = model.bvh_aabb[leaves]
+        self.corners = np.zeros((len(leaves) + 1, 6))  # low and high corners of every leaf, + a row for the last range's end
+        self.corners[:-1, 0:3], self.corners[:-1, 3:6] = compiled[:, 0:3] - compiled[:, 3:6], compiled[:, 0:3] + compiled[:, 3:6]
+        self.nodes = np.array(nodes)
+        self.bounds = np.array(ranges).ravel()  # reduceat indices: (start, end) of every node
 
     def follow(self, x: float, y: float, reset: bool = False) -> None:
         """Re-place the boxes around trunk position ``(x, y)`` (m, world) if it moved ``slack`` from the window's
@@ -152,21 +169,31 @@ class BoxWindow:
         if not reset and centre is not None and abs(x - centre[0]) <= self.slack and abs(y - centre[1]) <= self.slack:
             return
         self.centre = (x, y)
-        b, h = self.boxes, self.half
+        b, h = self._candidates(x, y), self.half
         near = b[(np.abs(b[:, 0] - x) < b[:, 3] + h) & (np.abs(b[:, 1] - y) < b[:, 4] + h)]
         if len(near) > len(self.slots):
             raise RuntimeError(f"{len(near)} terrain boxes near ({x:.2f}, {y:.2f}) m, the model holds {len(self.slots)}")
-        near = near[np.argsort(near[:, 0], kind="stable")]  # spatially coherent leaves: tight node boxes
-        filled = np.tile(self.parked, (len(self.slots), 1))
-        filled[: len(near)] = near
+        boxes = np.empty((len(self.slots), 6))  # per slot in leaf order: neighbours in the tree get neighbouring boxes
+        boxes[: len(near)] = near[np.argsort(_z_order(near[:, 0] - x, near[:, 1] - y, h), kind="stable")]
+        boxes[len(near) :] = boxes[len(near) - 1] if len(near) else (x, y, PARKED, 0, 0, 0)  # spares: inert, in place
+        boxes[len(near) :, 3:6] = 1e-3
         m, g = self.model, self.slots
-        m.geom_pos[g] = filled[:, 0:3]
-        m.geom_size[g] = filled[:, 3:6]
-        m.geom_aabb[g, 3:6] = filled[:, 3:6]
-        m.geom_rbound[g] = np.sqrt((filled[:, 3:6] ** 2).sum(axis=1))
-        lo = np.vstack([filled[:, 0:3] - filled[:, 3:6], np.zeros(3)])  # + a row for the last range's end
-        hi = np.vstack([filled[:, 0:3] + filled[:, 3:6], np.zeros(3)])
-        lo = np.minimum.reduceat(lo, self.bounds, axis=0)[::2]
-        hi = np.maximum.reduceat(hi, self.bounds, axis=0)[::2]
-        m.bvh_aabb[self.nodes, 0:3] = (lo + hi) / 2
-        m.bvh_aabb[self.nodes, 3:6] = (hi - lo) / 2
+        m.geom_contype[g] = np.arange(len(g)) < len(near)
+        m.geom_pos[g] = boxes[:, 0:3]
+        m.geom_size[g] = boxes[:, 3:6]
+        m.geom_aabb[g, 3:6] = boxes[:, 3:6]
+        m.geom_rbound[g] = np.sqrt((boxes[:, 3:6] ** 2).sum(axis=1))
+        corners = self.corners.copy()
+        corners[self.leaves, 0:3], corners[self.leaves, 3:6] = boxes[:, 0:3] - boxes[:, 3:6], boxes[:, 0:3] + boxes[:, 3:6]
+        low = np.minimum.reduceat(corners[:, 0:3], self.bounds, axis=0)[::2]
+        high = np.maximum.reduceat(corners[:, 3:6], self.bounds, axis=0)[::2]
+        m.bvh_aabb[self.nodes, 0:3] = (low + high) / 2
+        m.bvh_aabb[self.nodes, 3:6] = (high - low) / 2
+
+    def _candidates(self, x: float, y: float) -> np.ndarray:
+        """The boxes of the tiles a window at ``(x, y)`` (m) may meet (each tile's boxes reach half a cell past it)."""
+        reach, columns = self.half + CELL, len(COLUMN_TYPES)
+        c0, c1 = (max(0, min(int((y + d) // self.tile), columns - 1)) for d in (-reach, reach))
+        rows = [self.boxes[self.starts[level * columns + c0] : self.starts[level * columns + c1 + 1]]
+                for level in range(max(0, int((x - reach) // self.tile)), min(LEVELS, int((x + reach) // self.tile) + 1))]
+        return np.concatenate(rows) if rows else self.boxes[:0]

@@ -24,7 +24,7 @@ from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, scan_
 from envs.quadruped.robots import LegGeometry
 from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
-from envs.quadruped.terrain_boxes import BoxWindow, stepped_boxes
+from envs.quadruped.terrain_boxes import BoxWindow
 
 
 class QuadrupedTerrainEnv(QuadrupedEnv):
@@ -112,6 +112,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
         self.scan_points = scan_points(self.tiles.scale)
+        self._scan_reach = float(np.hypot(*self.scan_points.T).max())  # m from the trunk to the farthest point
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -132,7 +133,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         model, self.tiles = tiles_model(config.robot, int(config.terrain_seed))
         self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
         model = copy.deepcopy(model)
-        self._box_window = BoxWindow(model, stepped_boxes(self.tiles), self.tiles.scale)  # edits this copy
+        self._box_window = BoxWindow(model, self.tiles)  # edits this copy
         return model
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
@@ -229,7 +230,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     # ------------------------------------------------------------------ steps
     def _update_terrain(self) -> None:
         scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos, self._heading,
-                                               self.command_yaw_rate, ScalarMath)
+                                               self.command_yaw_rate, ScalarMath, self._scan_reach)
         self._scan_friction[:-1] = scan
         self._ground = float(ground)
         if self.heading_command:
