@@ -42,24 +42,24 @@ SLACK = 0.3  # how far (units of s) the trunk moves from the window's centre bef
 PARKED = -1000.0  # m, x, y and z of the slots no box fills
 
 
-def rectangles(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """Disjoint rectangles ``(a0, a1, b0, b1)`` (half-open index ranges along axes 0 and 1) whose union is
-    exactly the true entries of the 2-D boolean ``mask``: each row's runs of true entries, a run merged with
-    the same run of the rows before it."""
-    rows, cols = mask.shape
-    edges = np.diff(np.pad(mask.astype(np.int8), ((0, 0), (1, 1))), axis=1)
-    opened: dict[tuple[int, int], int] = {}  # run (b0, b1) -> first row
-    out = []
-    for a in range(rows + 1):
-        runs = set()
-        if a < rows:
-            starts, ends = np.flatnonzero(edges[a] == 1), np.flatnonzero(edges[a] == -1)
-            runs = set(zip(starts.tolist(), ends.tolist()))
-        for run in [r for r in opened if r not in runs]:
-            out.append((opened.pop(run), a, *run))
-        for run in runs:
-            opened.setdefault(run, a)
-    return sorted(out)
+def rectangles(values: np.ndarray) -> np.ndarray:
+    """Disjoint rectangles ``(a0, a1, b0, b1)`` (rows of half-open index ranges along axes 0 and 1), each of one
+    value of the 2-D array ``values``, that together cover it: each row's runs of one value, a run merged with
+    the same run (columns and value) of the rows before it. Sorted by ``(a0, b0)``."""
+    rows, cols = values.shape
+    change = np.ones((rows, cols + 1), dtype=bool)
+    change[:, 1:cols] = values[:, 1:] != values[:, :-1]
+    row, start = np.nonzero(change[:, :cols])
+    end = np.nonzero(change[:, 1:])[1] + 1  # row-major like the starts: the i-th run of a row ends at the i-th end
+    value = values[row, start]
+    order = np.lexsort((row, value, end, start))  # runs of the same columns and value, by row
+    row, start, end, value = row[order], start[order], end[order], value[order]
+    new = np.ones(len(row), dtype=bool)
+    new[1:] = (start[1:] != start[:-1]) | (end[1:] != end[:-1]) | (value[1:] != value[:-1]) | (row[1:] != row[:-1] + 1)
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(row)) - 1
+    out = np.stack([row[first], row[last] + 1, start[first], end[first]], axis=1)
+    return out[np.lexsort((out[:, 2], out[:, 0]))]
 
 
 @functools.lru_cache(maxsize=4)
@@ -79,14 +79,14 @@ def stepped_boxes(grid: TerrainGrid) -> tuple[np.ndarray, np.ndarray]:
                 continue
             tile = grid.heights[level * n : (level + 1) * n, column * n : (column + 1) * n]
             bottom = float(tile.min()) - BASE_DEPTH
-            for height in np.unique(tile).tolist():
-                for a0, a1, b0, b1 in rectangles(tile == height):
-                    x0 = max((level * n + a0 - 0.5) * CELL, 0.0)
-                    x1 = min((level * n + a1 - 0.5) * CELL, ex)
-                    y0 = max((column * n + b0 - 0.5) * CELL, y_min)
-                    y1 = min((column * n + b1 - 0.5) * CELL, ey)
-                    boxes.append(((x0 + x1) / 2, (y0 + y1) / 2, (bottom + height) / 2,
-                                  (x1 - x0) / 2, (y1 - y0) / 2, (height - bottom) / 2))
+            for a0, a1, b0, b1 in rectangles(tile).tolist():
+                height = float(tile[a0, b0])
+                x0 = max((level * n + a0 - 0.5) * CELL, 0.0)
+                x1 = min((level * n + a1 - 0.5) * CELL, ex)
+                y0 = max((column * n + b0 - 0.5) * CELL, y_min)
+                y1 = min((column * n + b1 - 0.5) * CELL, ey)
+                boxes.append(((x0 + x1) / 2, (y0 + y1) / 2, (bottom + height) / 2,
+                              (x1 - x0) / 2, (y1 - y0) / 2, (height - bottom) / 2))
     boxes, starts = np.array(boxes), np.array([*starts, len(boxes)])
     boxes.flags.writeable = starts.flags.writeable = False
     return boxes, starts
@@ -94,19 +94,17 @@ def stepped_boxes(grid: TerrainGrid) -> tuple[np.ndarray, np.ndarray]:
 
 def window_slots(boxes: np.ndarray, half: float) -> int:
     """An upper bound on the number of ``boxes`` any square window of half side ``half`` (m) meets: the most
-    boxes grown by ``half`` (plus one raster cell) that cover one point of a ``CELL / 2`` raster."""
-    step = CELL / 2
+    boxes grown by ``half`` (plus one raster cell) that cover one point of a ``CELL`` raster."""
+    step = CELL
     grow = half + step
     lo = np.floor((boxes[:, 0:2] - boxes[:, 3:5] - grow) / step).astype(int)
     hi = np.ceil((boxes[:, 0:2] + boxes[:, 3:5] + grow) / step).astype(int) + 1
     origin = lo.min(axis=0)
     lo, hi = lo - origin, hi - origin
     count = np.zeros(hi.max(axis=0) + 1, dtype=np.int32)
-    for (i0, j0), (i1, j1) in zip(lo.tolist(), hi.tolist()):
-        count[i0, j0] += 1
-        count[i0, j1] -= 1
-        count[i1, j0] -= 1
-        count[i1, j1] += 1
+    for (i, j), sign in (((lo[:, 0], lo[:, 1]), 1), ((lo[:, 0], hi[:, 1]), -1), ((hi[:, 0], lo[:, 1]), -1),
+                         ((hi[:, 0], hi[:, 1]), 1)):
+        np.add.at(count, (i, j), sign)
     return int(count.cumsum(axis=0).cumsum(axis=1).max())
 
 
