@@ -54,9 +54,9 @@ def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     process; treat the model as read-only: an env runs a copy).
 
     The smooth columns (rough, slopes) are the heightfield ``terrain``, the stepped ones (stairs, obstacles) boxes
-    (:func:`~envs.quadruped.terrain_boxes.stepped_boxes`), of which the static body ``terrain_boxes`` holds the
-    window around the robot (geoms ``terrain_box_<k>``, parked until an env's
-    :class:`~envs.quadruped.terrain_boxes.BoxWindow` fills them), all colliding and never drawn (group 3), within flat border boxes ``BORDER`` m wide at z = 0; the plane is hidden and inert;
+    (:func:`~envs.quadruped.terrain_boxes.stepped_boxes`), of which the world body holds a window around the robot
+    (geoms ``terrain_box_<k>``, parked far away until an env's :class:`~envs.quadruped.terrain_boxes.BoxWindow`
+    fills them), all colliding and never drawn (group 3), within flat border boxes ``BORDER`` m wide at z = 0; the plane is hidden and inert;
     ``terrain_view`` is a ``VIEW_SAMPLES`` x ``VIEW_SAMPLES`` heightfield, ``VIEW_CELL`` m apart, that only
     renders (the terrain env fills it around the robot)."""
     geometry = LegGeometry.from_model(robot_model(robot), robot_named(robot), 0.02, ACTION_SCALE)

@@ -35,14 +35,17 @@ tread, riser, obstacle height, bump height) is legged_gym's times ``s = leg / AN
 ``leg`` the robot's thigh + calf length; slopes (rise over run) are kept. Go1's 0.213 + 0.213 m give
 s = 0.671: tiles 5.35 m, risers 3.4 - 15.4 cm, obstacles up to 16.8 cm.
 
-**Grid.** Heights are sampled on a ``CELL`` = 0.05 m grid (half legged_gym's 0.1 m: a stair edge rises
-within one 5 cm cell, and a 0.21 m Go1 tread keeps 16 cm of flat top). MuJoCo's heightfield interpolates
-linearly between samples. World frame: the grid spans ``x`` in [0, levels x tile] (rows: levels, along
-+x) and ``y`` in [0, columns x tile] (columns: types, along +y); ground level outside the tiles' features
-is z = 0 and the env surrounds the grid with flat ground at z = 0.
+**Grid.** Heights are sampled on a ``CELL`` = 0.05 m grid (half legged_gym's 0.1 m; a 0.21 m Go1 tread keeps
+16 cm of flat top). World frame: the grid spans ``x`` in [0, levels x tile] (rows: levels, along +x) and
+``y`` in [0, columns x tile] (columns: types, along +y); ground level outside the tiles' features is z = 0
+and the env surrounds the grid with flat ground at z = 0. The smooth types (rough, slopes: the first
+columns) collide as a heightfield (MuJoCo's triangles between samples); the ``STEPPED_TYPES`` (stairs,
+obstacles: the last columns) as boxes, each sample's height over its cell, so a step edge is vertical,
+half-way between two samples (``envs.quadruped.terrain_boxes``).
 
-Heights are queried without ray casts: :meth:`TerrainGrid.heights_at` interpolates the array bilinearly
-at any number of points at once (the privileged height scan, the curriculum's spawn heights).
+Heights are queried without ray casts: :meth:`TerrainGrid.heights_at` reads the array at any number of points
+at once (the privileged height scan), bilinearly in the smooth columns and as the nearest sample in the
+stepped ones: the ground that collides.
 """
 
 from __future__ import annotations

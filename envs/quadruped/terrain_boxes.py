@@ -2,29 +2,32 @@
 the few of them around the robot that its model holds: :class:`BoxWindow`.
 
 MuJoCo's narrow phase on a heightfield tests each foot sphere against every triangle prism under it (2-8 on
-the 0.05 m grid, a contact for each) and stair edges rise over one cell; a box gives one sphere-box test and
-one contact, and vertical edges. So the tiles whose ground is flat pieces at a few heights
-(:data:`envs.quadruped.terrain.STEPPED_TYPES`) collide as boxes, and the smooth ones (rough ground, slopes)
-stay a heightfield (``envs.quadruped.scene.tiles_model``; mjlab builds its stairs and obstacles the same way).
+the 0.05 m grid, a contact for each: 7.5 us per substep against 1.4 us on a plane), and stair edges rise over
+one cell; a box gives one sphere-box test and one contact, and vertical edges. So the tiles whose ground is
+flat pieces at a few heights (:data:`envs.quadruped.terrain.STEPPED_TYPES`) collide as boxes, and the smooth
+ones (rough ground, slopes) stay a heightfield (``envs.quadruped.scene.tiles_model``; mjlab builds its
+stairs and obstacles the same way).
 
 **The ground the boxes make** is the height array read as nearest samples: each sample's height holds over
 its cell ``+-CELL / 2`` around it (world x, y), so every step edge is vertical, half-way between the last
 sample of one height and the first of the next (the heightfield ramped across that cell), and sample heights
-are the same as the heightfield's. :meth:`envs.quadruped.terrain.TerrainGrid.heights_at` reads those
-columns the same way, so the height scan there is the ground the feet touch. Each tile is a base slab (its
-lowest height, ``BASE_DEPTH`` m thick) with a slab per higher height on top: the region at or above that
-height, split into rectangles (runs of samples along y merged over consecutive x rows), from the height
-below it up to it. Boxes are clipped at the grid's outer edge and at the first stepped column's first
-sample (the heightfield's last row), so they never overlap the heightfield or the border.
+are the same as the heightfield's. :meth:`envs.quadruped.terrain.TerrainGrid.heights_at` reads those columns
+the same way, so the height scan there is the ground the feet touch. A tile's boxes are its regions of one
+height, split into rectangles (runs of samples along y merged over consecutive x rows), each from
+``BASE_DEPTH`` m under the tile's lowest ground up to its height. Boxes are clipped at the grid's outer edge
+and at the first stepped column's first sample (the heightfield's last row), so they never overlap the
+heightfield or the border.
 
-**The window.** The grid has ~5,000 such boxes, and MuJoCo poses every geom at every substep (~8 ns each: 40 us
-per substep for all of them), so the model holds only ``slots`` box geoms in one static body
-(``terrain_boxes``): the boxes within ``WINDOW`` of a centre near the trunk (x and y, m, world), re-placed
-when the trunk has moved ``SLACK`` from it (:meth:`BoxWindow.follow`, every step and reset). ``WINDOW -
-SLACK`` (1.35 s m; Go1: 0.91 m) exceeds the farthest any foot or the trunk reaches from the trunk origin.
-``slots`` is the most boxes any window can meet (:func:`window_slots`). Moving geoms of a static body needs
-its bounding-volume tree refitted (MuJoCo built it at compile time for the collision midphase): the slots
-sit in the tree's leaf order and every node's box becomes the union of its range of leaves.
+**The window.** The grid has ~6,000 boxes, and MuJoCo poses every geom at every substep (~8 ns each: 40 us
+a substep for all of them), so the model holds ``slots`` box geoms ``terrain_box_<k>`` in the world body:
+the boxes within ``WINDOW`` of a centre near the trunk (x and y, m, world), re-placed when the trunk has
+moved ``SLACK`` from it (:meth:`BoxWindow.follow`, after every step and at every reset); the spare slots sit
+inert (``contype`` 0, 1 mm) beside the last box. ``WINDOW - SLACK`` (1.35 s m; Go1: 0.91 m) exceeds the
+farthest any foot or the trunk reaches from the trunk origin, and ``slots`` is the most boxes any window meets
+(:func:`window_slots`). Static geoms that move need the world body's bounding-volume tree refitted (MuJoCo
+built it at compile time for the collision midphase): every node's box becomes the union of its range of
+leaves, the slots taking the boxes in Morton order of their centres so that a node's leaves lie together.
+Everything is written to the env's own model copy, the same way by the single env and the batched one.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, Te
 BASE_DEPTH = 0.2  # m of slab under a tile's lowest ground
 WINDOW = 1.65  # half side of the window of boxes, in units of the size scale s (m / s)
 SLACK = 0.3  # how far (units of s) the trunk moves from the window's centre before it re-centres
-PARKED = -1000.0  # m, x, y and z of the slots no box fills
+PARKED = -1000.0  # m: where the slots are compiled (x, y, z), and their z when no box is near
 
 
 def rectangles(values: np.ndarray) -> np.ndarray:
@@ -132,11 +135,11 @@ class BoxWindow:
         self.half = WINDOW * grid.scale
         self.slack = SLACK * grid.scale
         self.centre: tuple[float, float] | None = None
-        # the slot bodies' trees: their leaves in depth-first order, one body after the other, and every node's
-        # contiguous range of them
+        # the collision tree of the body holding the slots (the world): its leaves in depth-first order, and every
+        # node's contiguous range of them
         nodes, leaves, ranges = [], [], []
 
-        def visit(node: int) -> None:
+        def visit(node: int, root: int) -> None:
             nodes.append(node)
             ranges.append([len(leaves), 0])
             row = ranges[-1]
@@ -144,11 +147,11 @@ class BoxWindow:
                 leaves.append(node)
             else:
                 for child in model.bvh_child[node].tolist():
-                    visit(int(model.body_bvhadr[body]) + child)
+                    visit(root + child, root)
             row[1] = len(leaves)
 
         for body in sorted({int(model.geom_bodyid[g]) for g in slots}):
-            visit(int(model.body_bvhadr[body]))
+            visit(int(model.body_bvhadr[body]), int(model.body_bvhadr[body]))
         geoms = model.bvh_nodeid[leaves]
         self.leaves = np.flatnonzero(np.isin(geoms, slots))  # the slots' leaf positions (other geoms' leaves keep theirs)
         if len(self.leaves) != len(slots):

@@ -2,7 +2,8 @@
 
 The spec is :class:`QuadrupedTerrainEnv`'s docstring (``help(envs.quadruped.QuadrupedTerrainEnv)``); the
 tiles are ``envs.quadruped.terrain``'s, the model ``envs.quadruped.scene.tiles_model``, the height scan and
-heading command ``envs.quadruped.height_scan``'s (one copy or N at once, from the heightfield array).
+heading command ``envs.quadruped.height_scan``'s (one copy or N at once, from the height array), the boxes
+around the robot ``envs.quadruped.terrain_boxes``'.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     ## Terrain
 
-    One heightfield (:mod:`envs.quadruped.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
+    One height array (:mod:`envs.quadruped.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
     difficulty (rows along world +x) by 22 columns of six types (along +y) - rough ground, smooth slope,
     rough slope, stairs up, stairs down, discrete obstacles - each tile ``8 s`` m square, every length
     legged_gym's times the robot's size scale ``s`` = leg length / ANYmal C's (Go1: 0.671; stairs risers
     3.4 cm at level 0 to 15.4 cm at level 9, treads 21 cm), on a 0.05 m grid, surrounded by flat ground at
-    z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`.
+    z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`. Rough ground and slopes collide as a
+    heightfield, stairs and obstacles as boxes with vertical edges (the ones within ~1 m of the trunk, re-placed
+    as it walks: :class:`~envs.quadruped.terrain_boxes.BoxWindow`).
 
     ## Curriculum (legged_gym's, per env copy)
 
@@ -82,12 +85,13 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
     instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
-    heightfield array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`).
+    height array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`): the ground that
+    collides (bilinear on the heightfield's tiles, the nearest sample on the boxes' tiles).
 
     ## Changes to rewards and termination
 
     The trunk height that ``base_height`` rewards and the fall check (below ``fall_height``) reads is its
-    height above the mean ground of the scan (legged_gym), not world z. Outside the heightfield's 53.5 m x
+    height above the mean ground of the scan (legged_gym), not world z. Outside the grid's 53.5 m x
     117.7 m (Go1) the ground is flat.
 
     ## Arguments (besides ``QuadrupedEnv``'s; ``terrain`` is ``"tiles"``)
