@@ -20,11 +20,12 @@ heightfield or the border.
 
 **The window.** The grid has ~6,000 boxes, and MuJoCo poses every geom at every substep (~8 ns each: 40 us
 a substep for all of them), so the model holds ``slots`` box geoms ``terrain_box_<k>`` in the world body:
-the boxes within ``WINDOW`` of a centre near the trunk (x and y, m, world), re-placed when the trunk has
-moved ``SLACK`` from it (:meth:`BoxWindow.follow`, after every step and at every reset); the spare slots sit
-inert (``contype`` 0, 1 mm) beside the last box. ``WINDOW - SLACK`` (1.35 s m; Go1: 0.91 m) exceeds the
-farthest any foot or the trunk reaches from the trunk origin, and ``slots`` is the most boxes any window meets
-(:func:`window_slots`). Static geoms that move need the world body's bounding-volume tree refitted (MuJoCo
+the boxes within ``reach + slack`` of a centre near the trunk (x and y, m, world), re-placed when the trunk
+has moved ``slack`` (``SLACK`` s m; Go1: 0.2 m) from it (:meth:`BoxWindow.follow`, after every step and at
+every reset); the spare slots sit inert (``contype`` 0, 1 mm) beside the last box. ``reach`` (:func:`reach`;
+Go1: 0.72 m) is the farthest a foot or the trunk gets from the trunk origin along x or y, ``slots`` the most
+boxes any window meets (:func:`window_slots`); the model keeps both in its numeric ``terrain_box_window``
+(half side, slack; m). Static geoms that move need the world body's bounding-volume tree refitted (MuJoCo
 built it at compile time for the collision midphase): every node's box becomes the union of its range of
 leaves, the slots taking the boxes in Morton order of their centres so that a node's leaves lie together.
 Everything is written to the env's own model copy, the same way by the single env and the batched one.
@@ -37,11 +38,11 @@ import functools
 import mujoco
 import numpy as np
 
+from envs.quadruped.robots import LegGeometry
 from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, TerrainGrid
 
 BASE_DEPTH = 0.2  # m of slab under a tile's lowest ground
-WINDOW = 1.65  # half side of the window of boxes, in units of the size scale s (m / s)
-SLACK = 0.3  # how far (units of s) the trunk moves from the window's centre before it re-centres
+SLACK = 0.3  # how far (units of the size scale s: m / s) the trunk moves from the window's centre before it re-centres
 PARKED = -1000.0  # m: where the slots are compiled (x, y, z), and their z when no box is near
 
 
@@ -95,6 +96,17 @@ def stepped_boxes(grid: TerrainGrid) -> tuple[np.ndarray, np.ndarray]:
     return boxes, starts
 
 
+def reach(model: mujoco.MjModel, legs: LegGeometry) -> float:
+    """The farthest (m, at any tilt) a foot or a colliding geom of the trunk (the free joint's body) of the robot's
+    ``model`` gets from the trunk origin: a hip's offset plus its whole leg stretched out plus the foot, or a
+    geom's offset plus its bounding sphere."""
+    leg = legs.hip_to_thigh + legs.thigh + np.hypot(legs.calf[:, 0], legs.calf[:, 1]) + legs.foot_radius
+    trunk = [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.jnt_bodyid[0]
+             and (model.geom_contype[g] or model.geom_conaffinity[g])]
+    geoms = [np.linalg.norm(model.geom_pos[g]) + model.geom_rbound[g] for g in trunk]
+    return float(max((np.linalg.norm(legs.hip, axis=1) + leg).max(), *geoms))
+
+
 def window_slots(boxes: np.ndarray, half: float) -> int:
     """An upper bound on the number of ``boxes`` any square window of half side ``half`` (m) meets: the most
     boxes grown by ``half`` (plus one raster cell) that cover one point of a ``CELL`` raster."""
@@ -132,8 +144,7 @@ class BoxWindow:
         self.model = model
         self.boxes, self.starts = stepped_boxes(grid)
         self.tile = grid.tile_size  # m between tile origins, along x and y
-        self.half = WINDOW * grid.scale
-        self.slack = SLACK * grid.scale
+        self.half, self.slack = (float(v) for v in model.numeric("terrain_box_window").data)
         self.centre: tuple[float, float] | None = None
         # the collision tree of the body holding the slots (the world): its leaves in depth-first order, and every
         # node's contiguous range of them
