@@ -12,18 +12,9 @@ import pytest
 import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.batched import BatchedSimulation
 from envs.controllers.trot import TrotController
-from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, size_scale, terrain_grid
+from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, terrain_grid
 from envs.quadruped.terrain_boxes import rectangles, stepped_boxes
-
-ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
-GO1_SCALE = size_scale(0.213 + 0.213)
-
-
-@pytest.fixture(scope="module")
-def env():
-    e = gym.make(ENV_ID)
-    yield e
-    e.close()
+from test_terrain import ENV_ID, GO1_SCALE, env  # noqa: F401  (env: a pytest fixture)
 
 
 def bilinear(grid, x: np.ndarray, y: np.ndarray) -> np.ndarray:
