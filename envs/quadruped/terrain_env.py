@@ -116,7 +116,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
         self.scan_points = scan_points(self.tiles.scale)
-        self._scan_reach = float(np.hypot(*self.scan_points.T).max())  # m from the trunk to the farthest point
+        self._scan_radius = float(np.hypot(*self.scan_points.T).max())  # m from the trunk to the farthest point
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -234,7 +234,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     # ------------------------------------------------------------------ steps
     def _update_terrain(self) -> None:
         scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos, self._heading,
-                                               self.command_yaw_rate, ScalarMath, self._scan_reach)
+                                               self.command_yaw_rate, ScalarMath, self._scan_radius)
         self._scan_friction[:-1] = scan
         self._ground = float(ground)
         if self.heading_command:
