@@ -38,7 +38,7 @@ def scan_points(scale: float) -> np.ndarray:
 
 
 def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading, yaw_range: tuple[float, float],
-                  m: type[ScalarMath] | type[BatchMath]):
+                  m: type[ScalarMath] | type[BatchMath], radius: float | None = None):
     """Height scan, ground height under the trunk and heading command of one copy (``qpos`` (nq,), the free
     joint first, and ``heading`` (rad, world) a float, ``m=ScalarMath``) or of N at once (``qpos`` (N, nq),
     ``heading`` (N,), ``m=BatchMath``), with the same bits per copy.
@@ -46,7 +46,8 @@ def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, headi
     Returns ``scan`` ((P,) or (N, P)): trunk z minus the ground at each point (m), clipped to [-1, 1];
     ``ground`` (a float or (N,)): the mean ground height of the scan (m, world; the trunk's height
     reference); ``yaw_rate``: the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the
-    heading error wrapped to [-pi, pi].
+    heading error wrapped to [-pi, pi]. ``radius`` (m), the farthest point from the trunk if known, speeds up
+    the one-copy lookup (:meth:`~envs.quadruped.terrain.TerrainGrid.heights_at`'s ``near``; the same bits).
     """
     one = m is ScalarMath
     x, y, z, qw, qx, qy, qz = qpos[0:7].tolist() if one else qpos[:, 0:7].T
@@ -56,7 +57,8 @@ def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, headi
     if not one:  # a column per copy
         x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
     ahead, left = points[:, 0], points[:, 1]
-    heights = grid.heights_at(x + (c * ahead - s * left), y + (s * ahead + c * left))
+    near = (x, y, radius) if one and radius is not None else None
+    heights = grid.heights_at(x + (c * ahead - s * left), y + (s * ahead + c * left), near)
     scan = np.minimum(np.maximum(z - heights, -1.0), 1.0)
     ground = heights.sum(axis=-1) / len(points)  # row by row: the same bits for any number of rows
     error = heading - m.atan2(fy, fx)

@@ -14,7 +14,8 @@ import numpy as np
 
 from envs.quadruped.config import ACTION_SCALE
 from envs.quadruped.robots import LegGeometry, robot_model, robot_named, robot_spec
-from envs.quadruped.terrain import TerrainGrid, rough_heights, size_scale, terrain_grid
+from envs.quadruped.terrain import CELL, TerrainGrid, rough_heights, size_scale, terrain_grid
+from envs.quadruped.terrain_boxes import PARKED, SLACK, reach, stepped_boxes, window_slots
 
 BORDER = 50.0  # m of flat ground around the tile grid
 VIEW_SAMPLES = 81  # the rendered window of the tile grid: 81 x 81 samples ...
@@ -52,21 +53,33 @@ def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     """The robot in our scene on the tile grid of ``seed`` sized for its legs, and the grid (built once per
     process; treat the model as read-only: an env runs a copy).
 
-    The grid is the heightfield ``terrain`` (colliding, never drawn), within flat border boxes ``BORDER`` m
-    wide at z = 0; the plane is hidden and inert; ``terrain_view`` is a ``VIEW_SAMPLES`` x ``VIEW_SAMPLES``
-    heightfield, ``VIEW_CELL`` m apart, that only renders (the terrain env fills it around the robot)."""
-    geometry = LegGeometry.from_model(robot_model(robot), robot_named(robot), 0.02, ACTION_SCALE)
+    The smooth columns (rough, slopes) are the heightfield ``terrain``, the stepped ones (stairs, obstacles) boxes
+    (:func:`~envs.quadruped.terrain_boxes.stepped_boxes`), of which the world body holds a window around the robot
+    (geoms ``terrain_box_<k>``, parked far away until an env's :class:`~envs.quadruped.terrain_boxes.BoxWindow`
+    fills them), all colliding and never drawn (group 3), within flat border boxes ``BORDER`` m wide at z = 0; the plane is hidden and inert;
+    ``terrain_view`` is a ``VIEW_SAMPLES`` x ``VIEW_SAMPLES`` heightfield, ``VIEW_CELL`` m apart, that only
+    renders (the terrain env fills it around the robot)."""
+    base = robot_model(robot)
+    geometry = LegGeometry.from_model(base, robot_named(robot), 0.02, ACTION_SCALE)
     grid = terrain_grid(seed, size_scale(float(geometry.thigh[0] + np.hypot(*geometry.calf[0]))))
     spec = robot_spec(robot)
-    nx, ny = grid.heights.shape
-    low, high = float(grid.heights.min()), float(grid.heights.max())
+    smooth = grid.heights[:, : grid.stepped_from + 1]  # up to the first stepped sample: the ramp to it is smooth
+    nx, ny = smooth.shape
+    low, high = float(smooth.min()), float(smooth.max())
     field = spec.hfield("terrain")
     field.nrow, field.ncol = ny, nx  # MuJoCo's rows run along y, its columns along x
-    field.size = (grid.extent[0] / 2, grid.extent[1] / 2, max(high - low, 1e-6), 0.1)
-    field.userdata = ((grid.heights.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
+    field.size = (grid.extent[0] / 2, (ny - 1) * CELL / 2, max(high - low, 1e-6), 0.1)
+    field.userdata = ((smooth.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
     geom = spec.geom("terrain")
-    geom.pos = (grid.extent[0] / 2, grid.extent[1] / 2, low)
+    geom.pos = (grid.extent[0] / 2, (ny - 1) * CELL / 2, low)
     geom.contype = 1  # collides, never drawn (group 3, transparent): the view below is what renders
+    half = reach(base, geometry) + SLACK * grid.scale
+    spec.add_numeric(name="terrain_box_window", data=[half, SLACK * grid.scale])
+    for k in range(window_slots(stepped_boxes(grid)[0], half)):
+        spec.worldbody.add_geom(name=f"terrain_box_{k}", type=mujoco.mjtGeom.mjGEOM_BOX, pos=(PARKED + k, PARKED, PARKED),
+                                size=(1e-3, 1e-3, 1e-3), material="terrain", rgba=(0.72, 0.68, 0.6, 1.0), group=3,
+                                contype=1, conaffinity=0, condim=3)
+    low, high = float(grid.heights.min()), float(grid.heights.max())
     half = (VIEW_SAMPLES - 1) * VIEW_CELL / 2
     spec.add_hfield(name="terrain_view", nrow=VIEW_SAMPLES, ncol=VIEW_SAMPLES, size=(half, half, max(high - low, 1e-6), 0.1),
                     userdata=np.zeros(VIEW_SAMPLES * VIEW_SAMPLES, dtype=np.float32))

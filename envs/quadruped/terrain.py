@@ -35,14 +35,17 @@ tread, riser, obstacle height, bump height) is legged_gym's times ``s = leg / AN
 ``leg`` the robot's thigh + calf length; slopes (rise over run) are kept. Go1's 0.213 + 0.213 m give
 s = 0.671: tiles 5.35 m, risers 3.4 - 15.4 cm, obstacles up to 16.8 cm.
 
-**Grid.** Heights are sampled on a ``CELL`` = 0.05 m grid (half legged_gym's 0.1 m: a stair edge rises
-within one 5 cm cell, and a 0.21 m Go1 tread keeps 16 cm of flat top). MuJoCo's heightfield interpolates
-linearly between samples. World frame: the grid spans ``x`` in [0, levels x tile] (rows: levels, along
-+x) and ``y`` in [0, columns x tile] (columns: types, along +y); ground level outside the tiles' features
-is z = 0 and the env surrounds the grid with flat ground at z = 0.
+**Grid.** Heights are sampled on a ``CELL`` = 0.05 m grid (half legged_gym's 0.1 m; a 0.21 m Go1 tread keeps
+16 cm of flat top). World frame: the grid spans ``x`` in [0, levels x tile] (rows: levels, along +x) and
+``y`` in [0, columns x tile] (columns: types, along +y); ground level outside the tiles' features is z = 0
+and the env surrounds the grid with flat ground at z = 0. The smooth types (rough, slopes: the first
+columns) collide as a heightfield (MuJoCo's triangles between samples); the ``STEPPED_TYPES`` (stairs,
+obstacles: the last columns) as boxes, each sample's height over its cell, so a step edge is vertical,
+half-way between two samples (``envs.quadruped.terrain_boxes``).
 
-Heights are queried without ray casts: :meth:`TerrainGrid.heights_at` interpolates the array bilinearly
-at any number of points at once (the privileged height scan, the curriculum's spawn heights).
+Heights are queried without ray casts: :meth:`TerrainGrid.heights_at` reads the array at any number of points
+at once (the privileged height scan), bilinearly in the smooth columns and as the nearest sample in the
+stepped ones: the ground that collides.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ CELL = 0.05  # m between height samples
 COLUMNS = {"rough": 2, "smooth_slope": 2, "rough_slope": 2, "stairs_up": 7, "stairs_down": 5, "obstacles": 4}
 TERRAIN_TYPES = tuple(COLUMNS)
 COLUMN_TYPES = tuple(t for t, n in COLUMNS.items() for _ in range(n))  # the type of each column
+STEPPED_TYPES = ("stairs_up", "stairs_down", "obstacles")  # flat pieces at a few heights: collide as boxes
+FIRST_STEPPED = min(COLUMN_TYPES.index(t) for t in STEPPED_TYPES)  # the stepped columns are the last ones
+assert all(t in STEPPED_TYPES for t in COLUMN_TYPES[FIRST_STEPPED:]), "stepped columns must come last"
 # legged_gym's terrain numbers (ANYmal, metres; the tile builders scale them by s)
 TILE = 8.0
 PLATFORM = 3.0
@@ -157,13 +163,15 @@ def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator)
 @dataclass(frozen=True, eq=False)
 class TerrainGrid:
     """The heights (m, world z) of the whole grid, ``heights[i, j]`` at ``x = i * CELL``, ``y = j * CELL``,
-    and each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground."""
+    each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground, and
+    ``stepped_from``: the first sample index along y of the stepped columns (``STEPPED_TYPES``)."""
 
     seed: int
     scale: float
     tile_samples: int
     heights: np.ndarray
     origins: np.ndarray
+    stepped_from: int
 
     @property
     def tile_size(self) -> float:
@@ -175,22 +183,43 @@ class TerrainGrid:
         """The grid's size along x and y (m), from the first sample to the last."""
         return ((self.heights.shape[0] - 1) * CELL, (self.heights.shape[1] - 1) * CELL)
 
-    def heights_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples; off the
-        grid the ground outside it, z = 0 (within one cell of the edge: a ramp to it). Elementwise, so any
-        batch gives the same bits per point."""
+    def heights_at(self, x: np.ndarray, y: np.ndarray, near: tuple[float, float, float] | None = None) -> np.ndarray:
+        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples, but the
+        nearest sample's in the cells of the stepped columns (the boxes' ground, ``envs.quadruped.terrain_boxes``,
+        from the first sample of the first stepped column on); off the grid the ground outside it, z = 0
+        (within one cell of the edge: a ramp to it). Elementwise, so any batch gives the same bits per point.
+
+        ``near``: ``(x, y, r)`` (m, world), a disc that holds every point, when the caller knows one: where it lies
+        well inside the grid the lookup skips what cannot apply (the same bits, ~2x faster for one robot's scan)."""
         u, v = x / CELL, y / CELL
+        rows, cols = self._padded.shape
+        flat, offset = self._padded.reshape(-1), 2 * cols + 2  # sample (i, j) is padded entry (i + 2, j + 2)
+        region = self._region(near)
+        if region != "smooth":  # the nearest sample (used in the stepped cells only; clipped for the others)
+            nearest = np.take(flat, (np.rint(u) * cols + np.rint(v)).astype(np.intp) + offset, mode="clip")
+            if region == "stepped":
+                return nearest
         i, j = np.floor(u), np.floor(v)
         fu, fv = u - i, v - j
-        rows, cols = self._padded.shape
-        # sample (i, j) is padded entry (i + 2, j + 2); clamped, points off the grid read the zero ring only
-        k = np.minimum(np.maximum(i, -2.0), rows - 4.0) * cols + np.minimum(np.maximum(j, -2.0), cols - 4.0)
-        k = k.astype(np.intp) + (2 * cols + 2)
-        flat = self._padded.reshape(-1)
-        near, right = flat[k], flat[k + 1]
-        low = near + (right - near) * fv
+        if region is None:  # clamped: points off the grid read the zero ring only
+            i, j = np.minimum(np.maximum(i, -2.0), rows - 4.0), np.minimum(np.maximum(j, -2.0), cols - 4.0)
+        k = (i * cols + j).astype(np.intp) + offset
+        low = flat[k] + (flat[k + 1] - flat[k]) * fv
         high = flat[k + cols] + (flat[k + cols + 1] - flat[k + cols]) * fv
-        return low + (high - low) * fu
+        bilinear = low + (high - low) * fu
+        return bilinear if region == "smooth" else np.where(self._stepped_cells[k], nearest, bilinear)
+
+    def _region(self, near: tuple[float, float, float] | None) -> str | None:
+        """``"stepped"`` or ``"smooth"`` when the disc ``near`` (x, y, r; m) lies inside the grid, at least two cells
+        from its edges, in the stepped or the smooth columns only; else None (look every point up in full)."""
+        if near is None:
+            return None
+        x, y, r = near
+        margin = r + 2 * CELL
+        (ex, ey), border = self.extent, self.stepped_from * CELL
+        if not (margin <= x <= ex - margin and margin <= y <= ey - margin):
+            return None
+        return "stepped" if y - margin >= border else "smooth" if y + margin <= border else None
 
     @functools.cached_property
     def _padded(self) -> np.ndarray:
@@ -198,6 +227,14 @@ class TerrainGrid:
         padded = np.zeros((self.heights.shape[0] + 4, self.heights.shape[1] + 4))
         padded[2:-2, 2:-2] = self.heights
         return padded
+
+    @functools.cached_property
+    def _stepped_cells(self) -> np.ndarray:
+        """Per padded entry (the cell from it to +1 sample along x and y, flattened), whether the cell lies in
+        the stepped columns inside the grid (nearest-sample ground there)."""
+        cells = np.zeros(self._padded.shape, dtype=bool)
+        cells[2:-3, 2 + self.stepped_from : -3] = True
+        return cells.reshape(-1)
 
 
 @functools.lru_cache(maxsize=4)
@@ -217,4 +254,4 @@ def terrain_grid(seed: int, scale: float) -> TerrainGrid:
                                       tile[centre, centre].max())
     heights.flags.writeable = False
     origins.flags.writeable = False
-    return TerrainGrid(seed, scale, n, heights, origins)
+    return TerrainGrid(seed, scale, n, heights, origins, FIRST_STEPPED * n)

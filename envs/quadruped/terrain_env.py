@@ -2,7 +2,8 @@
 
 The spec is :class:`QuadrupedTerrainEnv`'s docstring (``help(envs.quadruped.QuadrupedTerrainEnv)``); the
 tiles are ``envs.quadruped.terrain``'s, the model ``envs.quadruped.scene.tiles_model``, the height scan and
-heading command ``envs.quadruped.height_scan``'s (one copy or N at once, from the heightfield array).
+heading command ``envs.quadruped.height_scan``'s (one copy or N at once, from the height array), the boxes
+around the robot ``envs.quadruped.terrain_boxes``'.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, scan_
 from envs.quadruped.robots import LegGeometry
 from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
+from envs.quadruped.terrain_boxes import BoxWindow
 
 
 class QuadrupedTerrainEnv(QuadrupedEnv):
@@ -34,12 +36,14 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     ## Terrain
 
-    One heightfield (:mod:`envs.quadruped.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
+    One height array (:mod:`envs.quadruped.terrain`, built from ``terrain_seed``, the same in every copy): 10 levels of
     difficulty (rows along world +x) by 22 columns of six types (along +y) - rough ground, smooth slope,
     rough slope, stairs up, stairs down, discrete obstacles - each tile ``8 s`` m square, every length
     legged_gym's times the robot's size scale ``s`` = leg length / ANYmal C's (Go1: 0.671; stairs risers
     3.4 cm at level 0 to 15.4 cm at level 9, treads 21 cm), on a 0.05 m grid, surrounded by flat ground at
-    z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`.
+    z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`. Rough ground and slopes collide as a
+    heightfield, stairs and obstacles as boxes with vertical edges (the ones within ~1 m of the trunk, re-placed
+    as it walks: :class:`~envs.quadruped.terrain_boxes.BoxWindow`).
 
     ## Curriculum (legged_gym's, per env copy)
 
@@ -81,12 +85,13 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
     instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
-    heightfield array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`).
+    height array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`): the ground that
+    collides (bilinear on the heightfield's tiles, the nearest sample on the boxes' tiles).
 
     ## Changes to rewards and termination
 
     The trunk height that ``base_height`` rewards and the fall check (below ``fall_height``) reads is its
-    height above the mean ground of the scan (legged_gym), not world z. Outside the heightfield's 53.5 m x
+    height above the mean ground of the scan (legged_gym), not world z. Outside the grid's 53.5 m x
     117.7 m (Go1) the ground is flat.
 
     ## Arguments (besides ``QuadrupedEnv``'s; ``terrain`` is ``"tiles"``)
@@ -111,6 +116,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
         self.scan_points = scan_points(self.tiles.scale)
+        self._scan_radius = float(np.hypot(*self.scan_points.T).max())  # m from the trunk to the farthest point
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -130,7 +136,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
         model, self.tiles = tiles_model(config.robot, int(config.terrain_seed))
         self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
-        return copy.deepcopy(model)
+        model = copy.deepcopy(model)
+        self._box_window = BoxWindow(model, self.tiles)  # edits this copy
+        return model
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
         return (self._scan_friction, self._s_base[0:3])
@@ -191,6 +199,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             self._heading = float(options["heading"])
         elif self.heading_command:
             self._heading = float(rng.uniform(-math.pi, math.pi))
+        self._box_window.follow(*d.qpos[0:2].tolist(), reset=True)
         self._update_terrain()
 
     def task_context(self) -> TaskContext:
@@ -238,13 +247,14 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     # ------------------------------------------------------------------ steps
     def _update_terrain(self) -> None:
         scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos, self._heading,
-                                               self.command_yaw_rate, ScalarMath)
+                                               self.command_yaw_rate, ScalarMath, self._scan_radius)
         self._scan_friction[:-1] = scan
         self._ground = float(ground)
         if self.heading_command:
             self._command[2] = yaw_rate
 
     def finish_step(self, action: np.ndarray) -> tuple:
+        self._box_window.follow(*self.data.qpos[0:2].tolist())
         self._update_terrain()
         return super().finish_step(action)
 
@@ -281,6 +291,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
                 task._command[2] = w
         obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
         for task, (x, y) in zip(tasks, qpos[:, 0:2].tolist()):
+            task._box_window.follow(x, y)
             task._left_tile |= task._off_tile(x, y)
         info["terrain_level"] = np.array([task._level for task in tasks])
         info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
@@ -307,7 +318,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             offsets = (np.arange(VIEW_SAMPLES) - VIEW_SAMPLES // 2) * VIEW_CELL
             gx, gy = np.meshgrid(centre[0] + offsets, centre[1] + offsets)  # rows along y, as MuJoCo's
             field, geom = m.hfield("terrain_view").id, m.geom("terrain_view").id
-            low, span = m.geom_pos[m.geom("terrain").id, 2], m.hfield_size[field, 2]
+            low, span = m.geom_pos[geom, 2], m.hfield_size[field, 2]
             start = m.hfield_adr[field]
             m.hfield_data[start : start + VIEW_SAMPLES**2] = ((self.tiles.heights_at(gx, gy) - low) / span).ravel()
             m.geom_pos[geom, 0:2] = centre
