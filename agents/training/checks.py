@@ -126,19 +126,20 @@ def _validate_env(cfg: DictConfig) -> None:
             raise ConfigError(problem)
     check_privileged(cfg.agent, privileged, cfg.env.id)
     if TEACHERS[cfg.distill.name].reads_run:
-        _validate_teacher_run(cfg.distill, space, actions)
+        _validate_teacher_run(cfg.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
     if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")
 
 
-def _validate_teacher_run(d: DictConfig, space: Any, actions: Any) -> None:
+def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]]) -> None:
     """The checkpoint teacher's run has an intact checkpoint (``distill.teacher_checkpoint``'s, or the newest intact
-    one), of a learner that observes ``space`` and acts in ``actions`` (the student's)."""
-    from agents.teachers.builders import check_teacher_spaces, teacher_checkpoint
+    one), of a learner that acts in ``actions`` (the student's) and observes ``space`` (the student's observation
+    space) or entries of it (``student_env``: the student's env id and kwargs; :mod:`agents.teachers.observation_map`)."""
+    from agents.teachers.builders import teacher_checkpoint, teacher_observation_index
 
     model, _ = teacher_checkpoint(d.teacher, d.teacher_checkpoint).value
-    check_teacher_spaces(d.teacher, (model.observation_space, model.action_space), (space, actions))
+    teacher_observation_index(d.teacher, model, (space, actions), student_env)
 
 
 def validate(cfg: DictConfig) -> None:
