@@ -27,13 +27,15 @@ from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import load_agent
 from agents.students import policy_entry
+from agents.config.stages import stage_spans, teaching_stages
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, starting_params
 from agents.teachers.observation_map import observation_layout, teacher_input_index
 from agents.vec_env import env_kwargs, torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import Observation, PolicyRegistry
-from distill.schedules import make_schedule
+from distill.policy import Observation, PolicyEntry, PolicyRegistry
+from distill.schedules import AlphaSchedule, make_schedule
+from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
 from envs.controllers import family_of
 
@@ -118,31 +120,48 @@ def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
     return CheckpointTeacher(policy_entry(teacher_model), preprocess=preprocess, raw_input=student_normalizes)
 
 
+def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_condition: Callable[[], bool] | None,
+             student_env: tuple[str, dict[str, Any]]) -> Teacher:
+    """The teacher ``d`` (a ``distill`` section of one teacher) names, for the student ``model`` (``student``: its
+    registry entry; ``student_env``: its env id and kwargs)."""
+    if d.name == "ema":
+        condition = ema_condition if d.ema_condition == "eval_not_worse" else None
+        return EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
+    if TEACHERS[d.name].reads_run:
+        return load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, student_env)
+    if TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
+        return RecordedActionTeacher(d.teacher_std, squashed=isinstance(model, SAC))
+    raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
+
+
+def _schedule(d: DictConfig, steps: int) -> AlphaSchedule:
+    """``d``'s alpha schedule over a span of ``steps`` env steps (it ends after ``d.schedule_steps`` of them)."""
+    end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / steps)
+    return make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
+
+
 def build_distillation(
     cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
 ) -> OnlinePolicyDistillation | None:
-    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``."""
+    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``; ``distill=sequence``:
+    its stages' teachers in a :class:`~distill.sequence.TeacherSequence` (:mod:`agents.config.stages`)."""
     d = cfg.distill
     if d.name == "none":
         return None
     registry = PolicyRegistry()
     entry = policy_entry(model)
     student = registry.register("student", entry.module, entry.distribution_fn)
-    teacher: Teacher
-    if d.name == "ema":
-        condition = ema_condition if d.ema_condition == "eval_not_worse" else None
-        teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
-    elif TEACHERS[d.name].reads_run:
-        teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, (cfg.env.id, env_kwargs(cfg)))
-    elif TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
-        teacher = RecordedActionTeacher(d.teacher_std, squashed=isinstance(model, SAC))
-    else:
-        raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
-    total = cfg.train.total_timesteps
-    end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / total)
-    schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
-    return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
-
+    total, student_env = cfg.train.total_timesteps, (cfg.env.id, env_kwargs(cfg))
+    if d.name != "sequence":
+        teacher = _teacher(d, model, student, ema_condition, student_env)
+        return OnlinePolicyDistillation(registry, teacher, _schedule(d, total), direction=d.direction)
+    stages = teaching_stages(d)
+    sequence = TeacherSequence([
+        TeachingStage(stage.label, _teacher(stage.distill, model, student, ema_condition, student_env),
+                      _schedule(stage.distill, end - start), start / total, end / total)
+        for stage, (start, end) in zip(stages, stage_spans(stages, total))
+    ])
+    return OnlinePolicyDistillation(registry, sequence, direction=d.direction)
 
 
 def controller_teacher(venv: VecEnv, cfg: DictConfig) -> ControllerTeacher:
