@@ -1,4 +1,4 @@
-"""Teachers in sequence (``distill/sequence.py``, ``distill=sequence``: ``agents/config/stages.py``): which stage
+"""Teachers in sequence (``distill/sequence.py``, ``distill=sequence``: ``agents/teachers/stages.py``): which stage
 teaches when and with which alpha, a single teacher as a sequence of one (the same floats), an EMA stage starting
 from the student as it is then, per-stage statistics, the config's checks, and a run killed in the middle of the
 second teacher resuming there."""
@@ -16,7 +16,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from agents.config.stages import stage_spans, teaching_stages
+from agents.teachers.stages import stage_spans, teaching_stages
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian, PolicyRegistry
 from distill.schedules import SCHEDULES, make_schedule

@@ -115,7 +115,7 @@ class DistillConfig:
     verify_confirm_rollouts: int = 0  # adaptive: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
     verify_budget_s_per_min: Optional[float] = 10.0  # adaptive: CPU s of checks per minute (null: unbounded)
     # sequence: the teachers in order, each {name: scripted|checkpoint|ema, steps: env steps it teaches (the last may
-    # leave it out: to the end), label, and its own alpha, schedule, ... (agents/config/stages.py)}
+    # leave it out: to the end), label, and its own alpha, schedule, ... (agents/teachers/stages.py)}
     stages: list[dict[str, Any]] = field(default_factory=list)
 
 

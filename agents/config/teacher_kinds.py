@@ -23,7 +23,7 @@ class TeacherKind:
             :data:`LLM_PROPOSERS` need an ``llm`` channel config.
         reads_run: the teacher is another run's saved policy (``distill.teacher``).
 
-    ``sequence`` lists teachers in ``distill.stages`` (:mod:`agents.config.stages`): what it needs is what its
+    ``sequence`` lists teachers in ``distill.stages`` (:mod:`agents.teachers.stages`): what it needs is what its
     stages' teachers need.
     """
 

@@ -27,7 +27,7 @@ from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import load_agent
 from agents.students import policy_entry
-from agents.config.stages import stage_spans, teaching_stages
+from agents.teachers.stages import stage_spans, teaching_stages
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, starting_params
 from agents.teachers.observation_map import observation_layout, teacher_input_index
@@ -144,7 +144,7 @@ def build_distillation(
     cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
 ) -> OnlinePolicyDistillation | None:
     """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``; ``distill=sequence``:
-    its stages' teachers in a :class:`~distill.sequence.TeacherSequence` (:mod:`agents.config.stages`)."""
+    its stages' teachers in a :class:`~distill.sequence.TeacherSequence` (:mod:`agents.teachers.stages`)."""
     d = cfg.distill
     if d.name == "none":
         return None

@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config.stages import controller_stage, stage_spans, teaching_stages
+from agents.teachers.stages import controller_stage, stage_spans, teaching_stages
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
 
@@ -259,7 +259,7 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
 
 
 def _validate_stages(cfg: DictConfig) -> None:
-    """``distill=sequence``: its stages (:mod:`agents.config.stages`), each stage's values as :func:`_validate_distill`
+    """``distill=sequence``: its stages (:mod:`agents.teachers.stages`), each stage's values as :func:`_validate_distill`
     checks the section's, and that every stage starts before the run ends."""
     d = cfg.distill
     if d.name != "sequence":

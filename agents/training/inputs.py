@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, open_dict
 
-from agents.config.stages import controller_stage
+from agents.teachers.stages import controller_stage
 from agents.errors import ConfigError
 
 # distill keys that hold a path (null or empty: unused); controller_params also names a parameter set (tuned, untuned)

@@ -30,7 +30,7 @@ from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
-from agents.config.stages import controller_stage
+from agents.teachers.stages import controller_stage
 from agents.teachers.builders import build_distillation, controller_teacher
 from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback
 from agents.factory import build_agent, check_observation_space, load_checkpoint
