@@ -22,7 +22,7 @@ from agents.errors import ConfigError
 from agents.factory import build_agent
 from agents.students import policy_entry
 from agents.teachers.builders import build_distillation
-from agents.teachers.observation_map import observation_layout, teacher_input_index
+from agents.teachers.observation_map import observation_entries, teacher_input_index
 from agents.vec_env import env_kwargs, make_vec_env, torch_normalize_obs, wrap_normalization
 from test_train import compose_train
 
@@ -30,7 +30,7 @@ TERRAIN, FLAT = "OpenClaw/QuadrupedTerrain-v1", "OpenClaw/Quadruped-v1"
 
 
 def test_the_perceptive_teachers_observation_is_the_blind_students_entries_of_the_same_state():
-    teacher, student = observation_layout(TERRAIN, {}), observation_layout(TERRAIN, {"history_steps": 3})
+    teacher, student = observation_entries(TERRAIN, {}), observation_entries(TERRAIN, {"history_steps": 3})
     index = teacher_input_index("run", teacher, student)
     assert np.array_equal(index, np.arange(138))  # every entry but the history, in the teacher's order
     envs_ = [gym.make(TERRAIN, obs_noise=1.0), gym.make(TERRAIN, obs_noise=1.0, history_steps=3)]
@@ -42,20 +42,20 @@ def test_the_perceptive_teachers_observation_is_the_blind_students_entries_of_th
 
 
 def test_a_flat_teacher_reads_its_entries_from_a_student_with_history():
-    index = teacher_input_index("run", observation_layout(FLAT, {}), observation_layout(FLAT, {"history_steps": 4}))
+    index = teacher_input_index("run", observation_entries(FLAT, {}), observation_entries(FLAT, {"history_steps": 4}))
     assert np.array_equal(index, np.arange(57))
-    assert teacher_input_index("run", observation_layout(FLAT, {}), observation_layout(FLAT, {})) is None
+    assert teacher_input_index("run", observation_entries(FLAT, {}), observation_entries(FLAT, {})) is None
 
 
 def test_entries_the_student_lacks_are_named_with_the_fix():
     with pytest.raises(ConfigError) as err:
-        teacher_input_index("runs/perceptive", observation_layout(TERRAIN, {}), observation_layout(FLAT, {"history_steps": 3}))
+        teacher_input_index("runs/perceptive", observation_entries(TERRAIN, {}), observation_entries(FLAT, {"history_steps": 3}))
     message = str(err.value)
     for named in ("distill.teacher=runs/perceptive", "observation space", "height_scan (77)", "friction (1)",
                   "true_lin_vel (3)", "env.kwargs.history_steps"):
         assert named in message, message
     with pytest.raises(ConfigError, match="names no entries"):
-        teacher_input_index("run", observation_layout(FLAT, {}), observation_layout("OpenClaw/Claw-v0", {}))
+        teacher_input_index("run", observation_entries(FLAT, {}), observation_entries("OpenClaw/Claw-v0", {}))
 
 
 def learner(tmp_path, *overrides: str):

@@ -27,10 +27,10 @@ from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.factory import load_agent
 from agents.students import policy_entry
-from agents.teachers.stages import stage_spans, teaching_stages
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, starting_params
-from agents.teachers.observation_map import observation_layout, teacher_input_index
+from agents.teachers.observation_map import observation_entries, teacher_input_index
+from agents.teachers.stages import stage_spans, teaching_stages
 from agents.vec_env import env_kwargs, torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import Observation, PolicyEntry, PolicyRegistry
@@ -81,11 +81,11 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     index = None
     if teacher.observation_space != student[0]:
         saved = saved_config.load(run_dir, "distill.teacher")
-        layout = observation_layout(saved.env.id, env_kwargs(saved))
+        layout = observation_entries(saved.env.id, env_kwargs(saved))
         if layout[0] != teacher.observation_space:
             raise ConfigError(f"distill.teacher={run_dir}: its config.yaml's env ({saved.env.id}) observes {layout[0]}, "
                               f"its model {teacher.observation_space}; restore the run's config.yaml or pick another teacher run")
-        index = teacher_input_index(run_dir, layout, observation_layout(*student_env))
+        index = teacher_input_index(run_dir, layout, observation_entries(*student_env))
     if teacher.action_space.shape != student[1].shape:
         raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
                           f"({teacher.action_space.shape} and {student[1].shape}); pick a teacher run of this env")

@@ -22,7 +22,7 @@ import numpy as np
 from agents.errors import ConfigError
 
 
-def observation_layout(env_id: str, kwargs: dict[str, Any]) -> tuple[gym.Space, dict[str, slice] | None]:
+def observation_entries(env_id: str, kwargs: dict[str, Any]) -> tuple[gym.Space, dict[str, slice] | None]:
     """The observation space of ``gym.make(env_id, **kwargs)`` and its named entries (``OBS_SLICES``; None for an
     env that names none, or whose observation is not a flat Box)."""
     env = gym.make(env_id, **kwargs)
@@ -37,7 +37,7 @@ def teacher_input_index(run_dir: str, teacher: tuple[gym.Space, dict[str, slice]
                         student: tuple[gym.Space, dict[str, slice] | None]) -> np.ndarray | None:
     """None when the teacher of run ``run_dir`` observes the student's observation as it is (equal spaces); else the
     student's entries that make the teacher's observation, in its order (``teacher_obs = student_obs[..., index]``).
-    ``teacher`` and ``student``: each an observation space and its named entries (:func:`observation_layout`).
+    ``teacher`` and ``student``: each an observation space and its named entries (:func:`observation_entries`).
 
     Raises:
         ConfigError: an entry of the teacher's observation is not in the student's (or not as wide), naming them

@@ -13,9 +13,9 @@ from typing import Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents.teachers.stages import controller_stage, stage_spans, teaching_stages
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
+from agents.teachers.stages import controller_stage, stage_spans, teaching_stages
 
 
 _POSITIVE = {
