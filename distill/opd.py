@@ -5,7 +5,8 @@ Gaussian is over the actions (PPO), and the KL between the teacher's action and 
 units (:mod:`distill.squashed`, well-posed at the action bounds) for a tanh-squashed student (SAC: its registry
 entry is ``squashed``).
 
-:class:`OnlinePolicyDistillation` owns a teacher, an alpha schedule and the KL direction. Learners
+:class:`OnlinePolicyDistillation` owns a teacher, an alpha schedule and the KL direction, or teachers in
+sequence, each with its alpha schedule (a :class:`~distill.sequence.TeacherSequence`). Learners
 call :meth:`~OnlinePolicyDistillation.distill_loss` with a minibatch of observations (and, when the
 teacher wants them, the raw observations) and add ``alpha * loss`` to their own loss before the
 gradient step, then call :meth:`~OnlinePolicyDistillation.after_optimizer_step` so that an EMA teacher
@@ -22,6 +23,7 @@ import torch
 from distill.kl import Direction, distillation_kl, weighted_mean
 from distill.policy import DiagGaussian, Observation, PolicyRegistry
 from distill.schedules import AlphaSchedule
+from distill.sequence import TeacherSequence, TeachingStage
 from distill.squashed import squashed_distillation_loss
 from distill.teachers import Teacher, TeacherActions
 
@@ -55,22 +57,27 @@ class DistillStats:
 
 
 class OnlinePolicyDistillation:
-    """The distillation term for one student, found in ``registry`` under ``student``."""
+    """The distillation term for one student, found in ``registry`` under ``student``: ``teacher`` with alpha
+    ``schedule`` over the whole run, or a :class:`~distill.sequence.TeacherSequence` (``schedule`` None: each stage
+    has its own). ``teacher`` is what a checkpoint saves (``state_dict``) and a resume restores."""
 
     def __init__(
         self,
         registry: PolicyRegistry,
         teacher: Teacher,
-        schedule: AlphaSchedule,
+        schedule: AlphaSchedule | None = None,
         direction: Direction = "forward",
         student: str = "student",
     ) -> None:
+        if isinstance(teacher, TeacherSequence) != (schedule is None):
+            raise ValueError("pass a teacher with its alpha schedule, or a TeacherSequence (whose stages have theirs) alone")
         self.registry = registry
         self.teacher = teacher
-        self.schedule = schedule
+        self.sequence = teacher if isinstance(teacher, TeacherSequence) else TeacherSequence([TeachingStage("teacher", teacher, schedule)])
         self.direction = direction
         self.student = student
         self.stats = DistillStats()
+        self.stage_stats = {stage.name: DistillStats() for stage in self.sequence.stages}
 
     @property
     def needs_raw_obs(self) -> bool:
@@ -82,13 +89,13 @@ class OnlinePolicyDistillation:
 
     def alpha(self, progress: float) -> float:
         """alpha at training progress in [0, 1]."""
-        return self.schedule(progress)
+        return self.sequence.alpha(progress)
 
-    def finished(self, progress: float) -> bool:
+    def finished(self, progress: float, stage: str | None = None) -> bool:
         """Whether alpha is 0 from ``progress`` to the end of training (the schedule ended at 0), so that
-        the teacher has nothing left to teach and can stop computing targets. Every schedule of
-        :mod:`distill.schedules` is monotone, so 0 now and at the end means 0 in between."""
-        return self.schedule(progress) == 0.0 and self.schedule(1.0) == 0.0
+        the teacher has nothing left to teach and can stop computing targets; with ``stage``, that stage's
+        alpha (:meth:`~distill.sequence.TeacherSequence.finished`)."""
+        return self.sequence.finished(progress, stage)
 
     def distill_loss(
         self,
@@ -107,9 +114,10 @@ class OnlinePolicyDistillation:
         actions, for a teacher that acted while the samples were collected.
         """
         alpha = self.alpha(progress)
+        stage = self.sequence.select(progress)
         if student_dist is None:
             student_dist = self.registry.action_distribution(self.student, obs)
-        targets = self.teacher.targets(obs, raw_obs, teacher_actions)
+        targets = stage.teacher.targets(obs, raw_obs, teacher_actions)
         entry = self.registry.get(self.student)
         if entry.squashed:
             name = "action_kl"
@@ -123,25 +131,29 @@ class OnlinePolicyDistillation:
         loss = weighted_mean(per_sample, targets.weight)
         check_finite(distillation_loss=loss.detach(), alpha=alpha)
         with torch.no_grad():
-            self.stats.add(
-                {
-                    name: float(loss),
-                    "alpha": alpha,
-                    "weighted_loss": alpha * float(loss),
-                    "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1),
-                                                           targets.weight)),
-                    "teacher_log_std": teacher_log_std,
-                    "student_log_std": float(student_dist.log_std.mean()),
-                    "coverage": targets.coverage,
-                }
-            )
+            values = {
+                name: float(loss),
+                "alpha": alpha,
+                "weighted_loss": alpha * float(loss),
+                "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1), targets.weight)),
+                "teacher_log_std": teacher_log_std,
+                "student_log_std": float(student_dist.log_std.mean()),
+                "coverage": targets.coverage,
+            }
+        self.stats.add(values)
+        if len(self.sequence.stages) > 1:
+            self.stage_stats[stage.name].add(values)
         return loss, alpha
 
     def after_optimizer_step(self) -> None:
-        self.teacher.after_optimizer_step()
+        self.sequence.after_optimizer_step()
 
     def pop_stats(self) -> dict[str, float]:
-        """Means since the last call (for logging under ``distill/``), then reset."""
+        """Means since the last call (for logging under ``distill/``), then reset; with teachers in sequence also
+        each stage's that taught, as ``<stage>/<statistic>``."""
         means = self.stats.means()
+        for name, stats in self.stage_stats.items():
+            means.update({f"{name}/{key}": value for key, value in stats.means().items()})
+            self.stage_stats[name] = DistillStats()
         self.stats = DistillStats()
         return means

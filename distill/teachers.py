@@ -79,6 +79,10 @@ class Teacher:
     def after_optimizer_step(self) -> None:
         """Called once after each student optimiser step (the EMA teacher updates here)."""
 
+    def begin(self) -> None:
+        """Called when the teacher's stage of a :class:`~distill.sequence.TeacherSequence` starts teaching (not for
+        the first stage, which starts with the run)."""
+
 
 def _batch_size(obs: Observation) -> int:
     first = next(iter(obs.values())) if isinstance(obs, dict) else obs
@@ -121,6 +125,10 @@ class EMATeacher(Teacher):
         with torch.no_grad():
             dist = self.entry.distribution(obs).detach()
         return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device), self.entry.squashed)
+
+    def begin(self) -> None:
+        """Start from the student's weights as they are now (the EMA anchors what the stages before taught)."""
+        self.entry.module.load_state_dict(self.student.module.state_dict())
 
     def after_optimizer_step(self) -> None:
         self.steps += 1

@@ -39,6 +39,8 @@ CASES = {  # id: (env id, env kwargs with a short TimeLimit, vector steps)
     "go2-sim2real": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 40, "robot": "go2", **SIM2REAL}, 200),
     # the terrain curriculum: height scans, heading commands, levels moving at every autoreset
     "terrain": ("OpenClaw/QuadrupedTerrain-v1", {"max_episode_steps": 40, "obs_noise": 1.0, "max_init_level": 9}, 240),
+    # the proprioceptive history (history_steps): noisy frames shifted every step, refilled at every autoreset
+    "terrain-history": ("OpenClaw/QuadrupedTerrain-v1", {"max_episode_steps": 30, "obs_noise": 1.0, "history_steps": 4}, 120),
     "claw": ("OpenClaw/Claw-v0", {"max_episode_steps": 40, "reward_type": "dense"}, 300),
     "claw-place": ("OpenClaw/ClawPlace-v0", {"max_episode_steps": 50}, 200),
 }
@@ -95,7 +97,7 @@ def test_gymnasium_matches_sync_vector_env(case):
     ours.close()
 
 
-@pytest.mark.parametrize("case", ["quadruped", "terrain", "claw"])
+@pytest.mark.parametrize("case", ["quadruped", "terrain", "terrain-history", "claw"])
 def test_sb3_matches_dummy_vec_env(case):
     env_id, kwargs, steps = CASES[case]
     ref = make_vec_env(env_id, kwargs, 3, mode="dummy")

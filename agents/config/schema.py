@@ -81,7 +81,7 @@ class SACConfig:
 class DistillConfig:
     """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
 
-    name: str = "none"  # none | ema | checkpoint | scripted | adaptive (configs/distill/*.yaml; llm_hint: adaptive)
+    name: str = "none"  # none | ema | checkpoint | scripted | adaptive | sequence (configs/distill/*.yaml; llm_hint: adaptive)
     alpha: float = 0.0  # distillation weight at the start of training
     schedule: str = "constant"  # constant | linear | cosine | exponential (alpha -> final_alpha)
     final_alpha: float = 0.0
@@ -114,6 +114,9 @@ class DistillConfig:
     verify_margin: float = 0.01  # adaptive: score gain a proposal needs to be adopted (claw: success - distance m)
     verify_confirm_rollouts: int = 0  # adaptive: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
     verify_budget_s_per_min: Optional[float] = 10.0  # adaptive: CPU s of checks per minute (null: unbounded)
+    # sequence: the teachers in order, each {name: scripted|checkpoint|ema, steps: env steps it teaches (the last may
+    # leave it out: to the end), label, and its own alpha, schedule, ... (agents/teachers/stages.py)}
+    stages: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

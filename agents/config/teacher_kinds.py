@@ -22,6 +22,9 @@ class TeacherKind:
         adaptive: a proposer (``distill.proposer``) adapts the controller's parameters; those of
             :data:`LLM_PROPOSERS` need an ``llm`` channel config.
         reads_run: the teacher is another run's saved policy (``distill.teacher``).
+
+    ``sequence`` lists teachers in ``distill.stages`` (:mod:`agents.teachers.stages`): what it needs is what its
+    stages' teachers need.
     """
 
     name: str
@@ -36,6 +39,7 @@ TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
     TeacherKind("checkpoint", reads_run=True),
     TeacherKind("scripted", controller=True),
     TeacherKind("adaptive", controller=True, adaptive=True),
+    TeacherKind("sequence"),
 )}
 
 # old distill.name -> its name now: still accepted (a command line, a saved run's config.yaml), with a message

@@ -14,7 +14,10 @@ import pickle
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import torch
 from omegaconf import DictConfig
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
@@ -25,10 +28,13 @@ from agents.factory import load_agent
 from agents.students import policy_entry
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, starting_params
-from agents.vec_env import torch_normalize_obs
+from agents.teachers.observation_map import observation_entries, teacher_input_index
+from agents.teachers.stages import stage_spans, teaching_stages
+from agents.vec_env import env_kwargs, torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import Observation, PolicyRegistry
-from distill.schedules import make_schedule
+from distill.policy import Observation, PolicyEntry, PolicyRegistry
+from distill.schedules import AlphaSchedule, make_schedule
+from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
 from envs.controllers import family_of
 
@@ -63,60 +69,97 @@ def teacher_checkpoint(run_dir: str, which: str,
                           f"({err}); restore the teacher's checkpoints from a copy or pass another run") from None
 
 
-def check_teacher_spaces(run_dir: str, teacher: tuple[Any, Any], student: tuple[Any, Any]) -> None:
-    """:class:`ConfigError` unless the teacher of run ``run_dir`` observes the student's observation space and acts
-    in an action space of the student's shape (each a pair: observation space, action space)."""
-    if teacher[0] != student[0]:
-        raise ConfigError(
-            f"distill.teacher={run_dir}: the teacher's observation space {teacher[0]} differs from the student's "
-            f"{student[0]} (a teacher trained on another env); pick a teacher run of this env"
-        )
-    if teacher[1].shape != student[1].shape:
+def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tuple[Any, Any],
+                              student_env: tuple[str, dict[str, Any]]) -> np.ndarray | None:
+    """Which of the student's observation entries make the observation of the teacher of run ``run_dir`` (its
+    learner ``teacher``): None when it observes the student's observation space (the observation as it is), else
+    :func:`~agents.teachers.observation_map.teacher_input_index` over the two envs' named entries (the student's:
+    ``student_env`` = env id and kwargs; the teacher's: its run's config). ``student``: the student's observation
+    and action spaces. :class:`ConfigError` when the teacher acts in another action space or its observation cannot
+    be built from the student's (naming the entries and the fix)."""
+    index = None
+    if teacher.observation_space != student[0]:
+        saved = saved_config.load(run_dir, "distill.teacher")
+        layout = observation_entries(saved.env.id, env_kwargs(saved))
+        if layout[0] != teacher.observation_space:
+            raise ConfigError(f"distill.teacher={run_dir}: its config.yaml's env ({saved.env.id}) observes {layout[0]}, "
+                              f"its model {teacher.observation_space}; restore the run's config.yaml or pick another teacher run")
+        index = teacher_input_index(run_dir, layout, observation_entries(*student_env))
+    if teacher.action_space.shape != student[1].shape:
         raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
-                          f"({teacher[1].shape} and {student[1].shape}); pick a teacher run of this env")
+                          f"({teacher.action_space.shape} and {student[1].shape}); pick a teacher run of this env")
+    return index
 
 
-def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm) -> CheckpointTeacher:
+def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Observation] | None,
+                   obs: torch.Tensor) -> Observation:
+    """The teacher's observation from the student's raw one: entries ``index`` (last axis), then ``normalize``."""
+    selected = obs.index_select(-1, index.to(obs.device))
+    return normalize(selected) if normalize is not None else selected
+
+
+def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
+                            student_env: tuple[str, dict[str, Any]]) -> CheckpointTeacher:
     """A frozen teacher from another run's ``best`` or ``latest`` checkpoint (:func:`teacher_checkpoint`: a
-    damaged one falls back to the newest intact one, said on stderr), with its own normalisation."""
+    damaged one falls back to the newest intact one, said on stderr), with its own normalisation, reading its own
+    observation from the student's (:func:`teacher_observation_index`; ``student_env``: the student's env id and
+    kwargs)."""
     intact = teacher_checkpoint(run_dir, which, student.device)
     note = intact.instead("teaching with")
     if note:
         print(f"warning: distill.teacher={run_dir}: {note}", file=sys.stderr)
     teacher_model, saved_norm = intact.value
-    check_teacher_spaces(run_dir, (teacher_model.observation_space, teacher_model.action_space),
-                         (student.observation_space, student.action_space))
+    index = teacher_observation_index(run_dir, teacher_model, (student.observation_space, student.action_space),
+                                      student_env)
     env = student.get_env()
     student_normalizes = isinstance(env, VecNormalize) and env.norm_obs
-    return CheckpointTeacher(
-        policy_entry(teacher_model), preprocess=_normalizer(saved_norm), raw_input=student_normalizes
-    )
+    preprocess = _normalizer(saved_norm)
+    if index is not None:
+        preprocess = functools.partial(_teacher_input, torch.as_tensor(index), preprocess)
+    return CheckpointTeacher(policy_entry(teacher_model), preprocess=preprocess, raw_input=student_normalizes)
+
+
+def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_condition: Callable[[], bool] | None,
+             student_env: tuple[str, dict[str, Any]]) -> Teacher:
+    """The teacher ``d`` (a ``distill`` section of one teacher) names, for the student ``model`` (``student``: its
+    registry entry; ``student_env``: its env id and kwargs)."""
+    if d.name == "ema":
+        condition = ema_condition if d.ema_condition == "eval_not_worse" else None
+        return EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
+    if TEACHERS[d.name].reads_run:
+        return load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, student_env)
+    if TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
+        return RecordedActionTeacher(d.teacher_std)
+    raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
+
+
+def _schedule(d: DictConfig, steps: int) -> AlphaSchedule:
+    """``d``'s alpha schedule over a span of ``steps`` env steps (it ends after ``d.schedule_steps`` of them)."""
+    end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / steps)
+    return make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
 
 
 def build_distillation(
     cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
 ) -> OnlinePolicyDistillation | None:
-    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``."""
+    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``; ``distill=sequence``:
+    its stages' teachers in a :class:`~distill.sequence.TeacherSequence` (:mod:`agents.teachers.stages`)."""
     d = cfg.distill
     if d.name == "none":
         return None
     registry = PolicyRegistry()
     student = registry.add("student", policy_entry(model))
-    teacher: Teacher
-    if d.name == "ema":
-        condition = ema_condition if d.ema_condition == "eval_not_worse" else None
-        teacher = EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
-    elif TEACHERS[d.name].reads_run:
-        teacher = load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model)
-    elif TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
-        teacher = RecordedActionTeacher(d.teacher_std)
-    else:
-        raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
-    total = cfg.train.total_timesteps
-    end = 1.0 if d.schedule_steps is None else min(1.0, d.schedule_steps / total)
-    schedule = make_schedule(d.schedule, d.alpha, d.final_alpha, d.decay_rate, end)
-    return OnlinePolicyDistillation(registry, teacher, schedule, direction=d.direction)
-
+    total, student_env = cfg.train.total_timesteps, (cfg.env.id, env_kwargs(cfg))
+    if d.name != "sequence":
+        teacher = _teacher(d, model, student, ema_condition, student_env)
+        return OnlinePolicyDistillation(registry, teacher, _schedule(d, total), direction=d.direction)
+    stages = teaching_stages(d)
+    sequence = TeacherSequence([
+        TeachingStage(stage.label, _teacher(stage.distill, model, student, ema_condition, student_env),
+                      _schedule(stage.distill, end - start), start / total, end / total)
+        for stage, (start, end) in zip(stages, stage_spans(stages, total))
+    ])
+    return OnlinePolicyDistillation(registry, sequence, direction=d.direction)
 
 
 def controller_teacher(venv: VecEnv, cfg: DictConfig) -> ControllerTeacher:

@@ -146,8 +146,8 @@ class ControllerTeacherCallback(BaseCallback):
     def _on_step(self) -> bool:
         if not self.teacher.retired and self.finished(self.num_timesteps / self.model._total_timesteps):
             self.teacher.retire(self.num_timesteps)
-            print(f"step {self.num_timesteps}: the teacher's alpha is 0 from here on; the controller teacher "
-                  "stops (RL alone)", file=sys.stderr)
+            print(f"step {self.num_timesteps}: the controller teacher's alpha is 0 from here on; it stops (RL alone, "
+                  "or the next teacher of a sequence)", file=sys.stderr)
         return True
 
     def _on_rollout_end(self) -> None:

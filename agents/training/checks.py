@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
+from agents.teachers.stages import controller_stage, stage_spans, teaching_stages
 
 
 _POSITIVE = {
@@ -81,6 +82,14 @@ def _choices() -> dict[str, tuple[str, ...]]:
     }
 
 
+def _check_choices(cfg: DictConfig, choices: dict[str, tuple[str, ...]]) -> None:
+    """:class:`ConfigError` naming the first key of ``choices`` whose value in ``cfg`` is not one of its choices."""
+    for key, allowed in choices.items():
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value not in allowed:
+            raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(allowed)}")
+
+
 def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
     """(key, value) of the first NaN or infinite float in a config container, or None."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
@@ -125,20 +134,22 @@ def _validate_env(cfg: DictConfig) -> None:
         if problem:
             raise ConfigError(problem)
     check_privileged(cfg.agent, privileged, cfg.env.id)
-    if TEACHERS[cfg.distill.name].reads_run:
-        _validate_teacher_run(cfg.distill, space, actions)
-    if TEACHERS[cfg.distill.name].controller and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
+    for stage in teaching_stages(cfg.distill):
+        if TEACHERS[stage.distill.name].reads_run:
+            _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
+    if controller_stage(cfg.distill) is not None and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")
 
 
-def _validate_teacher_run(d: DictConfig, space: Any, actions: Any) -> None:
+def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]]) -> None:
     """The checkpoint teacher's run has an intact checkpoint (``distill.teacher_checkpoint``'s, or the newest intact
-    one), of a learner that observes ``space`` and acts in ``actions`` (the student's)."""
-    from agents.teachers.builders import check_teacher_spaces, teacher_checkpoint
+    one), of a learner that acts in ``actions`` (the student's) and observes ``space`` (the student's observation
+    space) or entries of it (``student_env``: the student's env id and kwargs; :mod:`agents.teachers.observation_map`)."""
+    from agents.teachers.builders import teacher_checkpoint, teacher_observation_index
 
     model, _ = teacher_checkpoint(d.teacher, d.teacher_checkpoint).value
-    check_teacher_spaces(d.teacher, (model.observation_space, model.action_space), (space, actions))
+    teacher_observation_index(d.teacher, model, (space, actions), student_env)
 
 
 def validate(cfg: DictConfig) -> None:
@@ -157,10 +168,7 @@ def validate(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value} is invalid: {meaning} must be a positive integer")
-    for key, choices in _choices().items():
-        value = OmegaConf.select(cfg, key)
-        if value is not None and value not in choices:
-            raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(choices)}")
+    _check_choices(cfg, _choices())
     if cfg.train.eval_freq < 0:
         raise ConfigError(f"train.eval_freq={cfg.train.eval_freq} is invalid: use 0 to disable evaluation")
     t = cfg.train
@@ -182,7 +190,8 @@ def validate(cfg: DictConfig) -> None:
             f"= {agent.n_steps * cfg.train.num_envs}"
         )
     _validate_distill(cfg.distill)
-    if TEACHERS[cfg.distill.name].controller:
+    _validate_stages(cfg)
+    if controller_stage(cfg.distill) is not None:
         _validate_controller_teacher(cfg)
     _validate_env(cfg)
 
@@ -247,6 +256,28 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
             check_settings(settings)
         except ChannelError as err:
             raise ConfigError(f"LLM channel: {err.message}") from None
+
+
+def _validate_stages(cfg: DictConfig) -> None:
+    """``distill=sequence``: its stages (:mod:`agents.teachers.stages`), each stage's values as :func:`_validate_distill`
+    checks the section's, and that every stage starts before the run ends."""
+    d = cfg.distill
+    if d.name != "sequence":
+        return
+    try:
+        stages = teaching_stages(d)
+        stage_spans(stages, cfg.train.total_timesteps)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    choices = {key: allowed for key, allowed in _choices().items() if key.startswith("distill.")}
+    for i, stage in enumerate(stages):
+        try:
+            _check_choices(OmegaConf.create({"distill": stage.distill}), choices)
+            _validate_distill(stage.distill)
+            if stage.distill.teacher_std <= 0:
+                raise ConfigError(f"distill.teacher_std={stage.distill.teacher_std} is invalid: the teacher's std must be > 0")
+        except ConfigError as err:
+            raise ConfigError(f"distill.stages[{i}] ({stage.label}): {err}") from None
 
 
 def _validate_distill(d: DictConfig) -> None:

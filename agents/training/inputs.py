@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, open_dict
 
-from agents.config.teacher_kinds import TEACHERS
+from agents.teachers.stages import controller_stage
 from agents.errors import ConfigError
 
 # distill keys that hold a path (null or empty: unused); controller_params also names a parameter set (tuned, untuned)
@@ -26,7 +26,7 @@ def _params_file(distill: DictConfig) -> str | None:
     """The controller parameter file the teacher starts from, or None (no controller teacher, or a named set)."""
     from agents.teachers.controller import CONTROLLER_PARAMS
 
-    if not TEACHERS[distill.name].controller or distill.controller_params in CONTROLLER_PARAMS:
+    if controller_stage(distill) is None or distill.controller_params in CONTROLLER_PARAMS:
         return None
     return distill.controller_params
 
@@ -45,6 +45,9 @@ def pin(cfg: DictConfig) -> None:
         for key in PATHS:
             if d.get(key) and (key != "controller_params" or _params_file(d)):
                 d[key] = str(Path(d[key]).absolute())
+        for stage in d.get("stages") or []:  # distill=sequence: a checkpoint stage's teacher run
+            if stage.get("teacher"):
+                stage.teacher = str(Path(stage.teacher).absolute())
         file = _params_file(d)
         d[DIGEST] = digest(file) if file else None
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import sys
 import time
@@ -29,7 +30,7 @@ from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
-from agents.config.teacher_kinds import TEACHERS
+from agents.teachers.stages import controller_stage
 from agents.teachers.builders import build_distillation, controller_teacher
 from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback
 from agents.factory import build_agent, check_observation_space, load_checkpoint
@@ -79,7 +80,7 @@ def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | None]:
     """The training envs (not normalised yet) and, for a controller teacher (``distill=scripted|adaptive``),
     that teacher: it wraps the raw envs, so it is the env returned too."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
-    if not TEACHERS[cfg.distill.name].controller:
+    if controller_stage(cfg.distill) is None:  # distill=sequence: its scripted stage's (controller_params: the section's)
         return venv, None
     try:
         teacher = controller_teacher(venv, cfg)
@@ -254,8 +255,9 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         model.attach_distillation(distillation, acting_teacher=teacher)
         if resume is not None and resume.teacher is not None:
             distillation.teacher.load_state_dict(torch.load(resume.teacher, weights_only=True))
-        if teacher is not None:
-            callbacks.append(ControllerTeacherCallback(teacher, distillation.finished))
+        if teacher is not None:  # it retires when its stage's alpha is 0 for the rest of the run
+            finished = functools.partial(distillation.finished, stage=controller_stage(cfg.distill).label)
+            callbacks.append(ControllerTeacherCallback(teacher, finished))
     callbacks.append(evaluator)
     return _Run(cfg, run_dir, venv, eval_venv, model, teacher, evaluator, callbacks, model.num_timesteps)
 

@@ -15,6 +15,7 @@ module              job
 ``scene``           the compiled model: the robot in our scene with its terrain (rough field, tile grid)
 ``terrain``         terrain generation: the rough field and legged_gym's tile grid (heights only, numpy)
 ``height_scan``     the terrain env's height scan and heading command (one env or the batch)
+``history``         the proprioceptive history (``history_steps``): its layout and frames (one env or the batch)
 ==================  ==========================================================================================
 """
 

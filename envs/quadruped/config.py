@@ -18,6 +18,7 @@ import mujoco
 import numpy as np
 
 from envs.base import EnvConfig
+from envs.quadruped.history import MAX_HISTORY_STEPS
 from envs.quadruped.robots import ROBOTS, robot_named
 from envs.quadruped.terrain import LEVELS
 from envs.typed import checked
@@ -110,6 +111,7 @@ class QuadrupedConfig(EnvConfig):
     motor_strength: tuple[float, float] = (1.0, 1.0)
     kp_scale: tuple[float, float] = (1.0, 1.0)
     kd_scale: tuple[float, float] = (1.0, 1.0)
+    history_steps: int = 1
     camera: str | int | None = "tracking"
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("flat", "rough")  # the env's choices of ``terrain``
@@ -147,6 +149,9 @@ class QuadrupedConfig(EnvConfig):
         _range_pair("action_delay_steps", self.action_delay_steps, 0, 10)
         for name in ("motor_strength", "kp_scale", "kd_scale"):
             _range_pair(name, getattr(self, name), 0.1, 10.0)
+        if not 1 <= self.history_steps <= MAX_HISTORY_STEPS:
+            raise ValueError(f"history_steps={self.history_steps} must be a whole number in [1, {MAX_HISTORY_STEPS}] "
+                             "(1: no history; k: the last k proprioceptive frames)")
 
     def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
         super().check_model(model, model_path)

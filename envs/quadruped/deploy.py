@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from envs.quadruped.config import DR_FOOT_FRICTION, DR_KP_SCALE, DR_MASS_SCALE
+from envs.quadruped.history import deploy_description
 from envs.quadruped.observation import OBS_TERMS
 from envs.quadruped.robots import LEGS, OPENCLAW_MODEL, PARTS, package_model_path, package_motors
 
@@ -40,6 +41,7 @@ def deploy_metadata(env) -> dict[str, Any]:
         "physics": physics(env),
         "randomization": randomization(env),
         "fall": {"gravity_z_above": env.FALL_GRAVITY_Z, "trunk_height_below": env.fall_height, "trunk_contact": True},
+        **({"observation_history": deploy_description(env.OBS_SLICES, env.history_steps)} if env.history_steps > 1 else {}),
     }
 
 

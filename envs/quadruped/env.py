@@ -26,6 +26,7 @@ from envs.declarations import Metric, TaskContext
 import envs.quadruped.config as defaults
 from envs.quadruped.config import QuadrupedConfig, checked_gait_frequency
 from envs.quadruped.deploy import deploy_metadata
+from envs.quadruped.history import frame_index, history_slices, with_history
 from envs.quadruped.observation import (
     CLOCK_OBS_DIM,
     CLOCK_SLICES,
@@ -112,6 +113,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     52-55    phase_cos       cos(2 pi phase), same legs                                      -           -
     56       gait_frequency  the gait clock's frequency                                      Hz          -
     =======  ==============  ==============================================================  ==========  =====
+
+    ``history_steps=k`` > 1 appends the last k - 1 proprioceptive frames (``history_1`` .. ``history_{k-1}``,
+    42 entries each, newest first; at reset copies of the first frame): ``envs.quadruped.history``.
 
     Gait clock (v1): one phase ``phi`` in cycles, 0 at reset, advanced by ``gait_frequency_hz * dt`` every
     step; leg ``i``'s phase is ``phi + GAIT_PHASE_OFFSETS[i]`` (a trot: FR and RL at 0, FL and RR at 0.5).
@@ -229,6 +233,10 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
                                                   observation's last_action stays the policy's own
     motor_strength               (1.0, 1.0)       per episode and joint, the PD torque x U(lo, hi)
     kp_scale, kd_scale           (1.0, 1.0)       per episode and joint, Kp / Kd x U(lo, hi) (torque limits kept)
+    history_steps                1                the last k proprioceptive frames: the observation above, then
+                                                  ``history_1`` .. ``history_{k-1}`` (42 entries each: ang_vel,
+                                                  gravity, joint_pos, joint_vel, last_action of 1 .. k-1 steps
+                                                  ago; at reset the first frame; ``envs.quadruped.history``)
     render_mode, width, height   None, 480, 480   see ``MujocoTaskEnv``
     camera                       "tracking"       camera name or id for rgb/depth rendering
     ===========================  ===============  ===============================================================
@@ -324,10 +332,17 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         the names it lacks)."""
         self.OBS_SLICES = {**type(self).OBS_SLICES, **appended}
         dim = max(sl.stop for sl in self.OBS_SLICES.values())
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
         self._noise_scales = np.zeros(dim, dtype=np.float32)
         for name, sl in self.OBS_SLICES.items():
             self._noise_scales[sl] = self.OBS_NOISE_SCALES.get(name, 0.0)
+        self._history = None  # (k - 1, frame) past frames, newest first (envs.quadruped.history)
+        if self.history_steps > 1:
+            self._frame_index = frame_index(self.OBS_SLICES)
+            self._history = np.zeros((self.history_steps - 1, len(self._frame_index)), dtype=np.float32)
+            self.OBS_SLICES = {**self.OBS_SLICES, **history_slices(dim, self.history_steps, len(self._frame_index))}
+            dim += self._history.size
+        self._history_fill = True  # the next observation starts the history (a reset)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
 
     def _bind_views(self) -> None:
         """Cache numpy views into MjData for the hot path (valid for the life of ``self.data``)."""
@@ -396,6 +411,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self._steps = 0
         self.gait_phase = 0.0
         self._update_clock_obs()
+        self._history_fill = True
 
     # ------------------------------------------------------------------ a step, in order
     # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
@@ -416,7 +432,13 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     def _observe(self) -> np.ndarray:
         obs = observation(self._obs_parts, self._default_pose32)
-        return self._noisy(obs) if self.obs_noise > 0 else obs
+        if self.obs_noise > 0:
+            self._noisy(obs)
+        if self._history is None:
+            return obs
+        obs = with_history(obs, self._history, self._frame_index, self._history_fill)
+        self._history_fill = False
+        return obs
 
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         """This env's reward, fall flag and info: :func:`~envs.quadruped.rewards.step_outcome` on its floats
@@ -466,6 +488,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         obs = observation(parts, first._default_pose32)
         if first.obs_noise > 0:
             cls._noisy_batch(tasks, obs)
+        if first._history is not None:  # the histories of a step are never a reset's
+            history = np.stack([task._history for task in tasks])
+            obs = with_history(obs, history, first._frame_index, False)
+            for task, rows in zip(tasks, history):
+                task._history[...] = rows
         previous = np.stack([task._action for task in tasks])
         air = np.array([task._air_time for task in tasks]).T
         last = np.array([task._last_contact for task in tasks]).T
@@ -526,7 +553,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         """What a deploy script needs (:func:`envs.quadruped.deploy.deploy_metadata`; keys in ``docs/export.md``):
         the robot, its joints in our and the SDK's order, default pose, PD gains and torque limits, the robot's
         own MJCF and actuator names, the velocity frame, the reset state, the gait clock, the observation's
-        units and frames, the physics, the randomisation and the fall rule the policy was trained with."""
+        units and frames, the physics, the randomisation and the fall rule the policy was trained with; with
+        ``history_steps`` > 1, ``observation_history``: how a deploy loop fills the history."""
         return deploy_metadata(self)
 
     @property

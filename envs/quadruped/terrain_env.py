@@ -83,6 +83,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     135-137  true_lin_vel  trunk linear velocity (IMU site, body frame), without observation noise    m/s
     =======  ============  ==========================================================================  =====
 
+    With ``history_steps=k`` > 1 the proprioceptive history follows, from index 138 (``QuadrupedEnv``'s docstring).
+
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
     instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
     height array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`): the ground that

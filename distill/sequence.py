@@ -1,0 +1,107 @@
+"""Teachers in sequence: one teacher after another over a run, each with its own alpha schedule.
+
+A :class:`TeachingStage` teaches over a span of training progress ``[start, end)`` (progress: 0 at the first
+update, 1 at the end of the run) with an alpha schedule over its own span (0 where it starts, 1 where it ends);
+a :class:`TeacherSequence` holds the stages in order, contiguous from progress 0. After a last stage that ends
+before 1, alpha is 0: RL alone. A single teacher is a sequence of one stage over ``[0, 1]``, whose alpha is its
+schedule's at the run's progress itself (``(p - 0) / (1 - 0) == p``, bit for bit).
+
+The stage that teaches is a function of the progress alone, so a run resumed mid-sequence continues in the
+stage it was in; what a stage's teacher learns (the EMA teacher's weights) travels in :meth:`TeacherSequence.state_dict`.
+A stage's teacher is told when its stage starts (:meth:`~distill.teachers.Teacher.begin`: the EMA teacher starts
+from the student's weights then) and gets the optimiser steps only while it teaches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from distill.policy import Observation
+from distill.schedules import AlphaSchedule
+from distill.teachers import Teacher, TeacherActions, TeacherTargets
+
+
+@dataclass(frozen=True)
+class TeachingStage:
+    """``teacher`` teaches over training progress ``[start, end)`` with ``schedule`` (alpha over the stage's own
+    progress in [0, 1]); ``name`` labels its statistics."""
+
+    name: str
+    teacher: Teacher
+    schedule: AlphaSchedule
+    start: float = 0.0
+    end: float = 1.0
+
+    def alpha(self, progress: float) -> float:
+        """alpha at training ``progress`` inside the stage (its schedule at ``(progress - start) / (end - start)``)."""
+        return self.schedule((progress - self.start) / (self.end - self.start))
+
+
+class TeacherSequence(Teacher):
+    """The stages in order; at progress ``p`` the stage whose span holds ``p`` teaches (the first one before 0, a
+    stage ending at 1 after 1; none after a last stage ending earlier)."""
+
+    def __init__(self, stages: list[TeachingStage]) -> None:
+        if not stages:
+            raise ValueError("a teacher sequence needs at least one stage")
+        names = [stage.name for stage in stages]
+        if len(set(names)) != len(names):
+            raise ValueError(f"the stages' names {names} repeat; give each stage its own")
+        if stages[0].start != 0.0 or any(a.end != b.start for a, b in zip(stages, stages[1:])):
+            raise ValueError("the stages must follow one another from progress 0, each starting where the last ended")
+        if any(not stage.start < stage.end <= 1.0 for stage in stages):
+            raise ValueError("every stage must end after it starts, at progress 1 at the latest")
+        self.stages = list(stages)
+        self.needs_raw_obs = any(stage.teacher.needs_raw_obs for stage in stages)
+        self.needs_teacher_actions = any(stage.teacher.needs_teacher_actions for stage in stages)
+        self.current = 0  # the stage that taught last (it gets the optimiser steps)
+        self.begun = 0  # stages 0 .. begun have started (the first one with the run)
+
+    def index_at(self, progress: float) -> int | None:
+        """The index of the stage teaching at ``progress``, or None after a last stage that ended."""
+        index = max([i for i, stage in enumerate(self.stages) if stage.start <= progress] or [0])
+        last = self.stages[index]
+        return None if index == len(self.stages) - 1 and last.end < 1.0 and progress >= last.end else index
+
+    def alpha(self, progress: float) -> float:
+        """alpha at training ``progress``: the teaching stage's, 0 when none teaches."""
+        index = self.index_at(progress)
+        return 0.0 if index is None else self.stages[index].alpha(progress)
+
+    def finished(self, progress: float, stage: str | None = None) -> bool:
+        """Whether alpha stays 0 from ``progress`` to the end of training: the whole sequence's, or stage ``stage``'s
+        (by name). Every schedule is monotone, so 0 now and at a stage's end means 0 in between."""
+        index = self.index_at(progress)
+        for i, s in enumerate(self.stages):
+            if stage is not None and s.name != stage or index is None or i < index:
+                continue
+            if s.schedule(1.0) != 0.0 or s.schedule(0.0 if i > index else (progress - s.start) / (s.end - s.start)) != 0.0:
+                return False
+        return True
+
+    def select(self, progress: float) -> TeachingStage:
+        """The stage teaching at ``progress`` (the last one after the sequence ended), started if it had not."""
+        index = self.index_at(progress)
+        self.current = len(self.stages) - 1 if index is None else index
+        while self.begun < self.current:
+            self.begun += 1
+            self.stages[self.begun].teacher.begin()
+        return self.stages[self.current]
+
+    def targets(self, obs: Observation, raw_obs: Observation | None = None,
+                teacher_actions: TeacherActions | None = None) -> TeacherTargets:
+        return self.stages[self.current].teacher.targets(obs, raw_obs, teacher_actions)
+
+    def after_optimizer_step(self) -> None:
+        self.stages[self.current].teacher.after_optimizer_step()
+
+    def state_dict(self) -> dict:
+        """The stages started so far and the state of each stage's teacher that learns (by stage name)."""
+        return {"begun": self.begun, "stages": {stage.name: stage.teacher.state_dict() for stage in self.stages
+                                                 if hasattr(stage.teacher, "state_dict")}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.begun = int(state["begun"])
+        for stage in self.stages:
+            if stage.name in state["stages"]:
+                stage.teacher.load_state_dict(state["stages"][stage.name])

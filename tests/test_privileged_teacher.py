@@ -1,0 +1,101 @@
+"""A checkpoint teacher observing more than its student (``agents/teachers/observation_map.py``): the teacher's
+observation gathered from the student's by entry name, built from the same env state; refused, naming the
+entries and the fix, when the student's observation lacks some. PPO and SAC students in-process here; the PPO
+student through ``train.py``: ``tests/test_run_phases.py`` (case "terrain teacher, flat student with history")."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envs  # noqa: F401
+import torch
+from omegaconf import OmegaConf
+from stable_baselines3.common.logger import configure
+
+from agents import checkpoint, saved_config
+from agents.errors import ConfigError
+from agents.factory import build_agent
+from agents.students import policy_entry
+from agents.teachers.builders import build_distillation
+from agents.teachers.observation_map import observation_entries, teacher_input_index
+from agents.vec_env import env_kwargs, make_vec_env, torch_normalize_obs, wrap_normalization
+from test_train import compose_train
+
+TERRAIN, FLAT = "OpenClaw/QuadrupedTerrain-v1", "OpenClaw/Quadruped-v1"
+
+
+def test_the_perceptive_teachers_observation_is_the_blind_students_entries_of_the_same_state():
+    teacher, student = observation_entries(TERRAIN, {}), observation_entries(TERRAIN, {"history_steps": 3})
+    index = teacher_input_index("run", teacher, student)
+    assert np.array_equal(index, np.arange(138))  # every entry but the history, in the teacher's order
+    envs_ = [gym.make(TERRAIN, obs_noise=1.0), gym.make(TERRAIN, obs_noise=1.0, history_steps=3)]
+    first, second = (env.reset(seed=2)[0] for env in envs_)
+    assert np.array_equal(second[index], first)
+    for action in np.random.default_rng(0).uniform(-1, 1, (20, 12)):
+        first, second = (env.step(action)[0] for env in envs_)
+        assert np.array_equal(second[index], first)
+
+
+def test_a_flat_teacher_reads_its_entries_from_a_student_with_history():
+    index = teacher_input_index("run", observation_entries(FLAT, {}), observation_entries(FLAT, {"history_steps": 4}))
+    assert np.array_equal(index, np.arange(57))
+    assert teacher_input_index("run", observation_entries(FLAT, {}), observation_entries(FLAT, {})) is None
+
+
+def test_entries_the_student_lacks_are_named_with_the_fix():
+    with pytest.raises(ConfigError) as err:
+        teacher_input_index("runs/perceptive", observation_entries(TERRAIN, {}), observation_entries(FLAT, {"history_steps": 3}))
+    message = str(err.value)
+    for named in ("distill.teacher=runs/perceptive", "observation space", "height_scan (77)", "friction (1)",
+                  "true_lin_vel (3)", "env.kwargs.history_steps"):
+        assert named in message, message
+    with pytest.raises(ConfigError, match="names no entries"):
+        teacher_input_index("run", observation_entries(FLAT, {}), observation_entries("OpenClaw/Claw-v0", {}))
+
+
+def learner(tmp_path, *overrides: str):
+    """The config ``overrides`` compose (2 envs) and its learner on normalised training envs, as ``train.py`` builds them."""
+    cfg = compose_train("distill=none", "train.num_envs=2", f"hydra.run.dir={tmp_path}", *overrides)
+    venv = wrap_normalization(make_vec_env(cfg.env.id, env_kwargs(cfg), 2, "batched"), True, False, cfg.agent.gamma)
+    return cfg, build_agent(cfg, venv, tensorboard_dir=None)
+
+
+@pytest.fixture(scope="module")
+def flat_teacher(tmp_path_factory):
+    """A run directory holding an (untrained) PPO policy of ``Quadruped-v1`` (57 observation entries)."""
+    run_dir = tmp_path_factory.mktemp("teacher")
+    cfg, model = learner(run_dir)
+    model.get_env().step(np.zeros((2, 12), np.float32))  # statistics of something
+    OmegaConf.save(cfg, run_dir / saved_config.CONFIG, resolve=True)
+    checkpoint.save_best(run_dir, model, model.get_env())
+    return run_dir, model
+
+
+@pytest.mark.parametrize("agent", ["ppo", "sac"])
+def test_ppo_and_sac_students_with_history_learn_from_a_teacher_without(agent, flat_teacher, tmp_path):
+    run_dir, teacher = flat_teacher
+    short = ("agent.learning_starts=64", "agent.buffer_size=1024") if agent == "sac" else ("agent.n_steps=32", "agent.batch_size=64")
+    cfg, model = learner(tmp_path, f"agent={agent}", "env.kwargs.history_steps=3", "distill=checkpoint",
+                         f"distill.teacher={run_dir}", "distill.teacher_checkpoint=best", *short)
+    distillation = build_distillation(cfg, model)
+    model.attach_distillation(distillation)
+    venv = model.get_env()
+    venv.reset()
+    for _ in range(3):
+        venv.step(np.random.default_rng(0).uniform(-1, 1, (2, 12)).astype(np.float32))
+    raw = venv.get_original_obs()
+    assert raw.shape == (2, 57 + 2 * 42)
+    targets = distillation.teacher.targets(torch.as_tensor(venv.normalize_obs(raw)), torch.as_tensor(raw))
+    teacher_obs = torch_normalize_obs(teacher.get_env(), torch.as_tensor(raw[:, :57]))  # its first 57 entries
+    expected = policy_entry(teacher).distribution(teacher_obs)
+    assert torch.equal(targets.dist.mean, expected.mean) and torch.equal(targets.dist.log_std, expected.log_std)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(128)
+    model.logger.dump(model.num_timesteps)
+    rows = [row for row in csv.DictReader((tmp_path / "progress.csv").open()) if row.get("distill/kl")]
+    assert rows and all(math.isfinite(float(row["distill/kl"])) and float(row["distill/coverage"]) == 1.0 for row in rows)

@@ -1,0 +1,167 @@
+"""Teachers in sequence (``distill/sequence.py``, ``distill=sequence``: ``agents/teachers/stages.py``): which stage
+teaches when and with which alpha, a single teacher as a sequence of one (the same floats), an EMA stage starting
+from the student as it is then, per-stage statistics, the config's checks, and a run killed in the middle of the
+second teacher resuming there."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from agents.teachers.stages import stage_spans, teaching_stages
+from distill.opd import OnlinePolicyDistillation
+from distill.policy import DiagGaussian, PolicyRegistry
+from distill.schedules import SCHEDULES, make_schedule
+from distill.sequence import TeacherSequence, TeachingStage
+from distill.teachers import EMATeacher, RecordedActionTeacher, TeacherActions
+from test_train import ROOT, run_train
+from test_user_errors import refused
+
+
+def gaussian(module: torch.nn.Module, obs: torch.Tensor) -> DiagGaussian:
+    mean = module(obs)
+    return DiagGaussian(mean, torch.zeros_like(mean))
+
+
+def two_stages() -> tuple[PolicyRegistry, TeacherSequence]:
+    """A recorded-action teacher over progress [0, 0.25) (alpha 0.5 -> 0), then an EMA of the student to the end."""
+    torch.manual_seed(0)
+    registry = PolicyRegistry()
+    student = registry.register("student", torch.nn.Linear(3, 2), gaussian)
+    return registry, TeacherSequence([
+        TeachingStage("trot", RecordedActionTeacher(0.3), make_schedule("linear", 0.5), 0.0, 0.25),
+        TeachingStage("ema", EMATeacher(student, decay=0.5), make_schedule("constant", 0.1), 0.25, 1.0),
+    ])
+
+
+@pytest.mark.parametrize("kind", SCHEDULES)
+def test_a_single_teacher_is_a_sequence_of_one_with_the_same_floats(kind):
+    schedule = make_schedule(kind, 0.7, 0.05, 3.0, end=0.3)
+    sequence = TeacherSequence([TeachingStage("teacher", RecordedActionTeacher(0.3), schedule)])
+    for progress in (-0.1, 0.0, 0.1, 0.2999, 0.3, 0.77, 1.0, 1.2):
+        assert sequence.alpha(progress) == schedule(progress)
+        assert sequence.finished(progress) == (schedule(progress) == 0.0 and schedule(1.0) == 0.0)
+
+
+def test_the_stage_of_the_progress_teaches_with_its_own_schedule():
+    _, sequence = two_stages()
+    assert [sequence.index_at(p) for p in (-0.1, 0.0, 0.2, 0.25, 0.9, 1.0, 1.1)] == [0, 0, 0, 1, 1, 1, 1]
+    assert [sequence.alpha(p) for p in (0.0, 0.125, 0.25, 0.6, 1.0)] == [0.5, 0.25, 0.1, 0.1, 0.1]
+    assert not sequence.finished(0.2, "trot") and sequence.finished(0.25, "trot") and sequence.finished(0.9, "trot")
+    assert not sequence.finished(0.25) and not sequence.finished(0.1, "ema")
+    assert sequence.needs_teacher_actions and not sequence.needs_raw_obs
+    ended = TeacherSequence([TeachingStage("only", RecordedActionTeacher(0.3), make_schedule("constant", 0.2), 0.0, 0.5)])
+    assert ended.alpha(0.49) == 0.2 and ended.alpha(0.5) == 0.0 and ended.index_at(0.7) is None
+    assert ended.finished(0.5) and not ended.finished(0.4)
+
+
+def test_the_ema_stage_starts_from_the_student_as_it_is_then_and_resumes_as_saved():
+    registry, sequence = two_stages()
+    student, ema = registry.get("student").module, sequence.stages[1].teacher
+    sequence.select(0.1)
+    with torch.no_grad():
+        student.weight.add_(1.0)  # the first stage taught it
+    sequence.after_optimizer_step()
+    assert ema.steps == 0  # the EMA stage has not begun: no optimiser steps for it
+    assert not torch.equal(ema.entry.module.weight, student.weight)
+    assert sequence.select(0.3) is sequence.stages[1] and sequence.begun == 1
+    assert torch.equal(ema.entry.module.weight, student.weight)
+    sequence.after_optimizer_step()
+    assert ema.steps == ema.updates == 1
+    saved = sequence.state_dict()
+    assert saved["begun"] == 1 and set(saved["stages"]) == {"ema"}
+
+    _, resumed = two_stages()  # a new process: the student as restored, the EMA teacher a copy of it
+    resumed.load_state_dict(saved)
+    resumed.select(0.5)
+    resumed_ema = resumed.stages[1].teacher
+    assert torch.equal(resumed_ema.entry.module.weight, ema.entry.module.weight) and resumed_ema.updates == 1
+
+
+def test_each_stage_logs_its_statistics():
+    registry, sequence = two_stages()
+    opd = OnlinePolicyDistillation(registry, sequence)
+    obs = torch.zeros(4, 3)
+    taught = TeacherActions(torch.zeros(4, 2), torch.ones(4))
+    opd.distill_loss(obs, 0.1, teacher_actions=taught)
+    opd.distill_loss(obs, 0.5, teacher_actions=taught)
+    stats = opd.pop_stats()
+    assert stats["trot/alpha"] == 0.3 and stats["ema/alpha"] == 0.1 and stats["alpha"] == pytest.approx(0.2)
+    assert {"trot/kl", "ema/kl", "kl", "ema/coverage"} <= set(stats)
+    single = OnlinePolicyDistillation(registry, RecordedActionTeacher(0.3), make_schedule("constant", 0.4))
+    single.distill_loss(obs, 0.1, teacher_actions=taught)
+    assert not any("/" in key for key in single.pop_stats())
+    with pytest.raises(ValueError, match="alpha schedule"):
+        OnlinePolicyDistillation(registry, sequence, make_schedule("constant", 0.4))
+
+
+@pytest.mark.parametrize("stages, named", [
+    ([{"name": "adaptive", "steps": 10}], "use one of: scripted, checkpoint, ema"),
+    ([{"name": "ema", "steps": 10, "alpa": 1}], "unknown key(s) ['alpa']"),
+    ([{"name": "scripted"}, {"name": "ema"}], "distill.stages[0]: steps=None is invalid"),
+    ([{"name": "scripted", "steps": 10}, {"name": "scripted", "label": "again"}], "one controller teacher"),
+    ([{"name": "ema", "steps": 10}, {"name": "ema"}], "give each a label"),
+    ([], "needs distill.stages"),
+])
+def test_stages_that_cannot_run_are_named(stages, named):
+    with pytest.raises(ValueError) as err:
+        teaching_stages(OmegaConf.create({"name": "sequence", "alpha": 1.0, "stages": stages}))
+    assert named in str(err.value)
+
+
+def test_stages_take_the_sections_values_and_their_own_and_must_start_before_the_end():
+    d = OmegaConf.create({"name": "sequence", "alpha": 1.0, "schedule": "linear", "teacher": None, "stages": [
+        {"name": "scripted", "steps": 100, "alpha": 0.5}, {"name": "checkpoint", "label": "perceptive", "steps": 300,
+                                                           "teacher": "runs/t"}, {"name": "ema", "schedule": "constant"}]})
+    stages = teaching_stages(d)
+    assert [(s.label, s.steps, s.distill.name, s.distill.alpha, s.distill.schedule) for s in stages] == [
+        ("scripted", 100, "scripted", 0.5, "linear"), ("perceptive", 300, "checkpoint", 1.0, "linear"),
+        ("ema", None, "ema", 1.0, "constant")]
+    assert stages[1].distill.teacher == "runs/t" and "stages" not in stages[0].distill
+    assert stage_spans(stages, 1000) == [(0, 100), (100, 400), (400, 1000)]
+    with pytest.raises(ValueError, match="stage 'ema' starts at env step 400, at or past the run's end"):
+        stage_spans(stages, 400)
+
+
+def test_a_bad_stage_is_refused_before_anything_is_written(tmp_path):
+    result = run_train("train=smoke", "distill=sequence", "distill.stages.0.steps=1024", "distill.stages.1.ema_decay=1.5",
+                       f"hydra.run.dir={tmp_path}")
+    refused(result, "distill.stages[1] (ema)", "distill.ema_decay=1.5")
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_run_killed_in_the_middle_of_the_second_teacher_resumes_there(tmp_path):
+    run_dir = tmp_path / "run"
+    stages = "distill.stages=[{name: scripted, steps: 1024, alpha: 0.5}, {name: ema, alpha: 0.1, schedule: constant}]"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "train=smoke", "train.progress_bar=false",
+                             "train.total_timesteps=8192", "train.eval_freq=0", "distill=sequence", stages,
+                             f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    saved = run_dir / "checkpoints" / f"step_{4096:012d}"
+    start = time.time()
+    while time.time() - start < 240 and not (saved / "meta.json").is_file():
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    before = torch.load(saved / "teacher.pt", weights_only=True)
+    assert before["begun"] == 1 and before["stages"]["ema"]["updates"] > 0
+    assert not (run_dir / "summary.json").exists()
+
+    result = run_train(f"resume={run_dir}", "train.progress_bar=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 8192 and summary["teacher_retired_at_step"] > 4096  # retired at once on resume
+    rows = list(csv.DictReader((run_dir / "progress.csv").open()))
+    taught = {int(row["time/total_timesteps"]): row for row in rows if row.get("distill/alpha")}
+    assert all(taught[step].get("distill/scripted/kl") for step in taught if step <= 1024)
+    after = [row for step, row in taught.items() if step > 4096]
+    assert after and all(row["distill/ema/alpha"] == "0.1" and not row.get("distill/scripted/kl") for row in after)
+    final = torch.load(run_dir / "checkpoints" / f"step_{8192:012d}" / "teacher.pt", weights_only=True)
+    assert final["begun"] == 1 and final["stages"]["ema"]["updates"] > before["stages"]["ema"]["updates"]
