@@ -59,6 +59,8 @@ def read_metadata(strings: dict[str, str], source: str) -> dict:
                           "export.py or from a non-quadruped env; re-export it: python export.py run=<run directory>")
     meta = {key: json.loads(strings[key]) for key in REQUIRED}
     meta["ignored_inputs"] = json.loads(strings.get("ignored_inputs", "[]"))
+    if "observation_history" in strings:  # a policy trained with history_steps > 1
+        meta["observation_history"] = json.loads(strings["observation_history"])
     return meta
 
 
@@ -160,14 +162,39 @@ def observation(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: 
         "joint_vel": data.qvel[idx.qvel], "last_action": last_action,
         "phase_sin": clock[0:4], "phase_cos": clock[4:8], "gait_frequency": clock[8:9],
     }
-    layout = meta["observation_layout"]
+    layout, past = meta["observation_layout"], meta.get("observation_history", {}).get("slots", [])
     obs = np.zeros(max(stop for _, stop in layout.values()), dtype=np.float32)
     for name, (start, stop) in layout.items():
         if name in parts:
             obs[start:stop] = parts[name]
-        elif name not in meta["ignored_inputs"]:  # e.g. a height scan: fill it from your robot's sensors
+        elif name not in meta["ignored_inputs"] and name not in past:  # e.g. a height scan: from your sensors
             raise DeployError(f"the policy reads observation entry {name!r}, which this example does not build")
     return obs
+
+
+class History:
+    """The past frames a policy trained with ``history_steps`` > 1 reads (the metadata's ``observation_history``):
+    each observation's frame (its proprioceptive entries) is remembered, newest first; at an episode's first
+    observation every slot holds that observation's own frame. Without a history it changes nothing."""
+
+    def __init__(self, meta: dict) -> None:
+        spec = meta.get("observation_history")
+        self.frame = None if spec is None else np.concatenate([np.arange(a, b) for a, b in spec["frame"].values()])
+        self.slots = [] if spec is None else [meta["observation_layout"][name] for name in spec["slots"]]
+        self.past: np.ndarray | None = None  # (slots, frame entries), newest first
+
+    def complete(self, obs: np.ndarray) -> np.ndarray:
+        """``obs`` (built by :func:`observation`) with its history slots filled, in place; remembers its frame."""
+        if self.frame is None:
+            return obs
+        frame = obs[self.frame]
+        if self.past is None:
+            self.past = np.tile(frame, (len(self.slots), 1))
+        for (start, stop), past in zip(self.slots, self.past):
+            obs[start:stop] = past
+        self.past = np.roll(self.past, 1, axis=0)
+        self.past[0] = frame
+        return obs
 
 
 # ------------------------------------------------------------------------------------------- one episode
@@ -227,8 +254,8 @@ def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujo
     default, scale = np.asarray(meta["default_pose"]), np.asarray(meta["action_scale"])
     clock, lin, ang = meta["gait_clock"], meta["observation_layout"]["lin_vel"], meta["observation_layout"]["ang_vel"]
     reset(model, data, idx, meta, rng)
-    action, phase = np.zeros(12, dtype=np.float32), 0.0
-    obs = observation(model, data, idx, meta, command, action, phase)
+    action, phase, history = np.zeros(12, dtype=np.float32), 0.0, History(meta)
+    obs = history.complete(observation(model, data, idx, meta, command, action, phase))
     errors, speeds, feet = [], [], FootStats(model, idx.feet, idx.floor)
     for _ in range(int(round(seconds / period))):
         action = session.run(None, {"observation": obs[None]})[0][0]
@@ -240,7 +267,7 @@ def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujo
             data.ctrl[idx.motors] = np.clip(kp * (target - q) - kd * qd, -limit, limit)
             mujoco.mj_step(model, data)
         mujoco.mj_forward(model, data)  # positions, velocities and contacts of the new state
-        obs = observation(model, data, idx, meta, command, action, phase)
+        obs = history.complete(observation(model, data, idx, meta, command, action, phase))
         v = obs[lin[0] : lin[1]].astype(float)
         errors.append(float(np.hypot(*(v[:2] - command[:2]))))
         speeds.append([v[0], v[1], float(obs[ang[0] + 2])])

@@ -93,6 +93,26 @@ def test_the_examples_observation_is_the_envs_for_the_same_state(deploy, robot):
     env.close()
 
 
+def test_the_examples_history_is_the_envs(deploy):
+    """``history_steps=4``: fed the env's own current observations (the past-frame slots zeroed), the example's
+    ``History``, built from the exported metadata alone (``observation_history``), fills the slots as the env
+    does, bit for bit: the frames of the observations before, newest first, the first one's everywhere at reset."""
+    kwargs = {**KWARGS, "history_steps": 4}
+    meta = deploy.read_metadata(export_metadata(ENV_ID, kwargs, "ppo", {}), "test")
+    env = gym.make(ENV_ID, **kwargs)
+    current = env.unwrapped.OBS_SLICES["history_1"].start
+    history, rng, changed = deploy.History(meta), np.random.default_rng(0), 0
+    obs, _ = env.reset(seed=0)
+    for step in range(30):
+        mine = obs.copy()
+        mine[current:] = 0.0
+        np.testing.assert_array_equal(history.complete(mine), obs, err_msg=f"step {step}")
+        changed += not np.array_equal(obs[current:], np.tile(obs[history.frame], 3))
+        obs, *_ = env.step(rng.uniform(-1, 1, 12).astype(np.float32))
+    assert len(history.slots) == 3 and changed == 29  # past frames differ from the current one after reset
+    env.close()
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, metadata) -> tuple[Path, Path]:
     """An untrained (random weights) Go2 PPO actor written by export's writer: with the full metadata, and

@@ -581,7 +581,7 @@ def test_the_teacher_retires_once_its_alpha_stays_zero(tmp_path):
     result = run_train("distill=adaptive", "distill.schedule_steps=2048", f"hydra.run.dir={run_dir}",
                        f"distill.records_dir={tmp_path / 'rec'}")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "step 2048: the teacher's alpha is 0 from here on" in result.stderr
+    assert "step 2048: the controller teacher's alpha is 0 from here on" in result.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["teacher_retired_at_step"] == 2048 and summary["teacher_coverage"] > 0.5
     assert "teacher_warning" not in summary  # coverage counts the samples it taught, not the retired ones
