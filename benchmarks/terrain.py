@@ -8,7 +8,10 @@
            arms ``--parallel`` at a time (learning benchmarks compare steps, so they may share the machine):
            ``none`` (plain PPO), ``scripted`` (the terrain-aware trot teaches, ``distill=scripted``, alpha 0.5 -> 0 over the first 1 M steps),
            ``scripted_critic`` (the same with the asymmetric critic, ``agent.privileged_critic=true``), ``ema``
-           (an EMA teacher of the student itself, ``distill=ema``). Then, per run: the mean-level curve
+           (an EMA teacher of the student itself, ``distill=ema``), ``perceptive`` (``scripted_critic`` whose actor
+           reads the height scan too, ``agent.perceptive_actor=true``: issue 38's perceptive policy); issue 39's blind
+           students with 5 frames of history: ``history`` (plain PPO) and ``history_opd`` (OPD from the perceptive
+           run ``--teacher``, ``distill=checkpoint``: alpha 1 -> 0 over the first 1 M steps, then RL alone). Then, per run: the mean-level curve
            (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
            the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
@@ -19,6 +22,8 @@ Usage::
     python benchmarks/terrain.py reach --episodes 20 --blind
     python benchmarks/terrain.py learn --arms none scripted scripted_critic ema --seeds 0 --steps 2000000 --parallel 4
     python benchmarks/terrain.py report --arms none scripted scripted_critic ema --seeds 0
+    python benchmarks/terrain.py learn --arms perceptive --seeds 0 --steps 5000000
+    python benchmarks/terrain.py learn --arms history scripted_critic history_opd --seeds 0 --steps 2000000 --parallel 3
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ ARMS = {
     "scripted": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=false"],
     "scripted_critic": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true"],
     "ema": ["distill=ema", "agent.privileged_critic=false"],
+    "perceptive": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true",
+                   "agent.perceptive_actor=true"],
+    # issue 39: blind students with 5 frames of proprioceptive history ({teacher}: --teacher, a perceptive run)
+    "history": ["distill=none", "agent.privileged_critic=true", "env.kwargs.history_steps=5"],
+    "history_opd": ["distill=checkpoint", "distill.teacher={teacher}", "agent.privileged_critic=true",
+                    "env.kwargs.history_steps=5"],
 }
 FIXED_LEVELS = (0, 3, 6, 9)
 
@@ -83,8 +94,8 @@ def run_dir(arm: str, seed: int) -> Path:
     return ROOT / "runs" / "benchmarks" / "terrain" / f"{arm}_s{seed}"
 
 
-def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str]) -> None:
-    """Train every (arm, seed), ``parallel`` processes at a time."""
+def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str], teacher: Path) -> None:
+    """Train every (arm, seed), ``parallel`` processes at a time (``teacher``: the run an OPD arm learns from)."""
     jobs = [(arm, seed) for seed in seeds for arm in arms]
     running: list[subprocess.Popen] = []
     for arm, seed in jobs:
@@ -92,7 +103,8 @@ def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: l
             running[0].wait()
             running = [p for p in running if p.poll() is None]
         out = run_dir(arm, seed)
-        cmd = [sys.executable, str(ROOT / "train.py"), "env=quadruped_terrain", "agent=ppo", *ARMS[arm], f"seed={seed}",
+        cmd = [sys.executable, str(ROOT / "train.py"), "env=quadruped_terrain", "agent=ppo",
+               *(override.format(teacher=teacher) for override in ARMS[arm]), f"seed={seed}",
                f"train.total_timesteps={steps}", "train.eval_freq=250000", "train.eval_episodes=20", "train.video=false",
                "train.progress_bar=false", *extra, f"hydra.run.dir={out}"]
         print(" ".join(cmd[1:]), flush=True)
@@ -170,6 +182,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, default=5_000_000)
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--teacher", type=Path, default=run_dir("perceptive", 0), help="the OPD arms' teacher run")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:cut])
@@ -177,7 +190,7 @@ def main() -> None:
     if a.task == "reach":
         reach(a.episodes, a.levels, a.blind)
     elif a.task == "learn":
-        learn(a.arms, a.seeds, a.steps, a.parallel, a.extra)
+        learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher)
         report(a.arms, a.seeds, a.episodes)
     else:
         report(a.arms, a.seeds, a.episodes)
