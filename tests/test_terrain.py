@@ -103,6 +103,21 @@ def test_privileged_friction_and_velocity(env):
     noisy.close()
 
 
+def test_foot_heights_are_taken_above_the_ground_under_each_foot(env):
+    """The feet_clearance term and the swing apex read each foot's height above the ground under it: a robot
+    standing on a stairs-down platform (level 9, far above z = 0) or at the bottom of a stairs-up pit has its
+    feet at ~0 m there, while the raw world heights are the tile's."""
+    base = env.unwrapped
+    for kind in ("stairs_down", "stairs_up"):
+        env.reset(seed=0, options={"terrain_type": kind, "terrain_level": 9, "command": np.zeros(3)})
+        for _ in range(25):  # settle onto the feet
+            env.step(np.zeros(12, dtype=np.float32))
+        world = base._s_feet[2:12:3] - base.foot_radius
+        local = np.array(base._feet()[2:12:3]) - base.foot_radius
+        assert np.abs(world).min() > 0.1, (kind, world)  # the tile's ground is far from z = 0 ...
+        assert np.abs(local).max() < 0.02, (kind, local)  # ... and the feet stand on it
+
+
 def test_curriculum_moves_levels_as_legged_gym():
     env = gym.make(ENV_ID)
     u = env.unwrapped

@@ -445,10 +445,20 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         (the batch runs it on arrays)."""
         # the base's self._action still holds the previous action here
         reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(
-            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._s_feet.tolist(),
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._feet(),
             self._trunk_height(), self._act_force, action, self._action, self._air_time, self._last_contact,
             self._gait, self._qvel.item(0), self, ScalarMath)
         return reward, fell, info
+
+    def _feet(self) -> list:
+        """The 36 foot sensor readings as the reward and the gait measures read them (:mod:`envs.quadruped.gait`;
+        world frame, heights above z = 0, the flat ground)."""
+        return self._s_feet.tolist()
+
+    @classmethod
+    def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
+        """:meth:`_feet` of N copies at once: ``feet`` (N, 36) -> (36, N)."""
+        return feet.T
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
         """Arrays (views kept current) appended to the observation after the clock; none here."""
@@ -498,7 +508,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         last = np.array([task._last_contact for task in tasks]).T
         gait = np.array([task._gait for task in tasks]).T
         reward, fell, info, air, last, gait = step_outcome(
-            base.T, command.T, touch.T, feet.T, cls._trunk_heights(tasks, trunk_z[:, 0]),
+            base.T, command.T, touch.T, cls._feet_batch(tasks, feet), cls._trunk_heights(tasks, trunk_z[:, 0]),
             derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
         for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
                                                               np.array(last).T.tolist(), np.array(gait).T.tolist()):

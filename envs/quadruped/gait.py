@@ -47,7 +47,8 @@ def foot_motion(feet: list, radius: float) -> tuple[list, list, list]:
     """``(height, speed2, slip2)``, each a list over the four feet, from the 36 foot sensor readings ``feet``
     (module docstring) and the foot spheres' radius (m).
 
-    ``height``: the sphere's lowest point above z = 0 (m, world); ``speed2``: the squared horizontal speed
+    ``height``: the sphere's lowest point above z = 0 (m, world; on the terrain env above the ground under the
+    foot: its ``_feet`` passes the heights so); ``speed2``: the squared horizontal speed
     of its centre ((m/s)^2); ``slip2``: the squared horizontal speed of its lowest point, the contact point
     on flat ground ((m/s)^2): centre velocity plus ``w x (0, 0, -r)``.
     """

@@ -267,6 +267,19 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
         return trunk_z - np.array([task._ground for task in tasks])
 
+    def _feet(self) -> list:
+        """The foot readings with each foot's height taken above the ground under it (not z = 0), so that the
+        ``feet_clearance`` term and the swing apex measure clearance over the terrain."""
+        feet = self._s_feet.copy()
+        feet[2:12:3] -= self.tiles.heights_at(feet[0:12:3], feet[1:12:3])
+        return feet.tolist()
+
+    @classmethod
+    def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
+        feet = feet.copy()
+        feet[:, 2:12:3] -= tasks[0].tiles.heights_at(feet[:, 0:12:3], feet[:, 1:12:3])
+        return feet.T
+
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
         self._left_tile |= self._off_tile(self.data.qpos[0], self.data.qpos[1])
