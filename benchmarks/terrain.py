@@ -47,13 +47,12 @@ ARMS = {
     "scripted": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=false"],
     "scripted_critic": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true"],
     "ema": ["distill=ema", "agent.privileged_critic=false"],
-    "perceptive": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true",
-                   "agent.perceptive_actor=true"],
     # issue 39: blind students with 5 frames of proprioceptive history ({teacher}: --teacher, a perceptive run)
     "history": ["distill=none", "agent.privileged_critic=true", "env.kwargs.history_steps=5"],
     "history_opd": ["distill=checkpoint", "distill.teacher={teacher}", "agent.privileged_critic=true",
                     "env.kwargs.history_steps=5"],
 }
+ARMS["perceptive"] = [*ARMS["scripted_critic"], "agent.perceptive_actor=true"]  # the actor reads the scan too
 FIXED_LEVELS = (0, 3, 6, 9)
 
 

@@ -148,6 +148,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     feet_air_time      sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
     feet_slip          sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -0.25
     feet_clearance     sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -0.5
+                       (the terrain env: h above the ground under the foot)
     base_height        (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
     termination        1 on the step the robot falls                                         -50.0 (= -1)
     =================  ====================================================================  =============

@@ -78,8 +78,8 @@ def reward_feet_slip(scale: float, contact: list, slip2: list, m: type[ScalarMat
 
 def reward_feet_clearance(scale: float, height: list, speed2: list, target: float,
                           m: type[ScalarMath] | type[BatchMath]) -> float:
-    """``scale * sum_feet |h - target| * sqrt(|v_xy|)``: each foot's lowest point's height ``h`` (m, world z)
-    away from ``target`` (m), weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its
+    """``scale * sum_feet |h - target| * sqrt(|v_xy|)``: each foot's lowest point's height ``h`` (m, above the
+    ground: world z on flat ground, the ground under the foot on the terrain env) away from ``target`` (m), weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its
     square), so a foot that moves does it ``target`` high (Playground Go1's ``feet_clearance``). ``height``,
     ``speed2``: four per-foot values each (floats or (N,) arrays)."""
     total = 0.0
@@ -136,7 +136,7 @@ def step_outcome(base, command, touch, feet, z, torques, action, previous, air, 
     sigma = env.tracking_sigma
     k = env.reward_scales_dt
     air_term, air, last = feet_air_time(touch, air, last, cx * cx + cy * cy, env, m)
-    contact = [force > env.CONTACT_FORCE_THRESHOLD for force in touch[:4]]
+    contact = last  # this step's touch readings above CONTACT_FORCE_THRESHOLD, per foot
     height, speed2, slip2 = foot_motion(feet, env.foot_radius)
     gait = advance_gait(gait, contact, height, slip2, m)
     r0 = reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma, m)

@@ -270,15 +270,19 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _feet(self) -> list:
         """The foot readings with each foot's height taken above the ground under it (not z = 0), so that the
         ``feet_clearance`` term and the swing apex measure clearance over the terrain."""
-        feet = self._s_feet.copy()
-        feet[2:12:3] -= self.tiles.heights_at(feet[0:12:3], feet[1:12:3])
-        return feet.tolist()
+        return self._above_ground(self.tiles, self._s_feet).tolist()
 
     @classmethod
     def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
+        return cls._above_ground(tasks[0].tiles, feet).T
+
+    @staticmethod
+    def _above_ground(tiles, feet: np.ndarray) -> np.ndarray:
+        """A copy of foot readings ``feet`` ((36,) or (N, 36)) whose heights are above the ground under each foot
+        (elementwise, so one copy and N give the same bits)."""
         feet = feet.copy()
-        feet[:, 2:12:3] -= tasks[0].tiles.heights_at(feet[:, 0:12:3], feet[:, 1:12:3])
-        return feet.T
+        feet[..., 2:12:3] -= tiles.heights_at(feet[..., 0:12:3], feet[..., 1:12:3])
+        return feet
 
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
