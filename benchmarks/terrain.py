@@ -47,12 +47,21 @@ ARMS = {
     "scripted": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=false"],
     "scripted_critic": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true"],
     "ema": ["distill=ema", "agent.privileged_critic=false"],
-    # issue 39: blind students with 5 frames of proprioceptive history ({teacher}: --teacher, a perceptive run)
-    "history": ["distill=none", "agent.privileged_critic=true", "env.kwargs.history_steps=5"],
-    "history_opd": ["distill=checkpoint", "distill.teacher={teacher}", "agent.privileged_critic=true",
-                    "env.kwargs.history_steps=5"],
 }
+# issue 39: blind students with 5 frames of proprioceptive history ({teacher}: --teacher, a perceptive run)
+_BLIND = ["agent.privileged_critic=true", "env.kwargs.history_steps=5"]
+ARMS["history"] = ["distill=none", *_BLIND]
+ARMS["history_opd"] = ["distill=checkpoint", "distill.teacher={teacher}", "distill.schedule_steps=1000000", *_BLIND]
 ARMS["perceptive"] = [*ARMS["scripted_critic"], "agent.perceptive_actor=true"]  # the actor reads the scan too
+# issue 39's other distilled students, from the same teacher: pure distillation to the end (the RL actor loss off,
+# alpha 1), and history_opd's first 1 M steps followed by RL under an EMA anchor or after a critic warm-up (those
+# 1 M steps as pure distillation: the critic learns while the teacher alone moves the actor)
+ARMS["pure"] = ["distill=checkpoint", "distill.teacher={teacher}", "distill.schedule=constant", "distill.rl_weight=0",
+                *_BLIND]
+ARMS["opd_anchor"] = ["distill=sequence", "distill.stages=[{name: checkpoint, steps: 1000000, teacher: '{teacher}'}, "
+                      "{name: ema, alpha: 0.1, schedule: constant}]", *_BLIND]
+ARMS["warmup"] = ["distill=sequence", "distill.stages=[{name: checkpoint, steps: 1000000, teacher: '{teacher}', "
+                  "rl_weight: 0, schedule: constant}]", *_BLIND]
 FIXED_LEVELS = (0, 3, 6, 9)
 
 
@@ -103,7 +112,7 @@ def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: l
             running = [p for p in running if p.poll() is None]
         out = run_dir(arm, seed)
         cmd = [sys.executable, str(ROOT / "train.py"), "env=quadruped_terrain", "agent=ppo",
-               *(override.format(teacher=teacher) for override in ARMS[arm]), f"seed={seed}",
+               *(override.replace("{teacher}", str(teacher)) for override in ARMS[arm]), f"seed={seed}",
                f"train.total_timesteps={steps}", "train.eval_freq=250000", "train.eval_episodes=20", "train.video=false",
                "train.progress_bar=false", *extra, f"hydra.run.dir={out}"]
         print(" ".join(cmd[1:]), flush=True)

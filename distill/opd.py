@@ -59,7 +59,8 @@ class DistillStats:
 class OnlinePolicyDistillation:
     """The distillation term for one student, found in ``registry`` under ``student``: ``teacher`` with alpha
     ``schedule`` over the whole run, or a :class:`~distill.sequence.TeacherSequence` (``schedule`` None: each stage
-    has its own). ``teacher`` is what a checkpoint saves (``state_dict``) and a resume restores."""
+    has its own). ``teacher`` is what a checkpoint saves (``state_dict``) and a resume restores. ``rl_weight``: the
+    single teacher's weight of the learner's RL actor loss (:meth:`rl_weight`; a sequence's stages carry their own)."""
 
     def __init__(
         self,
@@ -68,12 +69,14 @@ class OnlinePolicyDistillation:
         schedule: AlphaSchedule | None = None,
         direction: Direction = "forward",
         student: str = "student",
+        rl_weight: float = 1.0,
     ) -> None:
         if isinstance(teacher, TeacherSequence) != (schedule is None):
             raise ValueError("pass a teacher with its alpha schedule, or a TeacherSequence (whose stages have theirs) alone")
         self.registry = registry
         self.teacher = teacher
-        self.sequence = teacher if isinstance(teacher, TeacherSequence) else TeacherSequence([TeachingStage("teacher", teacher, schedule)])
+        self.sequence = (teacher if isinstance(teacher, TeacherSequence)
+                         else TeacherSequence([TeachingStage("teacher", teacher, schedule, rl_weight=rl_weight)]))
         self.direction = direction
         self.student = student
         self.stats = DistillStats()
@@ -90,6 +93,11 @@ class OnlinePolicyDistillation:
     def alpha(self, progress: float) -> float:
         """alpha at training progress in [0, 1]."""
         return self.sequence.alpha(progress)
+
+    def rl_weight(self, progress: float) -> float:
+        """The weight the learner gives its RL actor loss at training ``progress`` (the teaching stage's ``rl_weight``;
+        1 after the last stage): ``loss = rl_weight * actor_loss + critic_loss + alpha * distill_loss``."""
+        return self.sequence.rl_weight(progress)
 
     def finished(self, progress: float, stage: str | None = None) -> bool:
         """Whether alpha is 0 from ``progress`` to the end of training (the schedule ended at 0), so that
@@ -134,6 +142,7 @@ class OnlinePolicyDistillation:
             values = {
                 name: float(loss),
                 "alpha": alpha,
+                "rl_weight": self.rl_weight(progress),
                 "weighted_loss": alpha * float(loss),
                 "action_distance": float(weighted_mean((teacher_action - student_action).norm(dim=-1), targets.weight)),
                 "teacher_log_std": teacher_log_std,

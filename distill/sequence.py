@@ -24,13 +24,16 @@ from distill.teachers import Teacher, TeacherActions, TeacherTargets
 @dataclass(frozen=True)
 class TeachingStage:
     """``teacher`` teaches over training progress ``[start, end)`` with ``schedule`` (alpha over the stage's own
-    progress in [0, 1]); ``name`` labels its statistics."""
+    progress in [0, 1]); ``name`` labels its statistics. ``rl_weight`` weighs the learner's RL actor loss while the
+    stage teaches (1: RL plus distillation; 0: pure distillation, rsl_rl's recipe with this project's KL; the critic
+    learns either way)."""
 
     name: str
     teacher: Teacher
     schedule: AlphaSchedule
     start: float = 0.0
     end: float = 1.0
+    rl_weight: float = 1.0
 
     def alpha(self, progress: float) -> float:
         """alpha at training ``progress`` inside the stage (its schedule at ``(progress - start) / (end - start)``)."""
@@ -67,6 +70,11 @@ class TeacherSequence(Teacher):
         """alpha at training ``progress``: the teaching stage's, 0 when none teaches."""
         index = self.index_at(progress)
         return 0.0 if index is None else self.stages[index].alpha(progress)
+
+    def rl_weight(self, progress: float) -> float:
+        """The RL actor loss's weight at training ``progress``: the teaching stage's, 1 when none teaches."""
+        index = self.index_at(progress)
+        return 1.0 if index is None else self.stages[index].rl_weight
 
     def finished(self, progress: float, stage: str | None = None) -> bool:
         """Whether alpha stays 0 from ``progress`` to the end of training: the whole sequence's, or stage ``stage``'s

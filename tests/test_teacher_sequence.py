@@ -63,6 +63,44 @@ def test_the_stage_of_the_progress_teaches_with_its_own_schedule():
     assert ended.finished(0.5) and not ended.finished(0.4)
 
 
+def test_each_stage_weighs_the_rl_actor_loss_and_rl_is_whole_after_the_last():
+    teacher = RecordedActionTeacher(0.3)
+    sequence = TeacherSequence([
+        TeachingStage("pure", teacher, make_schedule("constant", 1.0), 0.0, 0.25, rl_weight=0.0),
+        TeachingStage("opd", teacher, make_schedule("linear", 1.0), 0.25, 0.5, rl_weight=0.5)])
+    assert [sequence.rl_weight(p) for p in (0.0, 0.2, 0.25, 0.49, 0.5, 1.0)] == [0.0, 0.0, 0.5, 0.5, 1.0, 1.0]
+    opd = OnlinePolicyDistillation(PolicyRegistry(), teacher, make_schedule("constant", 1.0), rl_weight=0.0)
+    assert opd.rl_weight(0.0) == opd.rl_weight(1.0) == 0.0
+
+
+def test_pure_distillation_leaves_the_actor_to_the_teacher_and_trains_the_critic():
+    """rl_weight 0: an EMA teacher that starts as the student has nothing to teach (KL 0, no gradient), so the
+    actor's weights stay as they were, bit for bit, while the critic learns; rl_weight 1 moves the actor."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from agents.students import PPOStudent, policy_entry
+
+    torch.set_num_threads(1)
+    moved = {}
+    for weight in (0.0, 1.0):
+        model = PPOStudent("MlpPolicy", make_vec_env("OpenClaw/Quadruped-v0", n_envs=2, seed=0), n_steps=64,
+                           batch_size=32, n_epochs=2, seed=0, device="cpu", policy_kwargs=dict(net_arch=[16]))
+        registry = PolicyRegistry()
+        student = registry.add("student", policy_entry(model))
+        model.attach_distillation(OnlinePolicyDistillation(registry, EMATeacher(student, decay=0.5),
+                                                           make_schedule("constant", 1.0), rl_weight=weight))
+        policy = model.policy
+        actor = [policy.mlp_extractor.policy_net, policy.action_net]
+        before = [[p.detach().clone() for p in m.parameters()] for m in (*actor, policy.value_net)]
+        before_std = policy.log_std.detach().clone()
+        model.learn(128)
+        after = [list(m.parameters()) for m in (*actor, policy.value_net)]
+        changed = [any(not torch.equal(a, b) for a, b in zip(old, new)) for old, new in zip(before, after)]
+        moved[weight] = (changed, not torch.equal(before_std, policy.log_std))
+    assert moved[0.0] == ([False, False, True], False)
+    assert moved[1.0] == ([True, True, True], True)
+
+
 def test_the_ema_stage_starts_from_the_student_as_it_is_then_and_resumes_as_saved():
     registry, sequence = two_stages()
     student, ema = registry.get("student").module, sequence.stages[1].teacher
@@ -131,10 +169,14 @@ def test_stages_take_the_sections_values_and_their_own_and_must_start_before_the
         stage_spans(stages, 400)
 
 
-def test_a_bad_stage_is_refused_before_anything_is_written(tmp_path):
-    result = run_train("train=smoke", "distill=sequence", "distill.stages.0.steps=1024", "distill.stages.1.ema_decay=1.5",
+@pytest.mark.parametrize("override, named", [
+    ("distill.stages.1.ema_decay=1.5", ("distill.stages[1] (ema)", "distill.ema_decay=1.5")),
+    ("+distill.stages.1.rl_weight=2", ("distill.stages[1] (ema)", "distill.rl_weight=2", "in [0, 1]")),
+])
+def test_a_bad_stage_is_refused_before_anything_is_written(tmp_path, override, named):
+    result = run_train("train=smoke", "distill=sequence", "distill.stages.0.steps=1024", override,
                        f"hydra.run.dir={tmp_path}")
-    refused(result, "distill.stages[1] (ema)", "distill.ema_decay=1.5")
+    refused(result, *named)
     assert not any(tmp_path.iterdir())
 
 

@@ -87,6 +87,7 @@ class DistillConfig:
     final_alpha: float = 0.0
     decay_rate: float = 5.0  # exponential schedule: alpha * exp(-decay_rate * progress)
     schedule_steps: Optional[int] = None  # env steps over which alpha -> final_alpha (then constant); null: the whole run
+    rl_weight: float = 1.0  # weight of the learner's actor terms while this teacher teaches (0: pure distillation; the critic still learns)
     direction: str = "forward"  # forward = KL(teacher || student) | reverse = KL(student || teacher)
     ema_decay: float = 0.995  # EMA teacher: theta_T <- d theta_T + (1 - d) theta_S
     ema_update_every: int = 1  # EMA teacher: update after every k-th optimiser step

@@ -5,9 +5,11 @@ same gradient clipping), so with no distillation, or ``alpha = 0``, training is 
 ``stable_baselines3.PPO`` with the same seed. With a distillation attached the loss of every
 minibatch becomes::
 
-    loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss + alpha * KL(teacher || student)
+    loss = rl_weight * (policy_loss + ent_coef * entropy_loss) + vf_coef * value_loss + alpha * KL(teacher || student)
 
-added before gradient clipping; after each optimiser step the teacher is told (EMA update).
+added before gradient clipping; after each optimiser step the teacher is told (EMA update). ``rl_weight`` is the
+teaching stage's ``distill.rl_weight`` (1 by default; 0: pure distillation, rsl_rl's recipe with this project's KL,
+while the critic learns from the rewards: it is warm when RL takes over).
 """
 
 from __future__ import annotations
@@ -137,7 +139,10 @@ class PPOStudent(DistillingStudent, PPO):
                 value_loss = F.mse_loss(batch.returns, values_pred)
                 entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
 
-                loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+                actor_loss = policy_loss + self.ent_coef * entropy_loss
+                if self.distillation is not None:  # 0 while a teacher teaches alone (pure distillation)
+                    actor_loss = self.distillation.rl_weight(progress) * actor_loss
+                loss = actor_loss + self.vf_coef * value_loss
                 logs["pg"].append(policy_loss.item())
                 logs["value"].append(value_loss.item())
                 logs["entropy"].append(entropy_loss.item())

@@ -6,7 +6,7 @@ training is bit-identical to ``stable_baselines3.SAC`` with the same seed. While
 
 1. The actor loss becomes::
 
-       actor_loss = mean(ent_coef * log_pi - min_Q) + alpha * scale * L(teacher action, student)
+       actor_loss = rl_weight * mean(ent_coef * log_pi - min_Q) + alpha * scale * L(teacher action, student)
 
    with ``L`` the squashed student's distillation term (:mod:`distill.squashed`: the teacher's action against the
    squashed mean, finite and toward the teacher at the action bounds too, and the width the entropy target asks
@@ -24,6 +24,9 @@ training is bit-identical to ``stable_baselines3.SAC`` with the same seed. While
    nats per dimension at |a| = 0.98), as if the taught behaviour were worse. The pre-tanh entropy puts no price on
    where the mean is, and the teacher's term asks for the width at the target (1.): the coefficient has its fixed
    point where the teacher puts the width. Once alpha is 0, SB3's update again.
+
+``rl_weight`` (the teaching stage's ``distill.rl_weight``, 1 by default) weighs the RL part of the actor loss: 0 is
+pure distillation (the actor learns from the teacher alone, the critics still learn from the rewards).
 
 The teacher is updated after each actor optimiser step.
 """
@@ -203,8 +206,8 @@ class SACStudent(DistillingStudent, SAC):
             actor_loss = (ent_coef * log_prob - min_q_pi).mean()
             actor_losses.append(actor_loss.item())
             check_finite(actor_loss=actor_losses[-1])
-            if teaching:
-                actor_loss = actor_loss + self._distill_term(data)
+            if teaching:  # rl_weight 0 while a teacher teaches alone (pure distillation)
+                actor_loss = self.distillation.rl_weight(self._progress()) * actor_loss + self._distill_term(data)
 
             self.actor.optimizer.zero_grad()
             actor_loss.backward()

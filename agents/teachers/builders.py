@@ -152,11 +152,12 @@ def build_distillation(
     total, student_env = cfg.train.total_timesteps, (cfg.env.id, env_kwargs(cfg))
     if d.name != "sequence":
         teacher = _teacher(d, model, student, ema_condition, student_env)
-        return OnlinePolicyDistillation(registry, teacher, _schedule(d, total), direction=d.direction)
+        return OnlinePolicyDistillation(registry, teacher, _schedule(d, total), direction=d.direction,
+                                        rl_weight=d.rl_weight)
     stages = teaching_stages(d)
     sequence = TeacherSequence([
         TeachingStage(stage.label, _teacher(stage.distill, model, student, ema_condition, student_env),
-                      _schedule(stage.distill, end - start), start / total, end / total)
+                      _schedule(stage.distill, end - start), start / total, end / total, stage.distill.rl_weight)
         for stage, (start, end) in zip(stages, stage_spans(stages, total))
     ])
     return OnlinePolicyDistillation(registry, sequence, direction=d.direction)

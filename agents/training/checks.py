@@ -289,6 +289,9 @@ def _validate_distill(d: DictConfig) -> None:
     if d.schedule_steps is not None and d.schedule_steps < 1:
         raise ConfigError(f"distill.schedule_steps={d.schedule_steps} is invalid: use a number of env steps >= 1, "
                           "or null to run the schedule over the whole run")
+    if not (isinstance(d.rl_weight, (int, float)) and 0.0 <= d.rl_weight <= 1.0):
+        raise ConfigError(f"distill.rl_weight={d.rl_weight} is invalid: it weighs the RL actor loss while this teacher "
+                          "teaches, a number in [0, 1] (1: RL plus distillation; 0: pure distillation, the critic still learns)")
     if d.decay_rate < 0:
         raise ConfigError(f"distill.decay_rate={d.decay_rate} is invalid: the exponential schedule decays, use >= 0")
     if not 0.0 <= d.ema_decay < 1.0:
