@@ -15,6 +15,9 @@
            (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
            the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
+``diagnose`` where each run's policy goes on fixed tiles (``--levels``) and what its reward terms say there: the
+           mean |heading error|, the distance walked from the spawn, the share of episodes that crossed the tile
+           and the mean per-step value of the terms that could hold a climber back, per type and level.
 
 Usage::
 
@@ -24,6 +27,7 @@ Usage::
     python benchmarks/terrain.py report --arms none scripted scripted_critic ema --seeds 0
     python benchmarks/terrain.py learn --arms perceptive --seeds 0 --steps 5000000
     python benchmarks/terrain.py learn --arms history scripted_critic history_opd --seeds 0 --steps 2000000 --parallel 3
+    python benchmarks/terrain.py diagnose --arms perceptive --levels 1 3 --episodes 10
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ _BLIND = ["agent.privileged_critic=true", "env.kwargs.history_steps=5"]
 ARMS["history"] = ["distill=none", *_BLIND]
 ARMS["history_opd"] = ["distill=checkpoint", "distill.teacher={teacher}", "distill.schedule_steps=1000000", *_BLIND]
 ARMS["perceptive"] = [*ARMS["scripted_critic"], "agent.perceptive_actor=true"]  # the actor reads the scan too
+# issue 38's "why they crawl", one reward change each: the yaw-rate term doubled (robots turn off their heading on
+# stairs), and no orientation penalty (legged_gym's rough-terrain value: climbing pitches the trunk)
+ARMS["perceptive_yaw1"] = [*ARMS["perceptive"], "+env.kwargs.reward_scales.tracking_ang_vel=1.0"]
+ARMS["perceptive_level"] = [*ARMS["perceptive"], "+env.kwargs.reward_scales.orientation=0.0"]
 # issue 39's other distilled students, from the same teacher: pure distillation to the end (the RL actor loss off,
 # alpha 1), and history_opd's first 1 M steps followed by RL under an EMA anchor or after a critic warm-up (those
 # 1 M steps as pure distillation: the critic learns while the teacher alone moves the actor)
@@ -180,9 +188,53 @@ def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
     return out
 
 
+DIAGNOSED_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "orientation", "lin_vel_z", "base_height", "feet_clearance")
+
+
+def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]) -> None:
+    """Where each run's policy goes on fixed tiles and what its reward terms say there (issue 38's "why they
+    crawl"): per level, type, over ``episodes`` seeded episodes while on the tile, the mean |heading error| (deg:
+    the commanded heading, world frame, minus the trunk's yaw), the distance from the spawn when the episode ended
+    (m, horizontal), the share of episodes that crossed the tile (the trunk left it), and the mean per-step
+    value of the ``DIAGNOSED_TERMS`` (scaled, per control step)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from envs.quadruped.terrain import TERRAIN_TYPES
+
+    for arm in arms:
+        for seed in seeds:
+            act, kwargs, step = policy_act(run_dir(arm, seed))
+            env = gym.make(ENV_ID, **kwargs)  # with its time limit
+            sim = env.unwrapped
+            for level in levels:
+                print(f"\n## {arm}, seed {seed} (step {step}), level {level}, {episodes} episodes a tile")
+                print("| type | heading error, deg | distance, m | crossed | " + " | ".join(DIAGNOSED_TERMS) + " |")
+                print("|---|---|---|---|" + "---|" * len(DIAGNOSED_TERMS))
+                for kind in TERRAIN_TYPES:
+                    errors, distances, crossed = [], [], 0
+                    terms = {name: [] for name in DIAGNOSED_TERMS}
+                    for k in range(episodes):
+                        obs, _ = env.reset(seed=10_000 + k, options={"terrain_level": level, "terrain_type": kind})
+                        start, done, info = sim.data.qpos[0:2].copy(), False, {"left_tile": False}
+                        while not done and not info["left_tile"]:
+                            w, x, y, z = sim.data.qpos[3:7]
+                            yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+                            errors.append(abs((sim._heading - yaw + np.pi) % (2 * np.pi) - np.pi))
+                            obs, _, terminated, truncated, info = env.step(act(obs[None])[0])
+                            done = terminated or truncated
+                            for name in DIAGNOSED_TERMS:
+                                terms[name].append(info[f"reward_{name}"])
+                        distances.append(float(np.hypot(*(sim.data.qpos[0:2] - start))))
+                        crossed += bool(info["left_tile"])
+                    print(f"| {kind} | {np.degrees(np.mean(errors)):.0f} | {np.mean(distances):.2f} | {crossed / episodes:.0%} | "
+                          + " | ".join(f"{np.mean(terms[name]):+.4f}" for name in DIAGNOSED_TERMS) + " |")
+            env.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", choices=("reach", "learn", "report"))
+    parser.add_argument("task", choices=("reach", "learn", "report", "diagnose"))
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--levels", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--blind", action="store_true")
@@ -200,6 +252,8 @@ def main() -> None:
     elif a.task == "learn":
         learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher)
         report(a.arms, a.seeds, a.episodes)
+    elif a.task == "diagnose":
+        diagnose(a.arms, a.seeds, a.episodes, a.levels)
     else:
         report(a.arms, a.seeds, a.episodes)
 

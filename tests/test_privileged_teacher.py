@@ -58,22 +58,45 @@ def test_entries_the_student_lacks_are_named_with_the_fix():
         teacher_input_index("run", observation_entries(FLAT, {}), observation_entries("OpenClaw/Claw-v0", {}))
 
 
-def learner(tmp_path, *overrides: str):
+def learner(tmp_path, *overrides: str, distill: str = "distill=none"):
     """The config ``overrides`` compose (2 envs) and its learner on normalised training envs, as ``train.py`` builds them."""
-    cfg = compose_train("distill=none", "train.num_envs=2", f"hydra.run.dir={tmp_path}", *overrides)
+    cfg = compose_train(*[distill] * bool(distill), "train.num_envs=2", f"hydra.run.dir={tmp_path}", *overrides)
     venv = wrap_normalization(make_vec_env(cfg.env.id, env_kwargs(cfg), 2, "batched"), True, False, cfg.agent.gamma)
     return cfg, build_agent(cfg, venv, tensorboard_dir=None)
+
+
+def saved_teacher(run_dir, *overrides: str):
+    """A run directory holding an (untrained) PPO policy of the config ``overrides`` compose, and the policy."""
+    cfg, model = learner(run_dir, *overrides)
+    model.get_env().reset()
+    model.get_env().step(np.zeros((2, 12), np.float32))  # statistics of something
+    OmegaConf.save(cfg, run_dir / saved_config.CONFIG, resolve=True)
+    checkpoint.save_best(run_dir, model, model.get_env())
+    return run_dir, model
 
 
 @pytest.fixture(scope="module")
 def flat_teacher(tmp_path_factory):
     """A run directory holding an (untrained) PPO policy of ``Quadruped-v1`` (57 observation entries)."""
-    run_dir = tmp_path_factory.mktemp("teacher")
-    cfg, model = learner(run_dir)
-    model.get_env().step(np.zeros((2, 12), np.float32))  # statistics of something
-    OmegaConf.save(cfg, run_dir / saved_config.CONFIG, resolve=True)
-    checkpoint.save_best(run_dir, model, model.get_env())
-    return run_dir, model
+    return saved_teacher(tmp_path_factory.mktemp("teacher"))
+
+
+def test_the_blind_terrain_config_is_a_history_student_of_a_perceptive_run(tmp_path):
+    """``env=quadruped_terrain_blind``: 5 frames of history, the asymmetric critic, a blind actor, the checkpoint
+    teacher named on the command line, whose actor reads the height scan it gathers from the student's observation."""
+    (tmp_path / "teacher").mkdir()
+    run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain", "agent.perceptive_actor=true")
+    cfg, model = learner(tmp_path / "student", "env=quadruped_terrain_blind", f"distill.teacher={run_dir}", distill="")
+    assert (cfg.env.kwargs.history_steps, cfg.distill.name, cfg.distill.schedule_steps) == (5, "checkpoint", 1_000_000)
+    assert cfg.agent.privileged_critic and not cfg.agent.perceptive_actor
+    distillation = build_distillation(cfg, model)
+    venv = model.get_env()
+    venv.reset()
+    raw = venv.get_original_obs()
+    assert raw.shape == (2, 138 + 4 * 42)
+    targets = distillation.teacher.targets(torch.as_tensor(venv.normalize_obs(raw)), torch.as_tensor(raw))
+    expected = policy_entry(teacher).distribution(torch_normalize_obs(teacher.get_env(), torch.as_tensor(raw[:, :138])))
+    assert torch.equal(targets.dist.mean, expected.mean)
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])

@@ -132,6 +132,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._heading = 0.0  # this episode's heading (rad, world)
         self._ground = 0.0  # mean ground height of the scan (m, world)
         self._started = self._seeded = self._keep_state = False
+        self._left_tile = False  # whether the trunk has left this episode's tile
         self._spawn_noise = 0.25 * self.tiles.scale  # m
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
 
