@@ -24,6 +24,7 @@ from agents.students import policy_entry
 from agents.teachers.builders import build_distillation
 from agents.teachers.observation_map import observation_entries, teacher_input_index
 from agents.vec_env import env_kwargs, make_vec_env, torch_normalize_obs, wrap_normalization
+from distill.teachers import CheckpointTeacher, EMATeacher
 from test_train import compose_train
 
 TERRAIN, FLAT = "OpenClaw/QuadrupedTerrain-v1", "OpenClaw/Quadruped-v1"
@@ -83,13 +84,19 @@ def flat_teacher(tmp_path_factory):
 
 def test_the_blind_terrain_config_is_a_history_student_of_a_perceptive_run(tmp_path):
     """``env=quadruped_terrain_blind``: 5 frames of history, the asymmetric critic, a blind actor, the checkpoint
-    teacher named on the command line, whose actor reads the height scan it gathers from the student's observation."""
+    teacher named on the command line for the first 1 M steps (its actor reads the height scan it gathers from the
+    student's observation), then an EMA anchor."""
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain", "agent.perceptive_actor=true")
     cfg, model = learner(tmp_path / "student", "env=quadruped_terrain_blind", f"distill.teacher={run_dir}", distill="")
-    assert (cfg.env.kwargs.history_steps, cfg.distill.name, cfg.distill.schedule_steps) == (5, "checkpoint", 1_000_000)
+    assert (cfg.env.kwargs.history_steps, cfg.distill.name) == (5, "sequence")
     assert cfg.agent.privileged_critic and not cfg.agent.perceptive_actor
     distillation = build_distillation(cfg, model)
+    first, anchor = distillation.sequence.stages
+    assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, EMATeacher)
+    assert first.end == anchor.start == 1_000_000 / cfg.train.total_timesteps
+    assert (first.alpha(0.0), anchor.alpha(0.5), anchor.alpha(1.0)) == (1.0, 0.1, 0.1)
+    assert distillation.sequence.select(0.0) is first
     venv = model.get_env()
     venv.reset()
     raw = venv.get_original_obs()
