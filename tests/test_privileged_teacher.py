@@ -61,7 +61,8 @@ def test_entries_the_student_lacks_are_named_with_the_fix():
 
 def learner(tmp_path, *overrides: str, distill: str = "distill=none"):
     """The config ``overrides`` compose (2 envs) and its learner on normalised training envs, as ``train.py`` builds them."""
-    cfg = compose_train(*[distill] * bool(distill), "train.num_envs=2", f"hydra.run.dir={tmp_path}", *overrides)
+    chosen = [distill] if distill else []  # "": the env config's own teacher
+    cfg = compose_train(*chosen, "train.num_envs=2", f"hydra.run.dir={tmp_path}", *overrides)
     venv = wrap_normalization(make_vec_env(cfg.env.id, env_kwargs(cfg), 2, "batched"), True, False, cfg.agent.gamma)
     return cfg, build_agent(cfg, venv, tensorboard_dir=None)
 

@@ -114,6 +114,8 @@ class PPOStudent(DistillingStudent, PPO):
         clip_range = self.clip_range(self._current_progress_remaining)
         clip_range_vf = self.clip_range_vf(self._current_progress_remaining) if self.clip_range_vf is not None else None
         progress = 1.0 - self._current_progress_remaining
+        # the RL actor loss's weight for this update (0 while a teacher teaches alone: pure distillation)
+        rl_weight = 1.0 if self.distillation is None else self.distillation.rl_weight(progress)
 
         logs: dict[str, list[float]] = {k: [] for k in ("pg", "value", "entropy", "clip", "rl_loss")}
         approx_kls: list[float] = []
@@ -139,10 +141,7 @@ class PPOStudent(DistillingStudent, PPO):
                 value_loss = F.mse_loss(batch.returns, values_pred)
                 entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
 
-                actor_loss = policy_loss + self.ent_coef * entropy_loss
-                if self.distillation is not None:  # 0 while a teacher teaches alone (pure distillation)
-                    actor_loss = self.distillation.rl_weight(progress) * actor_loss
-                loss = actor_loss + self.vf_coef * value_loss
+                loss = rl_weight * (policy_loss + self.ent_coef * entropy_loss) + self.vf_coef * value_loss
                 logs["pg"].append(policy_loss.item())
                 logs["value"].append(value_loss.item())
                 logs["entropy"].append(entropy_loss.item())

@@ -162,6 +162,8 @@ class SACStudent(DistillingStudent, SAC):
         batches = replay_batches(self.replay_buffer, gradient_steps, batch_size, self._vec_normalize_env)
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
         teaching = self._teaching()
+        # the RL actor loss's weight while teaching (0 while a teacher teaches alone: pure distillation)
+        rl_weight = self.distillation.rl_weight(self._progress()) if teaching else 1.0
         for gradient_step, data in enumerate(batches):
             discounts = data.discounts if data.discounts is not None else self.gamma
             if self.use_sde:  # log_std may have changed since the last gradient step
@@ -206,8 +208,8 @@ class SACStudent(DistillingStudent, SAC):
             actor_loss = (ent_coef * log_prob - min_q_pi).mean()
             actor_losses.append(actor_loss.item())
             check_finite(actor_loss=actor_losses[-1])
-            if teaching:  # rl_weight 0 while a teacher teaches alone (pure distillation)
-                actor_loss = self.distillation.rl_weight(self._progress()) * actor_loss + self._distill_term(data)
+            if teaching:
+                actor_loss = rl_weight * actor_loss + self._distill_term(data)
 
             self.actor.optimizer.zero_grad()
             actor_loss.backward()

@@ -18,8 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from agents.config.teacher_kinds import TEACHERS
 
 STAGE_TEACHERS = ("scripted", "checkpoint", "ema")
-STAGE_KEYS = ("alpha", "schedule", "final_alpha", "decay_rate", "schedule_steps", "rl_weight", "teacher", "teacher_checkpoint",
-              "teacher_std", "ema_decay", "ema_update_every", "ema_condition")
+STAGE_KEYS = ("alpha", "schedule", "final_alpha", "decay_rate", "schedule_steps", "rl_weight", "teacher",
+              "teacher_checkpoint", "teacher_std", "ema_decay", "ema_update_every", "ema_condition")
 
 
 @dataclass(frozen=True)

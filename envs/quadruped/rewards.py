@@ -79,9 +79,10 @@ def reward_feet_slip(scale: float, contact: list, slip2: list, m: type[ScalarMat
 def reward_feet_clearance(scale: float, height: list, speed2: list, target: float,
                           m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * sum_feet |h - target| * sqrt(|v_xy|)``: each foot's lowest point's height ``h`` (m, above the
-    ground: world z on flat ground, the ground under the foot on the terrain env) away from ``target`` (m), weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its
-    square), so a foot that moves does it ``target`` high (Playground Go1's ``feet_clearance``). ``height``,
-    ``speed2``: four per-foot values each (floats or (N,) arrays)."""
+    ground: world z on flat ground, the ground under the foot on the terrain env) away from ``target`` (m),
+    weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its square), so a foot that moves
+    does it ``target`` high (Playground Go1's ``feet_clearance``). ``height``, ``speed2``: four per-foot values
+    each (floats or (N,) arrays)."""
     total = 0.0
     for h, v2 in zip(height, speed2):
         total = total + abs(h - target) * m.sqrt(m.sqrt(v2))
