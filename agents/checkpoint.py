@@ -3,6 +3,7 @@
 Layout inside a run directory::
 
     checkpoints/step_000200000/   model.zip, vecnormalize.pkl, replay_buffer.pkl, teacher.pt, meta.json
+                                  (replay_buffer.pkl: the filled slots only, :mod:`agents.replay_file`)
     checkpoints/best/             same files, the best evaluation so far
     checkpoints/latest            text file naming the newest complete step_* directory
 
@@ -33,6 +34,8 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from agents.replay_file import save_replay_buffer
 
 MODEL = "model.zip"
 NORMALIZATION = "vecnormalize.pkl"
@@ -125,7 +128,7 @@ def _write_dir(destination: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict
     if isinstance(venv, VecNormalize):
         venv.save(str(tmp / NORMALIZATION))
     if replay and isinstance(model, OffPolicyAlgorithm):
-        model.save_replay_buffer(tmp / REPLAY)
+        save_replay_buffer(model.replay_buffer, tmp / REPLAY)
     if venv.has_attr("curriculum_state"):  # each env copy's level must survive a resume
         (tmp / CURRICULUM).write_text(json.dumps(venv.env_method("curriculum_state")))
     context_state = getattr(venv, "context_state", None)  # the adaptive teacher wraps the raw envs
