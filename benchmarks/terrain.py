@@ -52,10 +52,21 @@ ARMS = {
     "scripted_critic": ["distill=scripted", "distill.schedule_steps=1000000", "agent.privileged_critic=true"],
     "ema": ["distill=ema", "agent.privileged_critic=false"],
 }
+
+
+def _blind(history_steps: int) -> list[str]:
+    """Issue 39's blind student: ``history_steps`` proprioceptive frames, the asymmetric critic."""
+    return ["agent.privileged_critic=true", f"env.kwargs.history_steps={history_steps}"]
+
+
 # issue 39: blind students with 5 frames of proprioceptive history ({teacher}: --teacher, a perceptive run)
-_BLIND = ["agent.privileged_critic=true", "env.kwargs.history_steps=5"]
+_BLIND = _blind(5)
 ARMS["history"] = ["distill=none", *_BLIND]
-ARMS["history_opd"] = ["distill=checkpoint", "distill.teacher={teacher}", "distill.schedule_steps=1000000", *_BLIND]
+_OPD = ["distill=checkpoint", "distill.teacher={teacher}", "distill.schedule_steps=1000000"]
+ARMS["history_opd"] = [*_OPD, *_BLIND]
+# issue 39 item 1's ablation of the history length: 1 frame (no history) and 15 (0.3 s) against history_opd's 5
+for _k in (1, 15):
+    ARMS[f"history_opd_k{_k}"] = [*_OPD, *_blind(_k)]
 ARMS["perceptive"] = [*ARMS["scripted_critic"], "agent.perceptive_actor=true"]  # the actor reads the scan too
 # issue 38's "why they crawl", one reward change each: the yaw-rate term doubled (robots turn off their heading on
 # stairs), and no orientation penalty (legged_gym's rough-terrain value: climbing pitches the trunk)
