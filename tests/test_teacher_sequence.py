@@ -16,13 +16,15 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from agents.errors import ConfigError
 from agents.teachers.stages import stage_spans, teaching_stages
+from agents.training.checks import validate
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian, PolicyRegistry
 from distill.schedules import SCHEDULES, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import EMATeacher, RecordedActionTeacher, TeacherActions
-from test_train import ROOT, run_train
+from test_train import ROOT, compose_train, run_train
 from test_user_errors import refused
 
 
@@ -167,6 +169,19 @@ def test_stages_take_the_sections_values_and_their_own_and_must_start_before_the
     assert stage_spans(stages, 1000) == [(0, 100), (100, 400), (400, 1000)]
     with pytest.raises(ValueError, match="stage 'ema' starts at env step 400, at or past the run's end"):
         stage_spans(stages, 400)
+
+
+@pytest.mark.parametrize("overrides, named", [
+    (("distill=sequence",), "distill=sequence has no teacher to read it (none of its stages is a checkpoint)"),
+    (("distill=ema",), "distill=ema has no teacher to read it (it does not read a run)"),
+    (("distill=scripted",), "distill=scripted has no teacher to read it"),
+])
+def test_a_teacher_run_that_no_teacher_reads_is_refused(overrides, named):
+    """``distill.teacher`` beside a teacher kind that does not read it would train without it: refused, named."""
+    with pytest.raises(ConfigError) as err:
+        validate(compose_train(*overrides, "distill.teacher=runs/perceptive"))
+    assert named in str(err.value) and "distill.teacher=runs/perceptive is set" in str(err.value)
+    validate(compose_train("distill=sequence", "distill.stages.0.steps=1024", "train=smoke"))  # no teacher named: fine
 
 
 @pytest.mark.parametrize("override, named", [

@@ -191,6 +191,7 @@ def validate(cfg: DictConfig) -> None:
         )
     _validate_distill(cfg.distill)
     _validate_stages(cfg)
+    _check_teacher_is_read(cfg.distill)
     if controller_stage(cfg.distill) is not None:
         _validate_controller_teacher(cfg)
     _validate_env(cfg)
@@ -278,6 +279,16 @@ def _validate_stages(cfg: DictConfig) -> None:
                 raise ConfigError(f"distill.teacher_std={stage.distill.teacher_std} is invalid: the teacher's std must be > 0")
         except ConfigError as err:
             raise ConfigError(f"distill.stages[{i}] ({stage.label}): {err}") from None
+
+
+def _check_teacher_is_read(d: DictConfig) -> None:
+    """``distill.teacher`` names a run that only a checkpoint teacher reads: refused where none would read it (a
+    typo in the teacher kind, or a sequence without a checkpoint stage, would otherwise train without it)."""
+    if d.teacher is None or any(TEACHERS[stage.distill.name].reads_run for stage in teaching_stages(d)):
+        return
+    where = "none of its stages is a checkpoint" if d.name == "sequence" else "it does not read a run"
+    raise ConfigError(f"distill.teacher={d.teacher} is set, but distill={d.name} has no teacher to read it ({where}): "
+                      "use distill=checkpoint (or a sequence stage with name: checkpoint), or leave distill.teacher out")
 
 
 def _validate_distill(d: DictConfig) -> None:
