@@ -11,7 +11,9 @@
            (an EMA teacher of the student itself, ``distill=ema``), ``perceptive`` (``scripted_critic`` whose actor
            reads the height scan too, ``agent.perceptive_actor=true``: issue 38's perceptive policy); issue 39's blind
            students with 5 frames of history: ``history`` (plain PPO) and ``history_opd`` (OPD from the perceptive
-           run ``--teacher``, ``distill=checkpoint``: alpha 1 -> 0 over the first 1 M steps, then RL alone). Then, per run: the mean-level curve
+           run ``--teacher``, ``distill=checkpoint``: alpha 1 -> 0 over the first 1 M steps, then RL alone; with 1 or 15
+           frames instead: ``history_opd_k1``, ``history_opd_k15``), and the arms commented beside ``ARMS``. Then, per
+           run: the mean-level curve
            (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
            the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
