@@ -35,15 +35,15 @@ class _FilledRows:
         return zero_padded, (self.array[: self.rows], len(self.array))
 
 
-def _cut(value: Any, buffer: ReplayBuffer) -> Any:
-    """``value`` cut to the filled slots if it is a per-slot numeric array (buffer_size, n_envs, ...) or a dict
-    of them (a Dict observation); otherwise ``value`` itself (an object array, e.g. HER's infos, stays whole)."""
+def _cut(value: Any, buffer: ReplayBuffer, rows: int) -> Any:
+    """``value`` cut to its first ``rows`` slots if it is a per-slot numeric array (buffer_size, n_envs, ...) or a
+    dict of them (a Dict observation); otherwise ``value`` itself (an object array, e.g. HER's infos, stays whole)."""
     if isinstance(value, dict):
-        cut = {key: _cut(item, buffer) for key, item in value.items()}
+        cut = {key: _cut(item, buffer, rows) for key, item in value.items()}
         return cut if all(isinstance(item, _FilledRows) for item in cut.values()) and cut else value
     if (isinstance(value, np.ndarray) and value.ndim >= 2 and value.shape[0] == buffer.buffer_size
             and value.dtype != object):
-        return _FilledRows(value, buffer.pos)
+        return _FilledRows(value, rows)
     return value
 
 
@@ -52,6 +52,8 @@ def save_replay_buffer(buffer: ReplayBuffer, path: str | Path) -> None:
     if buffer.full:
         save_to_pkl(path, buffer)
         return
+    # filled: slots [0, pos); a memory-optimised buffer also keeps the last transition's next observation at pos
+    rows = min(buffer.pos + int(getattr(buffer, "optimize_memory_usage", False)), buffer.buffer_size)
     compact = object.__new__(type(buffer))  # a shallow copy whose per-slot arrays pickle cut
-    compact.__dict__.update({name: _cut(value, buffer) for name, value in vars(buffer).items()})
+    compact.__dict__.update({name: _cut(value, buffer, rows) for name, value in vars(buffer).items()})
     save_to_pkl(path, compact)
