@@ -5,7 +5,9 @@ the quadruped writes 542 MB at every checkpoint, even after 2,048 steps. :func:`
 same pickle with each per-slot array cut to the filled slots (``buffer.pos`` of ``buffer.buffer_size``, while
 the buffer is not yet full), and unpickling pads it back with zeros, which is what an unfilled slot of a new SB3
 buffer holds. So the file loads with SB3's own ``model.load_replay_buffer`` (or ``pickle``) as before, into a
-buffer equal to the saved one array for array; a full buffer is written whole, as SB3 writes it.
+buffer equal to the saved one array for array, wherever this package is importable (the pickle names
+:func:`zero_padded`, as a distilling run's buffer already names its class); a full buffer is written whole, as
+SB3 writes it.
 """
 
 from __future__ import annotations
