@@ -38,11 +38,11 @@ class _FilledRows:
 
 
 def _cut(value: Any, buffer: ReplayBuffer, rows: int) -> Any:
-    """``value`` cut to its first ``rows`` slots if it is a per-slot numeric array (buffer_size, n_envs, ...) or a
-    dict of them (a Dict observation); otherwise ``value`` itself (an object array, e.g. HER's infos, stays whole)."""
+    """``value`` cut to its first ``rows`` slots if it is a per-slot numeric array (buffer_size, n_envs, ...), a dict
+    with each such entry cut (a Dict observation); otherwise ``value`` itself (an object array, e.g. HER's infos,
+    stays whole)."""
     if isinstance(value, dict):
-        cut = {key: _cut(item, buffer, rows) for key, item in value.items()}
-        return cut if all(isinstance(item, _FilledRows) for item in cut.values()) and cut else value
+        return {key: _cut(item, buffer, rows) for key, item in value.items()}
     if (isinstance(value, np.ndarray) and value.ndim >= 2 and value.shape[0] == buffer.buffer_size
             and value.dtype != object):
         return _FilledRows(value, rows)

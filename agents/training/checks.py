@@ -134,9 +134,8 @@ def _validate_env(cfg: DictConfig) -> None:
         if problem:
             raise ConfigError(problem)
     check_privileged(cfg.agent, privileged, cfg.env.id)
-    for stage in teaching_stages(cfg.distill):
-        if TEACHERS[stage.distill.name].reads_run:
-            _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
+    for stage in _run_readers(cfg.distill):
+        _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
     if controller_stage(cfg.distill) is not None and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
                           "add agent.her=false")
@@ -281,10 +280,15 @@ def _validate_stages(cfg: DictConfig) -> None:
             raise ConfigError(f"distill.stages[{i}] ({stage.label}): {err}") from None
 
 
+def _run_readers(d: DictConfig) -> list:
+    """The stages of ``d`` (:func:`teaching_stages`) whose teacher reads a run directory (``distill.teacher``)."""
+    return [stage for stage in teaching_stages(d) if TEACHERS[stage.distill.name].reads_run]
+
+
 def _check_teacher_is_read(d: DictConfig) -> None:
     """``distill.teacher`` names a run that only a checkpoint teacher reads: refused where none would read it (a
     typo in the teacher kind, or a sequence without a checkpoint stage, would otherwise train without it)."""
-    if d.teacher is None or any(TEACHERS[stage.distill.name].reads_run for stage in teaching_stages(d)):
+    if d.teacher is None or _run_readers(d):
         return
     where = "none of its stages is a checkpoint" if d.name == "sequence" else "it does not read a run"
     raise ConfigError(f"distill.teacher={d.teacher} is set, but distill={d.name} has no teacher to read it ({where}): "
