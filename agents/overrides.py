@@ -198,6 +198,31 @@ def grammar_problem(argv: Sequence[str]) -> str | None:
     return None
 
 
+_TYPE_RE = re.compile(r"Error merging override (\S+) \(Value '(.*?)' (?:of type '\w+' could not be converted to "
+                      r"(Integer|Float)|is not a valid (bool))")
+_TYPE_NAMES = {"Integer": "a whole number", "Float": "a number", "bool": "true or false"}
+
+
+def _wrong_type_message(text: str) -> str | None:
+    """One line for an override whose value the schema's type refuses (``train.total_timesteps=1e6``: YAML reads
+    1e6 as a float), naming the type and, for a whole number written as a float, the spelling that works;
+    None for any other error ``text``."""
+    match = _TYPE_RE.search(text)
+    if match is None:
+        return None
+    given, value, number_kind, bool_kind = match.groups()
+    kind = number_kind or bool_kind
+    key = given.split("=", 1)[0]
+    problem = f"{given} is invalid: {key} takes {_TYPE_NAMES[kind]}"
+    try:
+        number = float(value)
+    except ValueError:
+        return f"{problem}, not {value!r}"
+    if kind == "Integer" and math.isfinite(number) and number.is_integer():
+        return f"{problem}, and {given.split('=', 1)[1]} is read as the float {value}; write it as {key}={int(number)}"
+    return f"{problem}, not {value}"
+
+
 def _unknown_key_message(config_dir: str, config_name: str, argv: Sequence[str], full_key: str, text: str) -> str:
     """Hydra's ``text`` about ``full_key`` followed by 'valid keys of <parent>: a, b, c' (the config composed from
     the group choices alone); for a key of an open mapping (``env.kwargs``: any argument of the env), instead the
@@ -282,7 +307,9 @@ def check_overrides(
             unknown_key = match is not None and "not in" in cause_text + text
             if cause_text and cause_text not in text:
                 text = f"{text} ({cause_text})"
-            return _unknown_key_message(config_dir, config_name, overrides, match.group(1), text) if unknown_key else text
+            if unknown_key:
+                return _unknown_key_message(config_dir, config_name, overrides, match.group(1), text)
+            return _wrong_type_message(text) or text
         finally:
             GlobalHydra.instance().clear()
     problem = _ignored_added_key(config_dir, cfg, overrides) or config_secret(cfg, f"composed from {config_dir}")

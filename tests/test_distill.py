@@ -23,6 +23,7 @@ from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian, PolicyRegistry
 from distill.schedules import make_schedule
 from distill.teachers import CheckpointTeacher, EMATeacher
+from test_train import SAC_SHORT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -334,7 +335,8 @@ def run_train(*args):
 )
 def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_env, agent):
     teacher_dir = tmp_path / "teacher"
-    first = run_train("train=smoke", f"env={teacher_env}", f"agent={agent}", "distill=ema", "distill.alpha=0.1",
+    short = SAC_SHORT if agent == "sac" else ()
+    first = run_train("train=smoke", f"env={teacher_env}", f"agent={agent}", "distill=ema", "distill.alpha=0.1", *short,
                       f"hydra.run.dir={teacher_dir}")
     assert first.returncode == 0, first.stderr[-3000:]
     header = (teacher_dir / "progress.csv").read_text().splitlines()[0]
@@ -346,7 +348,7 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_e
     assert (teacher_dir / "checkpoints" / latest / "teacher.pt").is_file()
 
     student_dir = tmp_path / "student"
-    second = run_train("train=smoke", f"env={student_env}", f"agent={agent}", "distill=checkpoint",
+    second = run_train("train=smoke", f"env={student_env}", f"agent={agent}", "distill=checkpoint", *short,
                        f"distill.teacher={teacher_dir}", f"hydra.run.dir={student_dir}")
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads((student_dir / "summary.json").read_text())["distill"] == "checkpoint"

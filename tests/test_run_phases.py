@@ -33,7 +33,7 @@ def train_in(cwd, *args: str, env: dict | None = None, timeout: float = 300) -> 
 def terrain_run(tmp_path_factory):
     """A finished smoke run on the terrain (138 observation values, privileged entries)."""
     run_dir = tmp_path_factory.mktemp("runs") / "terrain"
-    result = run_train(*SMOKE, "env=quadruped_terrain", f"hydra.run.dir={run_dir}")
+    result = run_train(*SMOKE, "env=quadruped_terrain", "train.total_timesteps=2048", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
 
@@ -69,7 +69,7 @@ def test_a_refused_run_writes_nothing_and_the_corrected_one_runs_there(case, fin
     result = train_in(ROOT, *SMOKE, *bad, f"hydra.run.dir={run_dir}", env=env)
     refused(result, named)
     assert not run_dir.exists() or not any(run_dir.iterdir()), sorted(p.name for p in run_dir.iterdir())
-    result = train_in(ROOT, *SMOKE, *good, f"hydra.run.dir={run_dir}", env=env)
+    result = train_in(ROOT, *SMOKE, *good, "train.total_timesteps=2048", f"hydra.run.dir={run_dir}", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (run_dir / "summary.json").is_file()
 

@@ -158,7 +158,12 @@ def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
         (("distill=ema", "distill.alpha=nan"), "distill.alpha=nan is invalid: it must be a finite number"),
         (("agent.learning_rate=-1",), "agent.learning_rate=-1.0 is invalid"),
         (("agent=sac", "agent.tau=2"), "agent.tau=2.0 is invalid: it must be in (0, 1]"),
+        (("env=claw", "agent=sac", "agent.buffer_size=10"), "agent.buffer_size=10 holds fewer transitions than one batch"),
         (("train.torch_threads=0",), "train.torch_threads=0 is invalid"),
+        (("train.total_timesteps=1e6",), "1e6 is read as the float 1000000.0; write it as train.total_timesteps=1000000"),
+        (("train.num_envs=four",), "train.num_envs=four is invalid: train.num_envs takes a whole number, not 'four'"),
+        (("agent.n_steps=256.5",), "agent.n_steps takes a whole number, not 256.5"),
+        (("train.video=maybe",), "train.video takes true or false, not 'maybe'"),
         (("train.log_interval=0",), "train.log_interval=0 is invalid"),
         (("distill.decay_rate=-1",), "distill.decay_rate=-1.0 is invalid"),
         (("train.device=tpu",), "train.device='tpu' is not a device"),
@@ -193,7 +198,7 @@ def test_cuda_without_a_gpu_is_an_error(tmp_path):
 
 # ------------------------------------------------------------------------------ 4. what the teacher did
 def test_a_teacher_that_never_teaches_is_reported(tmp_path):
-    common = (*SMOKE, "distill=adaptive", "llm.hint_model=fault-malformed", "train.eval_freq=0",
+    common = (*SMOKE, "distill=adaptive", "llm.hint_model=fault-malformed", "train.eval_freq=0", "train.total_timesteps=2048",
               f"distill.records_dir={tmp_path / 'records'}")
     warned = run_train(*common, f"hydra.run.dir={tmp_path / 'warn'}")
     assert warned.returncode == 0, warned.stderr[-3000:]
