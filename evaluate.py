@@ -2,6 +2,7 @@
 
     python evaluate.py run=runs/quadruped-ppo/2026-11-29_14-00-00     # -> <run>/eval/: mp4s, metrics.json, PNGs
     python evaluate.py checkpoint=<run>/checkpoints/step_000100000    # a particular checkpoint
+    python evaluate.py run=<run> checkpoint=step_000100000            # the same, named within the run
     python evaluate.py checkpoint=<run>/export/policy.onnx           # a file written by export.py (onnxruntime)
     python evaluate.py run=<run> episodes=20 envs=4 videos=1 width=640 height=360 camera=closeup
     python evaluate.py run=<run> env_id=OpenClaw/QuadrupedRough-v1 out_dir=<run>/eval_rough

@@ -111,6 +111,18 @@ def test_a_model_zip_under_another_name_is_evaluated(run_copy, tmp_path):
             f"checkpoint={elsewhere / 'policy_v2.zip'}", "pass run=")
 
 
+def test_a_checkpoint_is_named_within_its_run_and_a_missing_one_lists_what_the_run_holds(run_copy, tmp_path):
+    steps = sorted(p.name for p in (run_copy / "checkpoints").glob("step_*"))
+    result = run_cli("evaluate.py", f"run={run_copy}", f"checkpoint={steps[0]}", "episodes=1", "videos=0", *SHORT,
+                     f"out_dir={tmp_path / 'eval'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["checkpoint"] == str(run_copy / "checkpoints" / steps[0])
+    line = refused(run_cli("export.py", f"run={run_copy}", "checkpoint=step_000000000001", f"out_dir={tmp_path / 'x'}"),
+                   "checkpoint=step_000000000001: no such file or directory", f"nor a checkpoint of run={run_copy}")
+    assert f"it holds: best, {', '.join(steps)})" in line, line
+    assert not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("content, named", [(b"not a zip file", "not a Stable-Baselines3 model zip"),
                                             ("other zip", "not a Stable-Baselines3 model zip"),
                                             ("truncated", "cannot be loaded")])

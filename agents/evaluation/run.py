@@ -58,7 +58,8 @@ class EvalConfig:
     """Top-level config of ``evaluate.py`` (``configs/evaluate.yaml``)."""
 
     run: Optional[str] = None  # run directory made by train.py
-    checkpoint: str = "best"  # best | latest | a checkpoint directory | a model zip (any name) | a policy.onnx (export.py)
+    checkpoint: str = "best"  # best | latest | with run=: a checkpoint's name (step_000100000) | a checkpoint
+    # directory | a model zip (any name) | a policy.onnx (export.py)
     policy: str = LEARNED  # learned (the run's policy) | trot | grasp (scripted controllers)
     env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
@@ -143,7 +144,8 @@ def run_config(run_dir: Path) -> DictConfig:
 
 def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
     """The checkpoint named by ``cfg.checkpoint``: ``best``/``latest`` of ``cfg.run`` (the first
-    :func:`agents.checkpoint.in_order` tries), a checkpoint directory, or a model zip under any name."""
+    :func:`agents.checkpoint.in_order` tries), a checkpoint directory, a model zip under any name, or with
+    ``run=`` the name of one of that run's checkpoints (``step_000100000``)."""
     if cfg.checkpoint in ("best", "latest"):
         run_dir = Path(cfg.run)
         tried = checkpoint.in_order(run_dir, cfg.checkpoint)  # no evaluation yet: best falls back to the newest
@@ -154,6 +156,9 @@ def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
             )
         return tried[0]
     path = Path(cfg.checkpoint)
+    held = Path(cfg.run or ".") / "checkpoints"
+    if cfg.run and not path.exists() and (held / path).exists():
+        path = held / path
     fix = "pass a checkpoint directory or a model zip saved by train.py"
     if path.is_dir():
         directory, name = path, checkpoint.MODEL
@@ -166,7 +171,9 @@ def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
                               "policy.onnx written by export.py")
         directory, name = path.parent, path.name
     else:
-        raise ConfigError(f"checkpoint={path}: no such file or directory; {fix}")
+        names = sorted(p.name for p in held.iterdir() if (p / checkpoint.MODEL).is_file()) if cfg.run and held.is_dir() else []
+        within = f", nor a checkpoint of run={cfg.run} (it holds: {', '.join(names) or 'none'})" if cfg.run else ""
+        raise ConfigError(f"checkpoint={path}: no such file or directory{within}; {fix}")
     meta_path = directory / checkpoint.META
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     return checkpoint.Checkpoint(directory, meta, name)

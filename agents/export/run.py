@@ -69,7 +69,7 @@ class ExportConfig:
     """Top-level config of ``export.py`` (``configs/export.yaml``)."""
 
     run: Optional[str] = None  # run directory made by train.py
-    checkpoint: str = "best"  # best | latest | a checkpoint directory or a model zip (any name)
+    checkpoint: str = "best"  # best | latest | with run=: a checkpoint's name | a checkpoint directory or model zip
     out_dir: Optional[str] = None  # default: <run>/export
     torchscript: bool = False  # also write policy.pt (TorchScript, same input, output and metadata)
     opset: int = 17  # ONNX opset version
