@@ -156,8 +156,8 @@ def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
             )
         return tried[0]
     path = Path(cfg.checkpoint)
-    held = Path(cfg.run or ".") / "checkpoints"
-    if cfg.run and not path.exists() and (held / path).exists():
+    held = Path(cfg.run) / "checkpoints" if cfg.run else None
+    if held is not None and not path.exists() and (held / path).exists():
         path = held / path
     fix = "pass a checkpoint directory or a model zip saved by train.py"
     if path.is_dir():
@@ -171,8 +171,10 @@ def find_checkpoint(cfg: DictConfig) -> checkpoint.Checkpoint:
                               "policy.onnx written by export.py")
         directory, name = path.parent, path.name
     else:
-        names = sorted(p.name for p in held.iterdir() if (p / checkpoint.MODEL).is_file()) if cfg.run and held.is_dir() else []
-        within = f", nor a checkpoint of run={cfg.run} (it holds: {', '.join(names) or 'none'})" if cfg.run else ""
+        within = ""
+        if held is not None:
+            names = sorted(p.name for p in held.glob("*") if (p / checkpoint.MODEL).is_file())
+            within = f", nor a checkpoint of run={cfg.run} (it holds: {', '.join(names) or 'none'})"
         raise ConfigError(f"checkpoint={path}: no such file or directory{within}; {fix}")
     meta_path = directory / checkpoint.META
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}

@@ -188,11 +188,12 @@ def validate(cfg: DictConfig) -> None:
             f"agent.batch_size={agent.batch_size} must divide agent.n_steps * train.num_envs "
             f"= {agent.n_steps * cfg.train.num_envs}"
         )
-    if agent.name == "sac" and agent.buffer_size // cfg.train.num_envs * cfg.train.num_envs < agent.batch_size:
+    n = cfg.train.num_envs
+    if agent.name == "sac" and agent.buffer_size // n * n < agent.batch_size:
         raise ConfigError(
             f"agent.buffer_size={agent.buffer_size} holds fewer transitions than one batch (agent.batch_size="
             f"{agent.batch_size}; SB3 keeps buffer_size // train.num_envs of them per env), so every update would "
-            f"train on repeats of the same few; use agent.buffer_size >= {agent.batch_size + cfg.train.num_envs}"
+            f"train on repeats of the same few; use agent.buffer_size >= {-(-agent.batch_size // n) * n}"
         )
     _validate_distill(cfg.distill)
     _validate_stages(cfg)
