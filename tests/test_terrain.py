@@ -116,6 +116,14 @@ def test_foot_heights_are_taken_above_the_ground_under_each_foot(env):
         local = np.array(base._feet()[2:12:3]) - base.foot_radius
         assert np.abs(world).min() > 0.1, (kind, world)  # the tile's ground is far from z = 0 ...
         assert np.abs(local).max() < 0.02, (kind, local)  # ... and the feet stand on it
+    rng = np.random.default_rng(0)
+    for kind in ("stairs_up", "rough", "smooth_slope", "obstacles"):  # the feet's ground comes with the scan's lookup
+        env.reset(seed=1, options={"terrain_type": kind, "terrain_level": 6})
+        for _ in range(30):
+            env.step(rng.uniform(-1, 1, 12).astype(np.float32))
+            feet = base._s_feet
+            under = base.tiles.heights_at(feet[0:12:3], feet[1:12:3])
+            assert np.array_equal(base._feet()[2:12:3], feet[2:12:3] - under), kind
 
 
 def test_curriculum_moves_levels_as_legged_gym():

@@ -13,7 +13,7 @@ import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.batched import BatchedSimulation
 from envs.controllers.trot import TrotController
 from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, terrain_grid
-from envs.quadruped.terrain_boxes import rectangles, stepped_boxes
+from envs.quadruped.terrain_boxes import _z_order, rectangles, stepped_boxes
 from test_terrain import ENV_ID, GO1_SCALE, env  # noqa: F401  (env: a pytest fixture)
 
 
@@ -54,6 +54,17 @@ def test_rectangles_cover_an_array_once_each_of_one_value():
     assert np.all(cover == 1)
     stairs = np.add.outer(np.arange(10) // 3, np.zeros(10))  # three bands: one rectangle each
     assert rectangles(stairs).tolist() == [[0, 3, 0, 10], [3, 6, 0, 10], [6, 9, 0, 10], [9, 10, 0, 10]]
+
+
+def test_morton_keys_interleave_x_and_y_bits():
+    """The box slots' order: x's raster bits at the even positions of the key, y's at the odd ones."""
+    half = 1.0
+    raster = lambda q: np.asarray(q, dtype=float) / (128 / half) - half + 1e-9  # noqa: E731  (the point of raster cell q)
+    qx = np.array([0, 1, 0, 2, 255, 0, 0b1010_0101, 3])
+    qy = np.array([0, 0, 1, 0, 255, 255, 0b0101_1010, 3])
+    expected = [sum((((x >> b) & 1) << (2 * b)) | (((y >> b) & 1) << (2 * b + 1)) for b in range(8)) for x, y in zip(qx, qy)]
+    assert _z_order(raster(qx), raster(qy), half).tolist() == expected == [0, 1, 2, 4, 65535, 43690, 26265, 15]
+    assert _z_order(np.array([-5.0, 5.0]), np.array([0.0, 0.0]), half).tolist() == [32768, 54613]  # clipped to 0 / 255
 
 
 def test_boxes_are_seeded_and_only_for_stepped_tiles():

@@ -38,16 +38,19 @@ def scan_points(scale: float) -> np.ndarray:
 
 
 def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading, yaw_range: tuple[float, float],
-                  m: type[ScalarMath] | type[BatchMath], radius: float | None = None):
-    """Height scan, ground height under the trunk and heading command of one copy (``qpos`` (nq,), the free
-    joint first, and ``heading`` (rad, world) a float, ``m=ScalarMath``) or of N at once (``qpos`` (N, nq),
-    ``heading`` (N,), ``m=BatchMath``), with the same bits per copy.
+                  m: type[ScalarMath] | type[BatchMath], feet: np.ndarray | None = None, radius: float | None = None):
+    """Height scan, ground height under the trunk and the feet, and heading command of one copy (``qpos`` (nq,),
+    the free joint first, ``heading`` (rad, world) a float, ``feet`` (k,) foot sensor readings, ``m=ScalarMath``)
+    or of N at once (``qpos`` (N, nq), ``heading`` (N,), ``feet`` (N, k), ``m=BatchMath``), with the same bits per
+    copy. ``feet`` starts with the four feet's positions (m, world): x, y, z of FR, FL, RR, RL.
 
     Returns ``scan`` ((P,) or (N, P)): trunk z minus the ground at each point (m), clipped to [-1, 1];
     ``ground`` (a float or (N,)): the mean ground height of the scan (m, world; the trunk's height
     reference); ``yaw_rate``: the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the
-    heading error wrapped to [-pi, pi]. ``radius`` (m), the farthest point from the trunk if known, speeds up
-    the one-copy lookup (:meth:`~envs.quadruped.terrain.TerrainGrid.heights_at`'s ``near``; the same bits).
+    heading error wrapped to [-pi, pi]; ``foot_ground`` ((4,) or (N, 4); None without ``feet``): the ground height
+    under each foot (m, world), looked up in the same call as the scan. ``radius`` (m), a bound on the distance in x, y from
+    the trunk to every scan point and foot, if known, speeds up the one-copy lookup
+    (:meth:`~envs.quadruped.terrain.TerrainGrid.heights_at`'s ``near``; the same bits).
     """
     one = m is ScalarMath
     x, y, z, qw, qx, qy, qz = qpos[0:7].tolist() if one else qpos[:, 0:7].T
@@ -58,9 +61,16 @@ def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, headi
         x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
     ahead, left = points[:, 0], points[:, 1]
     near = (x, y, radius) if one and radius is not None else None
-    heights = grid.heights_at(x + (c * ahead - s * left), y + (s * ahead + c * left), near)
-    scan = np.minimum(np.maximum(z - heights, -1.0), 1.0)
-    ground = heights.sum(axis=-1) / len(points)  # row by row: the same bits for any number of rows
+    world_x, world_y = x + (c * ahead - s * left), y + (s * ahead + c * left)
+    if feet is not None:
+        world_x = np.concatenate((world_x, feet[..., 0:12:3]), axis=-1)
+        world_y = np.concatenate((world_y, feet[..., 1:12:3]), axis=-1)
+    heights = grid.heights_at(world_x, world_y, near)
+    n = len(points)
+    scan_heights = heights[..., :n]
+    scan = np.minimum(np.maximum(z - scan_heights, -1.0), 1.0)
+    ground = scan_heights.sum(axis=-1) / n  # row by row: the same bits for any number of rows
     error = heading - m.atan2(fy, fx)
     error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
-    return scan, ground, m.clip(HEADING_GAIN * error, yaw_range[0], yaw_range[1])
+    foot_ground = heights[..., n:] if feet is not None else None
+    return scan, ground, m.clip(HEADING_GAIN * error, yaw_range[0], yaw_range[1]), foot_ground

@@ -118,7 +118,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
         self.scan_points = scan_points(self.tiles.scale)
-        self._scan_radius = float(np.hypot(*self.scan_points.T).max())  # m from the trunk to the farthest point
+        # m in x, y from the trunk origin to the farthest scan point or foot (a foot: within the box window's reach)
+        self._scan_radius = max(float(np.hypot(*self.scan_points.T).max()), self._box_window.half - self._box_window.slack)
+        self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -203,7 +205,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         elif self.heading_command:
             self._heading = float(rng.uniform(-math.pi, math.pi))
         self._box_window.follow(*d.qpos[0:2].tolist(), reset=True)
-        self._update_terrain()
+        self._update_terrain(feet=False)  # the sensors are computed after the reset; the first step reads them
 
     def task_context(self) -> TaskContext:
         """The robot and the episode's tile class: ``TaskContext("go1/stairs_up/level3", {"terrain_type":
@@ -248,9 +250,14 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return self._level
 
     # ------------------------------------------------------------------ steps
-    def _update_terrain(self) -> None:
-        scan, ground, yaw_rate = terrain_state(self.tiles, self.scan_points, self.data.qpos, self._heading,
-                                               self.command_yaw_rate, ScalarMath, self._scan_radius)
+    def _update_terrain(self, feet: bool = True) -> None:
+        """The scan, the ground under the trunk and (``feet``: after a step, when the foot sensors are current) under
+        each foot, and the heading's yaw command."""
+        scan, ground, yaw_rate, foot_ground = terrain_state(
+            self.tiles, self.scan_points, self.data.qpos, self._heading, self.command_yaw_rate, ScalarMath,
+            self._s_feet if feet else None, self._scan_radius)
+        if feet:
+            self._foot_ground[:] = foot_ground
         self._scan_friction[:-1] = scan
         self._ground = float(ground)
         if self.heading_command:
@@ -271,19 +278,15 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _feet(self) -> list:
         """The foot readings with each foot's height taken above the ground under it (not z = 0), so that the
         ``feet_clearance`` term and the swing apex measure clearance over the terrain."""
-        return self._above_ground(self.tiles, self._s_feet).tolist()
+        feet = self._s_feet.copy()
+        feet[2:12:3] -= self._foot_ground
+        return feet.tolist()
 
     @classmethod
     def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
-        return cls._above_ground(tasks[0].tiles, feet).T
-
-    @staticmethod
-    def _above_ground(tiles, feet: np.ndarray) -> np.ndarray:
-        """A copy of foot readings ``feet`` ((36,) or (N, 36)) whose heights are above the ground under each foot
-        (elementwise, so one copy and N give the same bits)."""
         feet = feet.copy()
-        feet[..., 2:12:3] -= tiles.heights_at(feet[..., 0:12:3], feet[..., 1:12:3])
-        return feet
+        feet[:, 2:12:3] -= np.stack([task._foot_ground for task in tasks])
+        return feet.T
 
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
@@ -302,17 +305,19 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def finish_batch(cls, tasks, actions, qpos, qvel, derived):
         first = tasks[0]
         heading = np.array([task._heading for task in tasks])
-        scan, ground, yaw_rate = terrain_state(first.tiles, first.scan_points, qpos, heading,
-                                               first.command_yaw_rate, BatchMath)
-        for task, row, g, w in zip(tasks, scan, ground.tolist(), yaw_rate.tolist()):
+        feet = derived["sensordata"][:, first._sensor_slices[-1]]
+        scan, ground, yaw_rate, foot_ground = terrain_state(first.tiles, first.scan_points, qpos, heading,
+                                                            first.command_yaw_rate, BatchMath, feet)
+        for task, row, g, w, under, (x, y) in zip(tasks, scan, ground.tolist(), yaw_rate.tolist(), foot_ground,
+                                                  qpos[:, 0:2].tolist()):
+            task._foot_ground[:] = under
             task._scan_friction[:-1] = row
             task._ground = g
             if first.heading_command:
                 task._command[2] = w
-        obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
-        for task, (x, y) in zip(tasks, qpos[:, 0:2].tolist()):
             task._box_window.follow(x, y)
             task._left_tile |= task._off_tile(x, y)
+        obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
         info["terrain_level"] = np.array([task._level for task in tasks])
         info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
         info["left_tile"] = np.array([task._left_tile for task in tasks])
