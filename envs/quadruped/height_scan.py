@@ -42,14 +42,14 @@ def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, headi
     """Height scan, ground height under the trunk and the feet, and heading command of one copy (``qpos`` (nq,),
     the free joint first, ``heading`` (rad, world) a float, ``feet`` (k,) foot sensor readings, ``m=ScalarMath``)
     or of N at once (``qpos`` (N, nq), ``heading`` (N,), ``feet`` (N, k), ``m=BatchMath``), with the same bits per
-    copy. ``feet`` starts with the four feet's positions (m, world): x, y, z of FR, FL, RR, RL.
+    copy. ``feet`` (optional) starts with the four feet's positions (m, world): x, y, z of FR, FL, RR, RL.
 
     Returns ``scan`` ((P,) or (N, P)): trunk z minus the ground at each point (m), clipped to [-1, 1];
     ``ground`` (a float or (N,)): the mean ground height of the scan (m, world; the trunk's height
     reference); ``yaw_rate``: the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the
-    heading error wrapped to [-pi, pi]; ``foot_ground`` ((4,) or (N, 4); None without ``feet``): the ground height
-    under each foot (m, world), looked up in the same call as the scan. ``radius`` (m), a bound on the distance in x, y from
-    the trunk to every scan point and foot, if known, speeds up the one-copy lookup
+    heading error wrapped to [-pi, pi]; ``foot_ground`` ((4,) or (N, 4); None without ``feet``): the ground
+    height under each foot (m, world), looked up in the same call as the scan's points. ``radius`` (m), a bound
+    on the distance in x and y from the trunk to every scan point and foot, speeds up the one-copy lookup
     (:meth:`~envs.quadruped.terrain.TerrainGrid.heights_at`'s ``near``; the same bits).
     """
     one = m is ScalarMath
