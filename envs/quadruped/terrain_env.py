@@ -118,8 +118,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
         self.scan_points = scan_points(self.tiles.scale)
-        # m in x, y from the trunk origin to the farthest scan point or foot (a foot: within the box window's reach)
-        self._scan_radius = max(float(np.hypot(*self.scan_points.T).max()), self._box_window.half - self._box_window.slack)
+        # m in x, y from the trunk origin to the farthest point looked up: a scan point or a foot (within the box
+        # window's reach)
+        self._lookup_radius = max(float(np.hypot(*self.scan_points.T).max()), self._box_window.half - self._box_window.slack)
         self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
@@ -255,7 +256,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         each foot, and the heading's yaw command."""
         scan, ground, yaw_rate, foot_ground = terrain_state(
             self.tiles, self.scan_points, self.data.qpos, self._heading, self.command_yaw_rate, ScalarMath,
-            self._s_feet if feet else None, self._scan_radius)
+            self._s_feet if feet else None, self._lookup_radius)
         if feet:
             self._foot_ground[:] = foot_ground
         self._scan_friction[:-1] = scan
