@@ -49,7 +49,7 @@ def our_episode(policy: OnnxPolicy, env: gym.Env, command: np.ndarray, seed: int
     base = env.unwrapped
     lin, ang = base.OBS_SLICES["lin_vel"], base.OBS_SLICES["ang_vel"]
     scratch = mujoco.MjData(base.model)
-    feet = deploy.FootStats(base.model, base._foot_geoms, base.model.geom("floor").id)
+    feet = deploy.FootStats(base.model, base._foot_geoms, base.model.geom("floor").id, base.CONTACT_FORCE_THRESHOLD)
     obs, _ = env.reset(seed=seed, options={"command": command})
     errors, speeds, fell, done = [], [], False, False
     while not done:

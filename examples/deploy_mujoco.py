@@ -25,8 +25,9 @@ One control step (``control_period_s``, 50 Hz) is what the training env does:
 
 Per command it prints the mean tracking error |v_xy - cmd_xy| (m/s, trunk frame at the IMU, as the env's
 ``tracking_error``), the mean forward and lateral speed (m/s) and yaw rate (rad/s), the falls (episodes
-ended by the env's fall rule), and the feet's stance slip (m/s, mean horizontal speed of a foot touching
-the floor) and swing apex (cm, mean highest foot-sphere bottom per swing), sampled every control step.
+ended by the env's fall rule), and the feet's stance slip (m/s, mean horizontal speed of a stance foot's
+contact point) and swing apex (cm, mean highest foot-sphere bottom per swing), sampled every control step and
+averaged per leg, then over the legs, as the env's gait measures are (``FootStats``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ import onnxruntime as ort
 
 DEFAULT_COMMANDS = ["0.5,0,0", "0.3,0.2,0", "0,0,0.5", "0.8,0,0", "-0.3,0,0"]  # vx m/s, vy m/s, wz rad/s
 REQUIRED = ("robot_model", "joint_names", "actuator_names", "default_pose", "kp", "kd", "torque_limit",
-            "action_scale", "observation_layout", "velocity_frame", "reset_state", "gait_clock", "physics", "fall")
+            "action_scale", "observation_layout", "velocity_frame", "reset_state", "gait_clock", "physics", "fall",
+            "gait_measures")
 
 
 class DeployError(Exception):
@@ -220,25 +222,41 @@ def fell(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, o
 
 
 class FootStats:
-    """Stance slip and swing apex of the feet (``feet``: geom ids of the foot spheres), sampled once per
-    control step from a state after ``mj_forward``: a foot touching ``floor`` adds its horizontal speed
-    (m/s, world) to ``slips``; a swing (steps without touch) adds its highest sphere bottom (m) to ``apexes``."""
+    """Stance slip and swing apex of the feet (``feet``: geom ids of the foot spheres), sampled once per control
+    step from a state after ``mj_forward``, as the env's gait measures define them (the metadata's
+    ``gait_measures``): a foot is in stance while the normal forces of its contacts with ``floor`` sum above
+    ``contact_force_n`` (N; the env's foot touch sensor); a stance foot adds the horizontal speed of its contact
+    point, the sphere's lowest point, to its leg's ``slips`` (m/s, world: centre velocity + w x (0, 0, -r), so a
+    foot that pivots on the ground does not slip); a swing (steps out of stance) adds its highest sphere bottom
+    (m) to its leg's ``apexes``. :func:`leg_mean` averages them as the env does: each leg's mean, then the legs'."""
 
-    def __init__(self, model: mujoco.MjModel, feet: np.ndarray, floor: int) -> None:
+    def __init__(self, model: mujoco.MjModel, feet: np.ndarray, floor: int, contact_force_n: float) -> None:
         self.feet, self.floor, self.radius = feet, floor, model.geom_size[feet, 0]
+        self.contact_force_n = contact_force_n
         self.top = np.full(len(feet), np.nan)  # highest foot bottom (m) of each foot's current swing
-        self.slips: list[float] = []
-        self.apexes: list[float] = []
+        self.slips: list[list[float]] = [[] for _ in feet]
+        self.apexes: list[list[float]] = [[] for _ in feet]
+
+    def normal_forces(self, model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
+        """The sum of the normal forces (N) of each foot's contacts with the floor."""
+        forces, wrench, leg = np.zeros(len(self.feet)), np.zeros(6), {int(g): i for i, g in enumerate(self.feet)}
+        for k, contact in enumerate(data.contact[: data.ncon]):
+            other = contact.geom2 if contact.geom1 == self.floor else contact.geom1 if contact.geom2 == self.floor else -1
+            if other in leg:
+                mujoco.mj_contactForce(model, data, k, wrench)
+                forces[leg[other]] += wrench[0]
+        return forces
 
     def sample(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
-        touching = [{c.geom1, c.geom2} for c in data.contact[: data.ncon]]
+        stance = self.normal_forces(model, data) > self.contact_force_n
         for i, foot in enumerate(self.feet):
-            if {int(foot), self.floor} in touching:
-                velocity = np.zeros(6)  # angular then linear, world axes
+            if stance[i]:
+                velocity = np.zeros(6)  # angular then linear, world axes, at the sphere's centre
                 mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_GEOM, int(foot), velocity, 0)
-                self.slips.append(float(np.hypot(*velocity[3:5])))
+                (wx, wy, _), (vx, vy, _), r = velocity[:3], velocity[3:], self.radius[i]
+                self.slips[i].append(float(np.hypot(vx - r * wy, vy + r * wx)))
                 if not np.isnan(self.top[i]):
-                    self.apexes.append(float(self.top[i]))
+                    self.apexes[i].append(float(self.top[i]))
                 self.top[i] = np.nan
             else:
                 self.top[i] = np.fmax(self.top[i], data.geom_xpos[foot, 2] - self.radius[i])
@@ -256,7 +274,7 @@ def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujo
     reset(model, data, idx, meta, rng)
     action, phase, history = np.zeros(12, dtype=np.float32), 0.0, History(meta)
     obs = history.complete(observation(model, data, idx, meta, command, action, phase))
-    errors, speeds, feet = [], [], FootStats(model, idx.feet, idx.floor)
+    errors, speeds, feet = [], [], FootStats(model, idx.feet, idx.floor, meta["gait_measures"]["contact_force_n"])
     for _ in range(int(round(seconds / period))):
         action = session.run(None, {"observation": obs[None]})[0][0]
         target = default + scale * action
@@ -277,22 +295,29 @@ def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujo
     return {"errors": errors, "speeds": speeds, "feet": feet, "fell": False}
 
 
+def leg_mean(stats: list[FootStats], name: str) -> float | None:
+    """The mean over the legs of each leg's mean ``name`` (``"slips"`` or ``"apexes"``) over the episodes'
+    :class:`FootStats`, as the env's gait measures average (``None`` when no leg has a sample)."""
+    legs = [[v for s in stats for v in getattr(s, name)[leg]] for leg in range(len(stats[0].feet))]
+    means = [np.mean(values) for values in legs if values]
+    return float(np.mean(means)) if means else None
+
+
 def summary(command: np.ndarray, episodes: list[dict]) -> str:
     """One table row: the command, mean tracking error, vx, vy, wz, falls, stance slip, swing apex."""
     errors = np.concatenate([e["errors"] for e in episodes])
     speeds = np.concatenate([e["speeds"] for e in episodes])
-    slips = [s for e in episodes for s in e["feet"].slips]
-    apexes = [a for e in episodes for a in e["feet"].apexes]
+    slip, apex = (leg_mean([e["feet"] for e in episodes], key) for key in ("slips", "apexes"))
     falls = sum(e["fell"] for e in episodes)
     name = "(" + ", ".join(f"{v:+.2f}" for v in command) + ")"
-    slip = f"{np.mean(slips):6.3f}" if slips else "     -"
-    apex = f"{100 * np.mean(apexes):6.1f}" if apexes else "     -"
+    slip = f"{slip:6.3f}" if slip is not None else "     -"
+    apex = f"{100 * apex:6.1f}" if apex is not None else "     -"
     return (f"{name:>22} {errors.mean():9.3f} {speeds[:, 0].mean():6.2f} {speeds[:, 1].mean():6.2f} "
             f"{speeds[:, 2].mean():6.2f} {falls:>3}/{len(episodes)} {slip} {apex}")
 
 
 HEADER = f"{'command (vx, vy, wz)':>22} {'track err':>9} {'vx':>6} {'vy':>6} {'wz':>6} {'falls':>5} {'slip':>6} {'apex':>6}"
-UNITS = "track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance foot speed m/s; apex: swing cm"
+UNITS = "track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance contact-point speed m/s; apex: swing cm"
 
 
 def describe_physics(model: mujoco.MjModel, idx: Indices, meta: dict) -> str:

@@ -16,6 +16,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from agents.export.run import deployed_actor, export_metadata, write_onnx
+from envs.quadruped.gait import foot_motion
 from envs.quadruped.robots import ROBOTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,6 +111,40 @@ def test_the_examples_history_is_the_envs(deploy):
         changed += not np.array_equal(obs[current:], np.tile(obs[history.frame], 3))
         obs, *_ = env.step(rng.uniform(-1, 1, 12).astype(np.float32))
     assert len(history.slots) == 3 and changed == 29  # past frames differ from the current one after reset
+    env.close()
+
+
+def test_the_examples_gait_measures_are_the_envs(deploy, metadata):
+    """For the same states, the example's ``FootStats`` (the deploy loop's stance slip, from the metadata's
+    ``gait_measures``) puts the same feet in stance as the env's touch sensors (above 1 N) and measures the
+    same contact-point slip as the env's gait measures (``envs.quadruped.gait.foot_motion``), leg by leg, step by
+    step, over a walk of random joint targets: a foot's centre speed in its place (what the example measured
+    before) fails, since a stance foot pivots with its calf."""
+    meta = deploy.read_metadata(metadata, "test")
+    env = gym.make(ENV_ID, **KWARGS)
+    base = env.unwrapped
+    floor = base.model.geom("floor").id
+    stats = deploy.FootStats(base.model, base._foot_geoms, floor, meta["gait_measures"]["contact_force_n"])
+    expected, swing_steps, pivot = [[] for _ in range(4)], 0, 0.0
+    env.reset(seed=0)
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        _, _, terminated, _, _ = env.step(rng.uniform(-1, 1, 12).astype(np.float32))
+        if terminated:
+            break
+        mujoco.mj_forward(base.model, base.data)  # the env's sensors for its current state
+        stance = base._s_touch[:4] > base.CONTACT_FORCE_THRESHOLD
+        _, centre2, slip2 = foot_motion(base._feet(), base.foot_radius)
+        for leg in np.flatnonzero(stance):
+            expected[leg].append(float(np.sqrt(slip2[leg])))
+            pivot = max(pivot, abs(np.sqrt(centre2[leg]) - expected[leg][-1]))
+        swing_steps += int((~stance).sum())
+        stats.sample(base.model, base.data)
+    for leg in range(4):
+        np.testing.assert_allclose(stats.slips[leg], expected[leg], rtol=1e-9, atol=1e-12, err_msg=f"leg {leg}")
+    assert min(map(len, expected)) > 20 and swing_steps > 20  # every leg stood and some swung
+    assert max(max(e) for e in expected) > 0.05  # moving feet were compared, not resting ones
+    assert pivot > 0.05  # a stance foot's centre moved 5 cm/s faster than its contact point (measured: 0.14)
     env.close()
 
 

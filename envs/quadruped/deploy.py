@@ -41,6 +41,7 @@ def deploy_metadata(env) -> dict[str, Any]:
         "physics": physics(env),
         "randomization": randomization(env),
         "fall": {"gravity_z_above": env.FALL_GRAVITY_Z, "trunk_height_below": env.fall_height, "trunk_contact": True},
+        "gait_measures": gait_measures(env),
         **({"observation_history": deploy_description(env.OBS_SLICES, env.history_steps)} if env.history_steps > 1 else {}),
     }
 
@@ -89,6 +90,18 @@ def gait_clock(env) -> dict[str, Any] | None:
                    "carries the advanced phase (the reset observation: phase 0)",
         "observation": "phase_sin[i] = sin(2 pi ((phase + phase_offsets[i]) % 1)), phase_cos[i] the cos, "
                        "gait_frequency = frequency_hz",
+    }
+
+
+def gait_measures(env) -> dict[str, Any]:
+    """How the env's gait measures (``envs.quadruped.gait``) read the feet, for a deploy loop that reports them:
+    the stance threshold on a foot's floor contact force (N) and what the slip and the apex are."""
+    return {
+        "contact_force_n": env.CONTACT_FORCE_THRESHOLD,
+        "stance": "the normal forces of the foot's floor contacts sum above contact_force_n (the foot's touch sensor)",
+        "slip": "a stance foot's contact-point speed, |v_xy + (w x (0, 0, -foot_radius))_xy| (m/s, world; "
+                "v, w: the foot sphere's velocities); each leg's mean over its stance steps, then the legs' mean",
+        "apex": "a swing's highest foot-sphere bottom above the flat floor (m); legs averaged the same way",
     }
 
 
