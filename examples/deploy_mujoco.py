@@ -233,18 +233,19 @@ class FootStats:
     def __init__(self, model: mujoco.MjModel, feet: np.ndarray, floor: int, contact_force_n: float) -> None:
         self.feet, self.floor, self.radius = feet, floor, model.geom_size[feet, 0]
         self.contact_force_n = contact_force_n
+        self.leg = {int(g): i for i, g in enumerate(feet)}  # foot geom id -> leg index
         self.top = np.full(len(feet), np.nan)  # highest foot bottom (m) of each foot's current swing
         self.slips: list[list[float]] = [[] for _ in feet]
         self.apexes: list[list[float]] = [[] for _ in feet]
 
     def normal_forces(self, model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
         """The sum of the normal forces (N) of each foot's contacts with the floor."""
-        forces, wrench, leg = np.zeros(len(self.feet)), np.zeros(6), {int(g): i for i, g in enumerate(self.feet)}
+        forces, wrench = np.zeros(len(self.feet)), np.zeros(6)
         for k, contact in enumerate(data.contact[: data.ncon]):
             other = contact.geom2 if contact.geom1 == self.floor else contact.geom1 if contact.geom2 == self.floor else -1
-            if other in leg:
+            if other in self.leg:
                 mujoco.mj_contactForce(model, data, k, wrench)
-                forces[leg[other]] += wrench[0]
+                forces[self.leg[other]] += wrench[0]
         return forces
 
     def sample(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
