@@ -74,6 +74,12 @@ ARMS["perceptive"] = [*ARMS["scripted_critic"], "agent.perceptive_actor=true"]  
 # stairs), and no orientation penalty (legged_gym's rough-terrain value: climbing pitches the trunk)
 ARMS["perceptive_yaw1"] = [*ARMS["perceptive"], "+env.kwargs.reward_scales.tracking_ang_vel=1.0"]
 ARMS["perceptive_level"] = [*ARMS["perceptive"], "+env.kwargs.reward_scales.orientation=0.0"]
+# no feet_clearance term (legged_gym's rough terrain has none): its 8 cm target above the ground under the foot is
+# below every riser from level 4 (8.7 cm) up
+ARMS["perceptive_noclear"] = [*ARMS["perceptive"], "+env.kwargs.reward_scales.feet_clearance=0.0"]
+# a stairs-up specialist: every copy on the stairs-up column (a teacher for the stairs, if one can be learnt)
+ARMS["perceptive_stairs"] = [*ARMS["perceptive"], "env.kwargs.terrain_types=[stairs_up]"]
+ARMS["perceptive_stairs_noclear"] = [*ARMS["perceptive_stairs"], "+env.kwargs.reward_scales.feet_clearance=0.0"]
 # issue 39's other distilled students, from the same teacher: pure distillation to the end (the RL actor loss off,
 # alpha 1), and history_opd's first 1 M steps followed by RL under an EMA anchor or after a critic warm-up (those
 # 1 M steps as pure distillation: the critic learns while the teacher alone moves the actor)

@@ -181,7 +181,27 @@ def test_seeded_reset_draws_the_start_and_a_restored_state_survives_it():
         e.close()
 
 
+def test_terrain_types_choose_the_columns_a_seeded_reset_draws():
+    default, stairs = gym.make(ENV_ID), gym.make(ENV_ID, terrain_types=["stairs_up", "obstacles"])
+    kinds, special = set(), set()
+    for seed in range(60):
+        default.reset(seed=seed)
+        stairs.reset(seed=seed)
+        kinds.add(COLUMN_TYPES[default.unwrapped.curriculum_state()["column"]])
+        special.add(COLUMN_TYPES[stairs.unwrapped.curriculum_state()["column"]])
+    assert kinds == set(TERRAIN_TYPES) and special == {"stairs_up", "obstacles"}
+    # the curriculum keeps a copy on its column: 30 unseeded episodes stay on the drawn type
+    for _ in range(30):
+        stairs.reset()
+        assert COLUMN_TYPES[stairs.unwrapped.curriculum_state()["column"]] in special
+    for e in (default, stairs):
+        e.close()
+
+
 def test_bad_arguments_name_the_fix():
+    for bad in (["stairs"], []):
+        with pytest.raises(ValueError, match=r"terrain_types=.*rough, smooth_slope.*null: all of them"):
+            gym.make(ENV_ID, terrain_types=bad)
     with pytest.raises(ValueError, match="ground_friction"):
         gym.make(ENV_ID, ground_friction=(1.0, 0.5))
     with pytest.raises(ValueError, match="max_init_level"):

@@ -20,7 +20,7 @@ import numpy as np
 from envs.base import EnvConfig
 from envs.quadruped.history import MAX_HISTORY_STEPS
 from envs.quadruped.robots import ROBOTS, robot_named
-from envs.quadruped.terrain import LEVELS
+from envs.quadruped.terrain import LEVELS, TERRAIN_TYPES
 from envs.typed import checked
 
 FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.004, ctrl_dt 0.02)
@@ -171,6 +171,7 @@ class QuadrupedTerrainConfig(QuadrupedConfig):
     max_init_level: int = 5
     ground_friction: tuple[float, float] = (0.5, 1.25)
     heading_command: bool = True
+    terrain_types: tuple[str, ...] | None = None
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
 
@@ -181,3 +182,8 @@ class QuadrupedTerrainConfig(QuadrupedConfig):
         if not 0 <= self.max_init_level <= LEVELS - 1:
             raise ValueError(f"max_init_level={self.max_init_level} must be a level in [0, {LEVELS - 1}]")
         _range_pair("ground_friction", self.ground_friction, 0.05, 3.0)
+        if self.terrain_types is not None:
+            unknown = [t for t in self.terrain_types if t not in TERRAIN_TYPES]
+            if unknown or not self.terrain_types:
+                raise ValueError(f"terrain_types={list(self.terrain_types)!r} must name one or more of: "
+                                 f"{', '.join(TERRAIN_TYPES)} (null: all of them)")

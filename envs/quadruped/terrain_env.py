@@ -48,7 +48,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     ## Curriculum (legged_gym's, per env copy)
 
     Each copy keeps a column (its terrain type; drawn at a seeded reset, with probability proportional to
-    the type's columns) and a level (drawn in ``[0, max_init_level]`` at a seeded reset). Every episode starts
+    the type's columns, among ``terrain_types``) and a level (drawn in ``[0, max_init_level]`` at a seeded reset). Every episode starts
     on its tile's central platform, heading +x, within +-0.25 s m of the centre. At each following reset,
     with ``curriculum`` on: the copy moves up a level when the episode took its trunk more than half a tile
     (horizontal distance from the spawn), down when less than half of the commanded distance (``|cmd_xy|``
@@ -106,6 +106,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     max_init_level   5             highest level of a seeded reset's draw (legged_gym: 5)
     ground_friction  (0.5, 1.25)   per episode, the feet's friction coefficient ~ U(lo, hi) (legged_gym)
     heading_command  True          yaw-rate command from a random heading (above)
+    terrain_types    None          the types a seeded reset draws a copy's column from, e.g.
+                                   ``["stairs_up"]`` (a specialist's curriculum); None: all six
     ===============  ============  =======================================================================
     """
 
@@ -130,6 +132,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self.controller_spec = TerrainLegGeometry(**base, scan_points=self.scan_points,
                                                   scan_obs=self.privileged_obs["height_scan"])
         self._columns = {kind: [c for c, t in enumerate(COLUMN_TYPES) if t == kind] for kind in TERRAIN_TYPES}
+        kinds = self.terrain_types or TERRAIN_TYPES
+        self._drawn_columns = [c for c, t in enumerate(COLUMN_TYPES) if t in kinds]  # a seeded reset's choices
         self._column, self._level = 0, 0
         self._origin = np.zeros(3)  # this episode's spawn point (m, world)
         self._heading = 0.0  # this episode's heading (rad, world)
@@ -178,7 +182,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         if self._keep_state:  # restored by set_curriculum_state: continue there
             self._keep_state = False
         elif self._seeded or not self._started:
-            self._column = int(rng.integers(len(COLUMN_TYPES)))
+            self._column = self._drawn_columns[int(rng.integers(len(self._drawn_columns)))]
             self._level = int(rng.integers(self.max_init_level + 1))
         elif not self.curriculum:
             self._level = int(rng.integers(LEVELS))
