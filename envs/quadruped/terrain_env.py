@@ -47,9 +47,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     ## Curriculum (legged_gym's, per env copy)
 
-    Each copy keeps a column (its terrain type; drawn at a seeded reset, with probability proportional to
-    the type's columns, among ``terrain_types``) and a level (drawn in ``[0, max_init_level]`` at a seeded reset). Every episode starts
-    on its tile's central platform, heading +x, within +-0.25 s m of the centre. At each following reset,
+    Each copy keeps a column (its terrain type, among ``terrain_types``; drawn at a seeded reset, with probability
+    proportional to the type's columns) and a level (drawn in ``[0, max_init_level]`` at a seeded reset). Every
+    episode starts on its tile's central platform, heading +x, within +-0.25 s m of the centre. At each following reset,
     with ``curriculum`` on: the copy moves up a level when the episode took its trunk more than half a tile
     (horizontal distance from the spawn), down when less than half of the commanded distance (``|cmd_xy|``
     x the episode's full length, 20 s); a copy that moves up from the top level goes to a random level.
@@ -132,8 +132,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self.controller_spec = TerrainLegGeometry(**base, scan_points=self.scan_points,
                                                   scan_obs=self.privileged_obs["height_scan"])
         self._columns = {kind: [c for c, t in enumerate(COLUMN_TYPES) if t == kind] for kind in TERRAIN_TYPES}
-        kinds = self.terrain_types or TERRAIN_TYPES
-        self._drawn_columns = [c for c, t in enumerate(COLUMN_TYPES) if t in kinds]  # a seeded reset's choices
+        # a seeded reset's choices: the columns of terrain_types (all six by default), in grid order
+        kinds = set(self.terrain_types or TERRAIN_TYPES)
+        self._drawn_columns = sorted(c for kind in kinds for c in self._columns[kind])
         self._column, self._level = 0, 0
         self._origin = np.zeros(3)  # this episode's spawn point (m, world)
         self._heading = 0.0  # this episode's heading (rad, world)
