@@ -41,6 +41,8 @@ CASES = {  # id: (env id, env kwargs with a short TimeLimit, vector steps)
     "terrain": ("OpenClaw/QuadrupedTerrain-v1", {"max_episode_steps": 40, "obs_noise": 1.0, "max_init_level": 9}, 240),
     # the proprioceptive history (history_steps): noisy frames shifted every step, refilled at every autoreset
     "terrain-history": ("OpenClaw/QuadrupedTerrain-v1", {"max_episode_steps": 30, "obs_noise": 1.0, "history_steps": 4}, 120),
+    # a per-part action scale (action_scale): the batch's targets use the copies' scale
+    "action-scale": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 40, "action_scale": [0.4, 0.8, 0.9]}, 120),
     "claw": ("OpenClaw/Claw-v0", {"max_episode_steps": 40, "reward_type": "dense"}, 300),
     "claw-place": ("OpenClaw/ClawPlace-v0", {"max_episode_steps": 50}, 200),
 }

@@ -102,6 +102,26 @@ def test_tilt_shows_in_projected_gravity():
     np.testing.assert_allclose(g, (math.sin(a), 0, -math.cos(a)), atol=1e-5)
 
 
+def test_action_scale_per_part_sets_the_targets_and_the_trots_scale():
+    """``action_scale=(hip, thigh, calf)``: each leg's targets move that far per unit action (rad), the trot
+    divides by the same values; a scale whose targets leave a joint's range is refused naming the largest one,
+    and that one is accepted."""
+    env = QuadrupedEnv(action_scale=[0.3, 0.7, 0.9])
+    env.reset(seed=0)
+    action = np.linspace(-1.0, 1.0, 12)
+    env.step(action)
+    scale = np.tile([0.3, 0.7, 0.9], 4)
+    np.testing.assert_array_equal(env.ACTION_SCALE, scale)
+    np.testing.assert_allclose(env.data.ctrl, env.default_pose + scale * action)
+    np.testing.assert_array_equal(env.controller_spec.action_scale, scale)
+    with pytest.raises(ValueError, match=r"the calf targets .* the largest calf scale is 0\.912 rad"):
+        QuadrupedEnv(action_scale=[0.5, 0.5, 1.2])
+    QuadrupedEnv(action_scale=[0.5, 0.5, 0.912])
+    for bad in (0.0, [0.5, -0.1, 0.5]):
+        with pytest.raises(ValueError, match="must be > 0 rad per unit action"):
+            QuadrupedEnv(action_scale=bad)
+
+
 def test_action_maps_to_joint_targets_and_shows_in_obs():
     env = QuadrupedEnv()
     env.reset(seed=0)

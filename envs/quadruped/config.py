@@ -19,12 +19,12 @@ import numpy as np
 
 from envs.base import EnvConfig
 from envs.quadruped.history import MAX_HISTORY_STEPS
-from envs.quadruped.robots import ROBOTS, robot_named
+from envs.quadruped.robots import LEGS, PARTS, ROBOTS, robot_named
 from envs.quadruped.terrain import LEVELS, TERRAIN_TYPES
 from envs.typed import checked
 
 FRAME_SKIP = 5  # 0.004 s x 5 = 0.02 s control period (Playground Go1: sim_dt 0.004, ctrl_dt 0.02)
-ACTION_SCALE = 0.5  # rad per unit action (Playground Go1 action_scale)
+ACTION_SCALE = 0.5  # rad per unit action, every joint (Playground Go1 action_scale); the default of action_scale
 AIR_TIME_THRESHOLD = 0.1  # s; Playground Go1 feet_air_time offset
 CONTACT_FORCE_THRESHOLD = 1.0  # N of foot touch sensor reading that counts as contact
 FOOT_CLEARANCE_TARGET = 0.08  # m: feet_clearance's swing height of a foot's lowest point (Playground Go1:
@@ -112,6 +112,7 @@ class QuadrupedConfig(EnvConfig):
     kp_scale: tuple[float, float] = (1.0, 1.0)
     kd_scale: tuple[float, float] = (1.0, 1.0)
     history_steps: int = 1
+    action_scale: float | tuple[float, float, float] = ACTION_SCALE
     camera: str | int | None = "tracking"
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("flat", "rough")  # the env's choices of ``terrain``
@@ -152,12 +153,33 @@ class QuadrupedConfig(EnvConfig):
         if not 1 <= self.history_steps <= MAX_HISTORY_STEPS:
             raise ValueError(f"history_steps={self.history_steps} must be a whole number in [1, {MAX_HISTORY_STEPS}] "
                              "(1: no history; k: the last k proprioceptive frames)")
+        scale = self.action_scale if isinstance(self.action_scale, tuple) else (self.action_scale,) * 3
+        if not all(s > 0 for s in scale):
+            raise ValueError(f"action_scale={self.action_scale!r} must be > 0 rad per unit action: one number for "
+                             "every joint, or three (hip, thigh, calf) for every leg")
+        self.action_scale = scale
 
     def check_model(self, model: mujoco.MjModel, model_path: Path) -> None:
         super().check_model(model, model_path)
+        self._check_action_range(model)
         if isinstance(self.camera, str) and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, self.camera) < 0:
             raise ValueError(f"camera={self.camera!r} is not in the model; use 'tracking', a camera id, or None")
 
+    def _check_action_range(self, model: mujoco.MjModel) -> None:
+        """``ValueError`` unless every joint target reachable with ``|action| <= 1`` (``default_pose +-
+        action_scale``) lies inside the joint's range, naming the part (hip, thigh or calf) whose targets leave
+        it and the largest scale that part allows on this robot."""
+        robot = robot_named(self.robot)
+        for part, scale in zip(PARTS, self.action_scale):
+            room = math.inf
+            for leg in LEGS:
+                lo, hi = model.joint(robot.joint_name(leg, part)).range
+                default = robot.default_pose[LEGS.index(leg) * 3 + PARTS.index(part)]
+                room = min(room, default - lo, hi - default)
+            if scale > room:
+                raise ValueError(f"action_scale={self.action_scale!r}: the {part} targets default +- {scale} rad "
+                                 f"leave the {part} joints' ranges on {self.robot}; the largest {part} scale "
+                                 f"is {math.floor(room * 1000) / 1000} rad")
 
 
 @dataclass(kw_only=True)

@@ -72,7 +72,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     ## Action space
 
     ``Box(-1, 1, (12,), float32)``: joint position targets (rad)
-    ``ctrl = default_pose + ACTION_SCALE * action`` (``ACTION_SCALE`` = 0.5 rad, as in Playground's Go1).
+    ``ctrl = default_pose + ACTION_SCALE * action``, ``ACTION_SCALE`` the instance's 12 per-joint values (rad)
+    from ``action_scale`` (default 0.5 rad on every joint, as in Playground's Go1).
     Joint order per leg (hip abduction, thigh, knee) for legs FR, FL, RR, RL (the Unitree SDKs' order is
     FL, FR, RL, RR: ``env.robot_info.sdk_joint_names()``). The targets reachable with ``|action| <= 1`` lie
     inside every joint's range (checked at construction), and MuJoCo also clamps ``ctrl`` to ``ctrlrange``.
@@ -239,6 +240,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
                                                   ``history_1`` .. ``history_{k-1}`` (42 entries each: ang_vel,
                                                   gravity, joint_pos, joint_vel, last_action of 1 .. k-1 steps
                                                   ago; at reset the first frame; ``envs.quadruped.history``)
+    action_scale                 0.5              joint target change per unit action (rad): one number for every
+                                                  joint, or (hip, thigh, calf) for every leg; the targets must stay
+                                                  inside the joint ranges (the error names the largest scale)
     render_mode, width, height   None, 480, 480   see ``MujocoTaskEnv``
     camera                       "tracking"       camera name or id for rgb/depth rendering
     ===========================  ===============  ===============================================================
@@ -246,7 +250,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     # the task's constants (envs.quadruped.config) and observation layout (envs.quadruped.observation)
     FRAME_SKIP = defaults.FRAME_SKIP  # 0.004 s x 5 = 0.02 s control period
-    ACTION_SCALE = defaults.ACTION_SCALE  # rad per unit action
+    ACTION_SCALE = defaults.ACTION_SCALE  # rad per unit action; an instance holds its 12 per-joint values
     AIR_TIME_THRESHOLD = defaults.AIR_TIME_THRESHOLD  # s
     CONTACT_FORCE_THRESHOLD = defaults.CONTACT_FORCE_THRESHOLD  # N
     FOOT_CLEARANCE_TARGET = defaults.FOOT_CLEARANCE_TARGET  # m
@@ -280,10 +284,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         joints = [m.joint(self.robot_info.joint_name(leg, part)).id for leg in LEGS for part in PARTS]
         self._qpos_index = m.jnt_qposadr[joints]  # our joint order -> qpos / qvel entries
         self._qvel_index = m.jnt_dofadr[joints]
-        # The reachable targets must stay inside the joint ranges (so no clipping is ever needed).
-        jrange = m.jnt_range[joints]
-        lo_t, hi_t = self.default_pose - self.ACTION_SCALE, self.default_pose + self.ACTION_SCALE
-        assert np.all(lo_t >= jrange[:, 0]) and np.all(hi_t <= jrange[:, 1]), "action range exceeds joint range"
+        # rad per unit action, our joint order; the reachable targets lie inside the joint ranges (the config's
+        # check_model), so no clipping is ever needed
+        self.ACTION_SCALE = np.tile(config.action_scale, len(LEGS))
         if config.terrain == "rough":
             self.terrain_bump_height = float(config.terrain_bump_height)
             add_rough_terrain(m, int(config.terrain_seed), self.terrain_bump_height)
@@ -475,7 +478,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     def apply_batch(cls, tasks, actions, qpos):
         if tasks[0]._max_delay:
             actions = cls._delayed_batch(tasks, actions)
-        return actions * cls.ACTION_SCALE + tasks[0].default_pose
+        return actions * tasks[0].ACTION_SCALE + tasks[0].default_pose
 
     @classmethod
     def before_physics_batch(cls, tasks):

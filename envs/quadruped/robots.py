@@ -338,7 +338,7 @@ class LegGeometry(ControllerSpec):
         kp: (12,) servo stiffness (N·m/rad); damping: (12,) joint damping + servo damping (N·m·s/rad).
         axis_sign: (12,) +1 where the joint turns about +x (abduction) or +y (thigh, knee), -1 where about -x/-y.
         default_pose: (12,) joint angles of ``action = 0`` (rad, the robot's coordinates).
-        action_scale: rad per unit action.
+        action_scale: (12,) joint target change per unit action (rad), our joint order.
     """
 
     robot: str
@@ -353,11 +353,12 @@ class LegGeometry(ControllerSpec):
     damping: np.ndarray
     axis_sign: np.ndarray
     default_pose: np.ndarray
-    action_scale: float
+    action_scale: np.ndarray
 
     @classmethod
-    def from_model(cls, model: mujoco.MjModel, robot: Robot, dt: float, action_scale: float) -> LegGeometry:
-        """Read the geometry of ``robot`` (built by :func:`robot_model`) from its compiled ``model``."""
+    def from_model(cls, model: mujoco.MjModel, robot: Robot, dt: float, action_scale: float | np.ndarray) -> LegGeometry:
+        """Read the geometry of ``robot`` (built by :func:`robot_model`) from its compiled ``model``; ``action_scale``
+        (rad per unit action): one value for every joint or 12."""
         joints = [[model.joint(robot.joint_name(leg, part)).id for part in PARTS] for leg in LEGS]
         hip, h2t, thigh, calf, axis = [], [], [], [], []
         for leg, (j_hip, j_thigh, j_knee) in zip(LEGS, joints):
@@ -377,7 +378,7 @@ class LegGeometry(ControllerSpec):
             calf=np.array(calf), foot_radius=float(model.geom_size[foot, 0]), mass=float(model.body_subtreemass[trunk]),
             gravity=float(-model.opt.gravity[2]),
             kp=model.actuator_gainprm[:12, 0].copy(), damping=model.dof_damping[dofs] - model.actuator_biasprm[:12, 2],
-            axis_sign=np.array(axis), default_pose=np.array(robot.default_pose), action_scale=float(action_scale),
+            axis_sign=np.array(axis), default_pose=np.array(robot.default_pose), action_scale=np.broadcast_to(np.asarray(action_scale, dtype=float), (12,)).copy(),
         )
 
 
