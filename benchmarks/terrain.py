@@ -80,6 +80,11 @@ ARMS["perceptive_noclear"] = [*ARMS["perceptive"], "+env.kwargs.reward_scales.fe
 # a stairs-up specialist: every copy on the stairs-up column (a teacher for the stairs, if one can be learnt)
 ARMS["perceptive_stairs"] = [*ARMS["perceptive"], "env.kwargs.terrain_types=[stairs_up]"]
 ARMS["perceptive_stairs_noclear"] = [*ARMS["perceptive_stairs"], "+env.kwargs.reward_scales.feet_clearance=0.0"]
+# the thigh and knee targets' range widened from +-0.5 rad to +-0.8 and +-0.9 (the knee's joint range allows 0.91): at
+# +-0.5 the front knees sit at full flexion on a fifth of the steps, so the range caps the swing's height
+_WIDE = "env.kwargs.action_scale=[0.5,0.8,0.9]"
+ARMS["perceptive_stairs_wide"] = [*ARMS["perceptive_stairs"], _WIDE]
+ARMS["perceptive_wide"] = [*ARMS["perceptive"], _WIDE]
 # issue 39's other distilled students, from the same teacher: pure distillation to the end (the RL actor loss off,
 # alpha 1), and history_opd's first 1 M steps followed by RL under an EMA anchor or after a critic warm-up (those
 # 1 M steps as pure distillation: the critic learns while the teacher alone moves the actor)

@@ -43,7 +43,8 @@ NO_KEY = {"OPENAI_API_KEY": ""}
 
 
 @pytest.mark.parametrize("case", ["terrain teacher, flat student with history", "terrain teacher, flat student",
-                                  "quadruped teacher, claw student", "privileged_critic", "perceptive_actor",
+                                  "quadruped teacher, claw student", "teacher of another action_scale",
+                                  "privileged_critic", "perceptive_actor",
                                   "openai without a key"])
 def test_a_refused_run_writes_nothing_and_the_corrected_one_runs_there(case, finished_run, terrain_run, tmp_path):
     run_dir = tmp_path / "run"
@@ -60,6 +61,11 @@ def test_a_refused_run_writes_nothing_and_the_corrected_one_runs_there(case, fin
                                           None, "observation space"),
         "quadruped teacher, claw student": ((*teacher, "env=claw", f"distill.teacher={finished_run}"),
                                             ("env=claw",), None, "observation space"),
+        # the same observation and action space, but the student's unit action moves the thighs and knees further
+        "teacher of another action_scale": (
+            (*teacher, "env=quadruped", "env.kwargs.action_scale=[0.5,0.8,0.9]", f"distill.teacher={finished_run}"),
+            (*teacher, "env=quadruped", "env.kwargs.action_scale=0.5", f"distill.teacher={finished_run}"),
+            None, "env.kwargs.action_scale"),
         "privileged_critic": (("env=quadruped", "agent.privileged_critic=true"), ("env=quadruped",), None,
                               "agent.privileged_critic"),
         "perceptive_actor": (("env=claw", "agent.perceptive_actor=true"), ("env=claw",), None, "agent.perceptive_actor"),

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from omegaconf import DictConfig
@@ -75,11 +76,10 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     learner ``teacher``): None when it observes the student's observation space (the observation as it is), else
     :func:`~agents.teachers.observation_map.teacher_input_index` over the two envs' named entries (the student's:
     ``student_env`` = env id and kwargs; the teacher's: its run's config). ``student``: the student's observation
-    and action spaces. :class:`ConfigError` when the teacher acts in another action space or its observation cannot
-    be built from the student's (naming the entries and the fix)."""
-    index = None
+    and action spaces. :class:`ConfigError` when the teacher acts in another action space or in other units
+    (:func:`action_units`), or its observation cannot be built from the student's (naming the entries and the fix)."""
+    index, saved = None, saved_config.load(run_dir, "distill.teacher")
     if teacher.observation_space != student[0]:
-        saved = saved_config.load(run_dir, "distill.teacher")
         layout = observation_entries(saved.env.id, env_kwargs(saved))
         if layout[0] != teacher.observation_space:
             raise ConfigError(f"distill.teacher={run_dir}: its config.yaml's env ({saved.env.id}) observes {layout[0]}, "
@@ -88,7 +88,23 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     if teacher.action_space.shape != student[1].shape:
         raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
                           f"({teacher.action_space.shape} and {student[1].shape}); pick a teacher run of this env")
+    units = action_units(saved.env.id, env_kwargs(saved)), action_units(*student_env)
+    if not np.array_equal(*units):
+        raise ConfigError(f"distill.teacher={run_dir}: one unit of the teacher's action moves its env's targets by "
+                          f"{units[0].tolist()}, the student's by {units[1].tolist()} (env.kwargs.action_scale): give "
+                          "the student the teacher's env.kwargs.action_scale, or pick a teacher run with the student's")
     return index
+
+
+def action_units(env_id: str, kwargs: dict[str, Any]) -> np.ndarray:
+    """What one unit of each action entry of ``gym.make(env_id, **kwargs)`` moves (its ``ACTION_SCALE``, e.g. rad
+    of joint target; an empty array for an env that declares none)."""
+    env = gym.make(env_id, **kwargs)
+    try:
+        scale = getattr(env.unwrapped, "ACTION_SCALE", None)
+        return np.empty(0) if scale is None else np.broadcast_to(np.asarray(scale, dtype=float), env.action_space.shape)
+    finally:
+        env.close()
 
 
 def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Observation] | None,
