@@ -94,6 +94,10 @@ ARMS["opd_anchor"] = ["distill=sequence", "distill.stages=[{name: checkpoint, st
                       "{name: ema, alpha: 0.1, schedule: constant}]", *_BLIND]
 ARMS["warmup"] = ["distill=sequence", "distill.stages=[{name: checkpoint, steps: 1000000, teacher: '{teacher}', "
                   "rl_weight: 0, schedule: constant}]", *_BLIND]
+# with the wider range: issue 39's blind recipe, and a perceptive student, both taught by --teacher (OPD, alpha 1 -> 0
+# over the first 1 M steps; the teacher: a run with the same action_scale, e.g. perceptive_stairs_wide, which climbs)
+ARMS["opd_anchor_wide"] = [*ARMS["opd_anchor"], _WIDE]
+ARMS["perceptive_wide_opd"] = [*_OPD, "agent.privileged_critic=true", "agent.perceptive_actor=true", _WIDE]
 FIXED_LEVELS = (0, 3, 6, 9)
 
 
