@@ -85,6 +85,7 @@ ARMS["perceptive_stairs_noclear"] = [*ARMS["perceptive_stairs"], "+env.kwargs.re
 _WIDE = "env.kwargs.action_scale=[0.5,0.8,0.9]"
 ARMS["perceptive_stairs_wide"] = [*ARMS["perceptive_stairs"], _WIDE]
 ARMS["perceptive_wide"] = [*ARMS["perceptive"], _WIDE]
+ARMS["scripted_critic_wide"] = [*ARMS["scripted_critic"], _WIDE]  # the trot-taught blind recipe, the same range
 # issue 39's other distilled students, from the same teacher: pure distillation to the end (the RL actor loss off,
 # alpha 1), and history_opd's first 1 M steps followed by RL under an EMA anchor or after a critic warm-up (those
 # 1 M steps as pure distillation: the critic learns while the teacher alone moves the actor)

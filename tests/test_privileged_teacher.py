@@ -90,13 +90,15 @@ def test_the_blind_terrain_config_is_a_history_student_of_a_perceptive_run(tmp_p
     checkpoint teacher named on the command line for the first 1 M steps (its actor reads the height scan it gathers
     from the student's observation), then an EMA anchor; the teachers are the env's, for a SAC student too."""
     (tmp_path / "teacher").mkdir()
-    run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain", "agent.perceptive_actor=true")
+    run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain", "agent.perceptive_actor=true",
+                                     "env.kwargs.action_scale=[0.5,0.8,0.9]")  # the blind config's units
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # SAC's actor reads the privileged entries (factory's warning)
         cfg, model = learner(tmp_path / "student", "env=quadruped_terrain_blind", f"agent={agent}",
                              f"distill.teacher={run_dir}", *(["agent.buffer_size=1000"] if agent == "sac" else []),
                              distill="")
     assert (cfg.env.kwargs.history_steps, cfg.distill.name) == (5, "sequence")
+    assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
     if agent == "ppo":
         assert cfg.agent.privileged_critic and not cfg.agent.perceptive_actor
     distillation = build_distillation(cfg, model)

@@ -356,7 +356,8 @@ class LegGeometry(ControllerSpec):
     action_scale: np.ndarray
 
     @classmethod
-    def from_model(cls, model: mujoco.MjModel, robot: Robot, dt: float, action_scale: float | np.ndarray) -> LegGeometry:
+    def from_model(cls, model: mujoco.MjModel, robot: Robot, dt: float,
+                   action_scale: float | np.ndarray) -> LegGeometry:
         """Read the geometry of ``robot`` (built by :func:`robot_model`) from its compiled ``model``; ``action_scale``
         (rad per unit action): one value for every joint or 12."""
         joints = [[model.joint(robot.joint_name(leg, part)).id for part in PARTS] for leg in LEGS]
@@ -378,7 +379,8 @@ class LegGeometry(ControllerSpec):
             calf=np.array(calf), foot_radius=float(model.geom_size[foot, 0]), mass=float(model.body_subtreemass[trunk]),
             gravity=float(-model.opt.gravity[2]),
             kp=model.actuator_gainprm[:12, 0].copy(), damping=model.dof_damping[dofs] - model.actuator_biasprm[:12, 2],
-            axis_sign=np.array(axis), default_pose=np.array(robot.default_pose), action_scale=np.broadcast_to(np.asarray(action_scale, dtype=float), (12,)).copy(),
+            axis_sign=np.array(axis), default_pose=np.array(robot.default_pose),
+            action_scale=np.broadcast_to(np.asarray(action_scale, dtype=float), (12,)).copy(),
         )
 
 
