@@ -2,14 +2,16 @@
 
 :class:`Metric` (``METRICS``: what evaluations report), :class:`Curriculum` (``CURRICULUM``: how an env
 with a difficulty curriculum reports it), :class:`TaskContext` (``env.task_context()``: the class of task
-an episode belongs to) and :class:`ControllerSpec` (``env.controller_spec``: what a scripted controller is
-told).
+an episode belongs to), :class:`ControllerSpec` (``env.controller_spec``: what a scripted controller is
+told) and :func:`action_units` (``ACTION_SCALE``: what a unit of action moves, read by export and the teachers).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,12 @@ class ControllerSpec:
     needs more of its model (the quadruped's leg geometry) subclasses it."""
 
     dt: float
+
+
+def action_units(env: Any) -> np.ndarray | None:
+    """What one unit of each entry of the (unwrapped) ``env``'s flat action moves: its ``ACTION_SCALE`` (a class
+    constant, or an instance's values from its arguments; e.g. rad of joint target) broadcast to the action's size,
+    or None for an env that declares none."""
+    scale = getattr(env, "ACTION_SCALE", None)
+    size = int(np.prod(env.action_space.shape))
+    return None if scale is None else np.broadcast_to(np.asarray(scale, dtype=float), (size,))

@@ -57,6 +57,7 @@ from agents import checkpoint, saved_config
 from agents.errors import ConfigError
 from agents.evaluation.run import checkpoint_run, find_checkpoint, load_intact, run_config
 from agents.vec_env import env_kwargs, make_vec_env
+from envs.declarations import action_units
 
 ONNX_FILE = "policy.onnx"
 TORCHSCRIPT_FILE = "policy.pt"
@@ -198,9 +199,9 @@ def export_metadata(env_id: str, kwargs: dict[str, Any], algorithm: str, meta: d
     try:
         base = env.unwrapped
         action_dim = int(np.prod(base.action_space.shape))
-        if not hasattr(base, "ACTION_SCALE"):
+        scale = action_units(base)
+        if scale is None:
             raise ConfigError(f"{env_id}: {type(base).__name__} declares no ACTION_SCALE (physical units per unit action); add it to export")
-        scale = np.broadcast_to(np.asarray(base.ACTION_SCALE, dtype=float), (action_dim,))
         return {
             "env_id": env_id,
             "env_version": str(env.spec.version if env.spec is not None and env.spec.version is not None else UNKNOWN),

@@ -38,6 +38,7 @@ from distill.schedules import AlphaSchedule, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
 from envs.controllers import family_of
+from envs.declarations import action_units
 
 
 def _unpickled(path: Path) -> VecNormalize:
@@ -77,7 +78,7 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     :func:`~agents.teachers.observation_map.teacher_input_index` over the two envs' named entries (the student's:
     ``student_env`` = env id and kwargs; the teacher's: its run's config). ``student``: the student's observation
     and action spaces. :class:`ConfigError` when the teacher acts in another action space or in other units
-    (:func:`action_units`), or its observation cannot be built from the student's (naming the entries and the fix)."""
+    (:func:`envs.declarations.action_units`), or its observation cannot be built from the student's (naming the entries and the fix)."""
     index, saved = None, saved_config.load(run_dir, "distill.teacher")
     if teacher.observation_space != student[0]:
         layout = observation_entries(saved.env.id, env_kwargs(saved))
@@ -88,7 +89,7 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     if teacher.action_space.shape != student[1].shape:
         raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
                           f"({teacher.action_space.shape} and {student[1].shape}); pick a teacher run of this env")
-    units = action_units(saved.env.id, env_kwargs(saved)), action_units(*student_env)
+    units = _action_units(saved.env.id, env_kwargs(saved)), _action_units(*student_env)
     if not np.array_equal(*units):
         raise ConfigError(f"distill.teacher={run_dir}: one unit of the teacher's action moves its env's targets by "
                           f"{units[0].tolist()}, the student's by {units[1].tolist()} (env.kwargs.action_scale): give "
@@ -96,13 +97,13 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     return index
 
 
-def action_units(env_id: str, kwargs: dict[str, Any]) -> np.ndarray:
-    """What one unit of each action entry of ``gym.make(env_id, **kwargs)`` moves (its ``ACTION_SCALE``, e.g. rad
-    of joint target; an empty array for an env that declares none)."""
+def _action_units(env_id: str, kwargs: dict[str, Any]) -> np.ndarray:
+    """:func:`envs.declarations.action_units` of ``gym.make(env_id, **kwargs)`` (empty for an env that declares
+    none, so two such envs compare equal)."""
     env = gym.make(env_id, **kwargs)
     try:
-        scale = getattr(env.unwrapped, "ACTION_SCALE", None)
-        return np.empty(0) if scale is None else np.broadcast_to(np.asarray(scale, dtype=float), env.action_space.shape)
+        units = action_units(env.unwrapped)
+        return np.empty(0) if units is None else units
     finally:
         env.close()
 

@@ -170,11 +170,11 @@ class QuadrupedConfig(EnvConfig):
         action_scale``) lies inside the joint's range, naming the part (hip, thigh or calf) whose targets leave
         it and the largest scale that part allows on this robot."""
         robot = robot_named(self.robot)
-        for part, scale in zip(PARTS, self.action_scale):
-            room = math.inf
-            for leg in LEGS:
+        for p, (part, scale) in enumerate(zip(PARTS, self.action_scale)):
+            room = math.inf  # rad: the smallest distance from a default angle of this part to its joint's limits
+            for leg_index, leg in enumerate(LEGS):
                 lo, hi = model.joint(robot.joint_name(leg, part)).range
-                default = robot.default_pose[LEGS.index(leg) * 3 + PARTS.index(part)]
+                default = robot.default_pose[leg_index * len(PARTS) + p]
                 room = min(room, default - lo, hi - default)
             if scale > room:
                 raise ValueError(f"action_scale={self.action_scale!r}: the {part} targets default +- {scale} rad "
