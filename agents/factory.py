@@ -20,6 +20,7 @@ from agents.students import PPOStudent, SACStudent
 from agents.students.observation_masks import MaskedActorCriticPolicy, observation_masks
 from agents.vec_env import is_goal_env
 
+HISTORY_ENCODERS = ("mlp", "gru")  # agent.history_encoder: the history frames read flat, or through a GRU
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
 ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPOStudent, "sac": SACStudent}
 
@@ -52,14 +53,32 @@ def _ppo_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
         ),
     )
     privileged = venv.get_attr("privileged_obs", indices=[0])[0] if venv.has_attr("privileged_obs") else None
-    if privileged:
-        actor, critic = observation_masks(venv.observation_space.shape[0], privileged, a.privileged_critic,
+    if not privileged:
+        check_privileged(a, privileged, "this env")
+    frames = history_frames(a.history_encoder, venv.get_attr("history_frames", indices=[0])[0]
+                            if venv.has_attr("history_frames") else None)
+    if privileged or frames:
+        actor, critic = observation_masks(venv.observation_space.shape[0], privileged or {}, a.privileged_critic,
                                           a.perceptive_actor)
         kwargs["policy_kwargs"].update(actor_keep=actor, critic_keep=critic)
+        if frames:
+            kwargs["policy_kwargs"].update(history_frames=frames)
         kwargs["policy"] = MaskedActorCriticPolicy
-    else:
-        check_privileged(a, privileged, "this env")
     return kwargs
+
+
+def history_frames(encoder: str, frames: list[list[int]] | None) -> list[list[int]] | None:
+    """The frames a PPO actor's ``agent.history_encoder`` reads through a GRU: ``frames`` (the env's
+    ``history_frames``: the k proprioceptive frames' entry indices, oldest first, the current one last; None
+    without a history) for ``gru``, None for ``mlp`` (read flat). :class:`ConfigError` for another value, and for
+    ``gru`` on an env without a history."""
+    if encoder not in HISTORY_ENCODERS:
+        raise ConfigError(f"agent.history_encoder={encoder!r} is unknown; choose one of: {', '.join(HISTORY_ENCODERS)}")
+    if encoder == "gru" and not frames:
+        raise ConfigError("agent.history_encoder=gru reads the proprioceptive history, and this env's observation has "
+                          "none: set env.kwargs.history_steps to 2 or more (e.g. 15) on a quadruped env, or "
+                          "agent.history_encoder=mlp")
+    return frames if encoder == "gru" else None
 
 
 def check_privileged(agent: DictConfig, privileged: dict | None, env_id: str) -> None:

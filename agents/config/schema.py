@@ -53,6 +53,9 @@ class PPOConfig:
     # true velocity): the critic reads them (asymmetric actor-critic) / the actor reads the height scan
     privileged_critic: bool = False
     perceptive_actor: bool = False
+    # envs with a proprioceptive history (env.kwargs.history_steps > 1): the actor reads its frames flat (mlp) or
+    # through a GRU over the frames, oldest first (gru; agents/students/observation_masks.py)
+    history_encoder: str = "mlp"
 
 
 @dataclass

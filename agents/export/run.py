@@ -241,6 +241,10 @@ def write_onnx(actor: DeployedActor, obs_dim: int, metadata: dict[str, str], pat
     example = torch.zeros(1, obs_dim)
     with warnings.catch_warnings():  # the TorchScript-based exporter needs no onnxscript; torch calls it legacy
         warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*", category=DeprecationWarning)
+        # a GRU history encoder (agent.history_encoder=gru) starts from a zero state every call: no state input needed
+        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size other than 1",
+                                category=UserWarning)
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module="torch.nn.modules.rnn")  # its size checks
         torch.onnx.export(
             actor,
             (example,),

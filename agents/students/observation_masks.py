@@ -9,6 +9,11 @@ never reaches them (MuJoCo Playground's ``state`` / ``privileged_state``; legged
 The masks come from two switches (:func:`observation_masks`): ``privileged_critic`` (the critic reads every
 entry) and ``perceptive_actor`` (the actor reads the height scan too). The exported actor keeps its mask:
 its file takes the full observation and ignores the masked entries (pass anything there, e.g. zeros).
+
+``history_frames`` (``agent.history_encoder=gru``, an env with ``history_steps`` > 1): the actor reads its k
+proprioceptive frames through a GRU (:class:`HistoryGRU`, oldest frame first, its last hidden state) instead of
+as k flat frames: a recurrent encoder over the same window (Lee et al. 2020 use a TCN over it), stateless from
+one control step to the next, so it trains, evaluates and exports as the flat actor does.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
 
 SCAN = "height_scan"  # the privileged entry a perceptive actor reads
 
@@ -33,15 +38,55 @@ class ObservationMask(BaseFeaturesExtractor):
         return observations.flatten(1) * self.keep
 
 
-class MaskedActorCriticPolicy(ActorCriticPolicy):
-    """``ActorCriticPolicy`` with separate masked inputs: ``actor_keep`` and ``critic_keep`` (0/1 per entry)."""
+class HistoryGRU(ObservationMask):
+    """The masked observation's entries outside the history slots, followed by a GRU's last hidden state (``hidden``
+    values) over the k proprioceptive frames, oldest first: ``frames`` (k, F) holds each frame's entry indices,
+    ``frames[-1]`` the current observation's frame; ``frames[:-1]``, the history slots, are read by the GRU only."""
 
-    def __init__(self, *args, actor_keep: list[float], critic_keep: list[float], **kwargs) -> None:
+    def __init__(self, observation_space: gym.spaces.Box, keep: list[float], frames: list[list[int]],
+                 hidden: int = 64) -> None:
+        index = np.asarray(frames, dtype=np.int64)
+        rest = np.setdiff1d(np.arange(len(keep)), index[:-1].ravel())
+        super().__init__(observation_space, keep)
+        self._features_dim = len(rest) + hidden
+        self.register_buffer("frames", torch.as_tensor(index))
+        self.register_buffer("rest", torch.as_tensor(rest))
+        self.gru = torch.nn.GRU(index.shape[1], hidden, batch_first=True)
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        masked = super().forward(observations)
+        _, last = self.gru(masked[:, self.frames])  # (batch, k, F) -> (1, batch, hidden)
+        return torch.cat((masked[:, self.rest], last[0]), dim=1)
+
+
+class MaskedActorCriticPolicy(ActorCriticPolicy):
+    """``ActorCriticPolicy`` with separate masked inputs: ``actor_keep`` and ``critic_keep`` (0/1 per entry); with
+    ``history_frames`` (:class:`HistoryGRU`'s ``frames``) the actor reads the frames through a GRU."""
+
+    def __init__(self, *args, actor_keep: list[float], critic_keep: list[float],
+                 history_frames: list[list[int]] | None = None, **kwargs) -> None:
         kwargs["share_features_extractor"] = False
+        self._actor_extractor = ((lambda space: ObservationMask(space, actor_keep)) if history_frames is None else
+                                 (lambda space: HistoryGRU(space, actor_keep, history_frames)))
+        self._critic_keep = critic_keep
         super().__init__(*args, **kwargs)
-        self.pi_features_extractor = ObservationMask(self.observation_space, actor_keep)
-        self.vf_features_extractor = ObservationMask(self.observation_space, critic_keep)
-        self.features_extractor = self.pi_features_extractor
+
+    def make_features_extractor(self) -> BaseFeaturesExtractor:
+        """SB3 calls this for the actor's and the critic's extractors, in that order, before it builds the networks
+        on their ``features_dim``."""
+        if self._actor_extractor is not None:
+            extractor, self._actor_extractor = self._actor_extractor(self.observation_space), None
+            return extractor
+        return ObservationMask(self.observation_space, self._critic_keep)
+
+    def _build_mlp_extractor(self) -> None:
+        """SB3's networks on the actor's features; the critic's value network on its own (they differ in size with
+        a :class:`HistoryGRU`)."""
+        super()._build_mlp_extractor()
+        critic_dim = self.vf_features_extractor.features_dim
+        if critic_dim != self.features_dim:
+            critic = MlpExtractor(critic_dim, net_arch=self.net_arch, activation_fn=self.activation_fn, device=self.device)
+            self.mlp_extractor.value_net = critic.value_net
 
 
 def observation_masks(dim: int, privileged: dict[str, slice], privileged_critic: bool,

@@ -108,11 +108,11 @@ def _validate_env(cfg: DictConfig) -> None:
     ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
     that contradicts the env config's name (:mod:`agents.training.env_names`) and video sizes the renderer cannot
     draw fail here, and so do what the learner and the teacher need of its spaces (privileged observations, a
-    checkpoint teacher's)."""
+    checkpoint teacher's, a PPO actor's history encoder)."""
     import gymnasium as gym
 
     from agents.evaluation.video import recordable
-    from agents.factory import check_privileged
+    from agents.factory import check_privileged, history_frames
     from agents.training.env_names import named_model_problem
     from agents.vec_env import env_kwargs, is_goal_space
     from envs.base import EnvConfig
@@ -129,11 +129,14 @@ def _validate_env(cfg: DictConfig) -> None:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
         space, actions, config = env.observation_space, env.action_space, getattr(env.unwrapped, "config", None)
         privileged = getattr(env.unwrapped, "privileged_obs", None)
+        frames = getattr(env.unwrapped, "history_frames", None)
         env.close()
         problem = named_model_problem(cfg.env.name, config) if isinstance(config, EnvConfig) else None
         if problem:
             raise ConfigError(problem)
     check_privileged(cfg.agent, privileged, cfg.env.id)
+    if cfg.agent.name == "ppo":
+        history_frames(cfg.agent.history_encoder, frames)
     for stage in _run_readers(cfg.distill):
         _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
     if controller_stage(cfg.distill) is not None and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):

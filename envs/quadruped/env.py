@@ -26,7 +26,7 @@ from envs.declarations import Metric, TaskContext
 import envs.quadruped.config as defaults
 from envs.quadruped.config import QuadrupedConfig, checked_gait_frequency
 from envs.quadruped.deploy import deploy_metadata
-from envs.quadruped.history import frame_index, history_slices, with_history
+from envs.quadruped.history import frame_index, frames_oldest_first, history_slices, with_history
 from envs.quadruped.observation import (
     CLOCK_OBS_DIM,
     CLOCK_SLICES,
@@ -571,6 +571,12 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         units and frames, the physics, the randomisation and the fall rule the policy was trained with; with
         ``history_steps`` > 1, ``observation_history``: how a deploy loop fills the history."""
         return deploy_metadata(self)
+
+    @property
+    def history_frames(self) -> list[list[int]] | None:
+        """With ``history_steps`` = k > 1, the k proprioceptive frames' entry indices in the observation, oldest
+        first, the current observation's frame last (``envs.quadruped.history``); None without a history."""
+        return frames_oldest_first(self.OBS_SLICES, self.history_steps) if self._history is not None else None
 
     @property
     def command(self) -> np.ndarray:

@@ -37,6 +37,13 @@ def history_slices(dim: int, steps: int, width: int) -> dict[str, slice]:
     return {f"history_{j}": slice(dim + (j - 1) * width, dim + j * width) for j in range(1, steps)}
 
 
+def frames_oldest_first(slices: dict[str, slice], steps: int) -> list[list[int]]:
+    """The ``steps`` frames' entry indices in an observation laid out by ``slices`` (with its history slots), oldest
+    first: ``history_{steps-1}`` .. ``history_1``, then the current observation's frame (:func:`frame_index`)."""
+    past = [slices[f"history_{j}"] for j in range(steps - 1, 0, -1)]
+    return [list(range(s.start, s.stop)) for s in past] + [frame_index(slices).tolist()]
+
+
 def with_history(obs: np.ndarray, history: np.ndarray, index: np.ndarray, fill: bool) -> np.ndarray:
     """``obs`` followed by the past frames in ``history`` (newest first); then ``history`` (in place) gains
     ``obs``'s frame (``obs[..., index]``) as its newest and drops its oldest. ``fill`` (a reset): every past
