@@ -99,6 +99,7 @@ def test_the_blind_terrain_config_is_a_history_student_of_a_perceptive_run(tmp_p
                              distill="")
     assert (cfg.env.kwargs.history_steps, cfg.distill.name) == (5, "sequence")
     assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
+    assert model.get_env().get_attr("config", indices=[0])[0].reward_scales["action_rate"] == -0.05  # 5x the default
     if agent == "ppo":
         assert cfg.agent.privileged_critic and not cfg.agent.perceptive_actor
     distillation = build_distillation(cfg, model)
