@@ -66,18 +66,17 @@ class MaskedActorCriticPolicy(ActorCriticPolicy):
     def __init__(self, *args, actor_keep: list[float], critic_keep: list[float],
                  history_frames: list[list[int]] | None = None, **kwargs) -> None:
         kwargs["share_features_extractor"] = False
-        self._actor_extractor = ((lambda space: ObservationMask(space, actor_keep)) if history_frames is None else
-                                 (lambda space: HistoryGRU(space, actor_keep, history_frames)))
-        self._critic_keep = critic_keep
+        self._keep, self._frames = (actor_keep, critic_keep), history_frames
         super().__init__(*args, **kwargs)
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
-        """SB3 calls this for the actor's and the critic's extractors, in that order, before it builds the networks
-        on their ``features_dim``."""
-        if self._actor_extractor is not None:
-            extractor, self._actor_extractor = self._actor_extractor(self.observation_space), None
-            return extractor
-        return ObservationMask(self.observation_space, self._critic_keep)
+        """SB3 calls this for the actor's extractor (its first call, before ``features_extractor`` is set), then
+        for the critic's, before it builds the networks on their ``features_dim``."""
+        if "features_extractor" not in self._modules:
+            if self._frames is None:
+                return ObservationMask(self.observation_space, self._keep[0])
+            return HistoryGRU(self.observation_space, self._keep[0], self._frames)
+        return ObservationMask(self.observation_space, self._keep[1])
 
     def _build_mlp_extractor(self) -> None:
         """SB3's networks on the actor's features; the critic's value network on its own (they differ in size with
