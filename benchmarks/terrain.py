@@ -106,6 +106,10 @@ ARMS["perceptive_wide_opd"] = [*_OPD, "agent.privileged_critic=true", "agent.per
 _RATE5 = "+env.kwargs.reward_scales.action_rate=-0.05"
 ARMS["opd_anchor_wide_rate5"] = [*ARMS["opd_anchor_wide"], _RATE5]
 ARMS["opd_anchor_wide_gru"] = [*ARMS["opd_anchor_wide"], "agent.history_encoder=gru"]  # the 5 frames through a GRU
+# the specialist with the trunk free to pitch (no orientation term, legged_gym's rough value): at level 5 (10.1 cm
+# risers) the wide specialist stops at the second riser with its front knees at full flexion; a nose-up trunk lifts the
+# front hips
+ARMS["perceptive_stairs_wide_level"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=0.0"]
 ARMS["perceptive_wide_anchor"] = [*ARMS["opd_anchor"][:2], "agent.privileged_critic=true", "agent.perceptive_actor=true",
                                   _WIDE]
 FIXED_LEVELS = (0, 3, 6, 9)
