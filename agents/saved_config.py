@@ -85,20 +85,22 @@ def load(run_dir: str | Path, option: str) -> DictConfig:
         raise ConfigError(f"{where}: {problem} (hand-edited or damaged?); correct that value, or {fix}")
     if isinstance(saved.get("distill"), DictConfig):
         renamed_teacher(saved.distill)
-    _fill_added(saved, f"{option}={run_dir}: {file}")
+    _fill_added(saved, where, file)
     return saved
 
 
-_told: set[str] = set()  # runs whose added keys were reported (a command loads a run's config more than once)
+# the config files whose added keys were reported: a command loads a run's config more than once, and by more than
+# one spelling of its directory (relative on the command line, absolute once resolved)
+_told: set[Path] = set()
 
 
-def _fill_added(saved: DictConfig, where: str) -> None:
+def _fill_added(saved: DictConfig, where: str, file: Path) -> None:
     """Give the keys added to the schema since the run was made (absent from its ``config.yaml``) their
-    defaults, and say which, once per run and process, on stderr."""
+    defaults, and say which, once per config file and process, on stderr."""
     agent = {"ppo": PPOConfig, "sac": SACConfig}[saved.agent.name]
     added = _added(OmegaConf.structured(TrainConfig), saved, "") + _added(OmegaConf.structured(agent), saved.agent, "agent.")
-    if added and where not in _told:
-        _told.add(where)
+    if added and file.resolve() not in _told:
+        _told.add(file.resolve())
         print(f"{where} predates settings added since the run was made; they take their defaults: {', '.join(added)}",
               file=sys.stderr)
 

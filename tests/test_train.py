@@ -195,6 +195,24 @@ def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, 
     assert capsys.readouterr().err.splitlines() == said
 
 
+def test_keys_added_since_a_run_are_named_once_however_its_directory_is_spelt(tmp_path, monkeypatch, capsys):
+    """A command that reads a run's config by a relative and an absolute path (the teacher: on the command line, then
+    resolved) says once which keys took their defaults."""
+    from omegaconf import OmegaConf
+
+    from agents import saved_config
+
+    old = OmegaConf.to_container(compose_train(), resolve=True)
+    del old["train"]["vec_mode"]
+    (tmp_path / "teacher").mkdir()
+    OmegaConf.save(old, tmp_path / "teacher" / saved_config.CONFIG)
+    monkeypatch.chdir(tmp_path)
+    for run_dir in ("teacher", tmp_path / "teacher", "./teacher"):
+        assert saved_config.load(run_dir, "distill.teacher").train.vec_mode == "batched"
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "train.vec_mode='batched'" in said[0], said
+
+
 def test_help_lists_groups():
     result = run_train("--help", timeout=120)
     assert result.returncode == 0
