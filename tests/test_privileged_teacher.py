@@ -84,24 +84,32 @@ def flat_teacher(tmp_path_factory):
     return saved_teacher(tmp_path_factory.mktemp("teacher"))
 
 
+# env config: (history frames, action_rate scale, the PPO actor reads the scan)
+TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False), "quadruped_terrain_perceptive": (1, -0.01, True)}
+
+
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
-def test_the_blind_terrain_config_is_a_history_student_of_a_perceptive_run(tmp_path, agent):
-    """``env=quadruped_terrain_blind``: 5 frames of history, the asymmetric critic (PPO), a blind actor, the
-    checkpoint teacher named on the command line for the first 1 M steps (its actor reads the height scan it gathers
-    from the student's observation), then an EMA anchor; the teachers are the env's, for a SAC student too."""
+@pytest.mark.parametrize("env", TERRAIN_STUDENTS)
+def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, agent):
+    """``env=quadruped_terrain_blind`` (5 frames of history, a blind actor, a 5x action_rate term) and
+    ``env=quadruped_terrain_perceptive`` (the actor reads the height scan): the asymmetric critic (PPO), the teacher's
+    wider thigh and knee range, the checkpoint teacher named on the command line for the first 1 M steps (its actor
+    reads the height scan it gathers from the student's observation), then an EMA anchor; the teachers are the env's,
+    for a SAC student too."""
+    frames, action_rate, perceptive = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain", "agent.perceptive_actor=true",
-                                     "env.kwargs.action_scale=[0.5,0.8,0.9]")  # the blind config's units
+                                     "env.kwargs.action_scale=[0.5,0.8,0.9]")  # the students' units
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # SAC's actor reads the privileged entries (factory's warning)
-        cfg, model = learner(tmp_path / "student", "env=quadruped_terrain_blind", f"agent={agent}",
+        cfg, model = learner(tmp_path / "student", f"env={env}", f"agent={agent}",
                              f"distill.teacher={run_dir}", *(["agent.buffer_size=1000"] if agent == "sac" else []),
                              distill="")
-    assert (cfg.env.kwargs.history_steps, cfg.distill.name) == (5, "sequence")
+    assert (cfg.env.kwargs.get("history_steps", 1), cfg.distill.name) == (frames, "sequence")
     assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
-    assert model.get_env().get_attr("config", indices=[0])[0].reward_scales["action_rate"] == -0.05  # 5x the default
+    assert model.get_env().get_attr("config", indices=[0])[0].reward_scales["action_rate"] == action_rate
     if agent == "ppo":
-        assert cfg.agent.privileged_critic and not cfg.agent.perceptive_actor
+        assert cfg.agent.privileged_critic and cfg.agent.perceptive_actor == perceptive
     distillation = build_distillation(cfg, model)
     first, anchor = distillation.sequence.stages
     assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, EMATeacher)
@@ -111,7 +119,7 @@ def test_the_blind_terrain_config_is_a_history_student_of_a_perceptive_run(tmp_p
     venv = model.get_env()
     venv.reset()
     raw = venv.get_original_obs()
-    assert raw.shape == (2, 138 + 4 * 42)
+    assert raw.shape == (2, 138 + (frames - 1) * 42)
     targets = distillation.teacher.targets(torch.as_tensor(venv.normalize_obs(raw)), torch.as_tensor(raw))
     expected = policy_entry(teacher).distribution(torch_normalize_obs(teacher.get_env(), torch.as_tensor(raw[:, :138])))
     assert torch.equal(targets.dist.mean, expected.mean)
