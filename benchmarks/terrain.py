@@ -110,7 +110,8 @@ ARMS["opd_anchor_wide_gru"] = [*ARMS["opd_anchor_wide"], "agent.history_encoder=
 # risers) the wide specialist stops at the second riser with its front knees at full flexion; a nose-up trunk lifts the
 # front hips
 ARMS["perceptive_stairs_wide_level"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=0.0"]
-ARMS["perceptive_stairs_wide_orient1"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=-1.0"]  # a fifth
+# and with a fifth of the orientation term (-1): pitch allowed, tipping over still costs
+ARMS["perceptive_stairs_wide_orient1"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=-1.0"]
 ARMS["perceptive_wide_anchor"] = [*ARMS["opd_anchor"][:2], "agent.privileged_critic=true", "agent.perceptive_actor=true",
                                   _WIDE]
 FIXED_LEVELS = (0, 3, 6, 9)
