@@ -99,8 +99,9 @@ def _fill_added(saved: DictConfig, where: str, file: Path) -> None:
     defaults, and say which, once per config file and process, on stderr."""
     agent = {"ppo": PPOConfig, "sac": SACConfig}[saved.agent.name]
     added = _added(OmegaConf.structured(TrainConfig), saved, "") + _added(OmegaConf.structured(agent), saved.agent, "agent.")
-    if added and file.resolve() not in _told:
-        _told.add(file.resolve())
+    told = file.resolve()
+    if added and told not in _told:
+        _told.add(told)
         print(f"{where} predates settings added since the run was made; they take their defaults: {', '.join(added)}",
               file=sys.stderr)
 

@@ -66,7 +66,7 @@ class MaskedActorCriticPolicy(ActorCriticPolicy):
     def __init__(self, *args, actor_keep: list[float], critic_keep: list[float],
                  history_frames: list[list[int]] | None = None, **kwargs) -> None:
         kwargs["share_features_extractor"] = False
-        self._keep, self._frames = (actor_keep, critic_keep), history_frames
+        self._actor_keep, self._critic_keep, self._frames = actor_keep, critic_keep, history_frames
         super().__init__(*args, **kwargs)
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
@@ -74,9 +74,9 @@ class MaskedActorCriticPolicy(ActorCriticPolicy):
         for the critic's, before it builds the networks on their ``features_dim``."""
         if "features_extractor" not in self._modules:
             if self._frames is None:
-                return ObservationMask(self.observation_space, self._keep[0])
-            return HistoryGRU(self.observation_space, self._keep[0], self._frames)
-        return ObservationMask(self.observation_space, self._keep[1])
+                return ObservationMask(self.observation_space, self._actor_keep)
+            return HistoryGRU(self.observation_space, self._actor_keep, self._frames)
+        return ObservationMask(self.observation_space, self._critic_keep)
 
     def _build_mlp_extractor(self) -> None:
         """SB3's networks on the actor's features; the critic's value network on its own (they differ in size with
