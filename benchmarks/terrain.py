@@ -17,6 +17,8 @@
            (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
            the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
+``--tag``   appended to each run directory's name (``runs/benchmarks/terrain/<arm>_<tag>_s<seed>``): one arm taught by
+           another ``--teacher`` beside the runs already there.
 ``diagnose`` where each run's policy goes on fixed tiles (``--levels``) and what its reward terms say there: the
            mean |heading error|, the distance walked from the spawn, the share of episodes that crossed the tile,
            the front feet's touch forces (stomping) and the mean per-step value of the terms that could hold a
@@ -31,6 +33,7 @@ Usage::
     python benchmarks/terrain.py learn --arms perceptive --seeds 0 --steps 5000000
     python benchmarks/terrain.py learn --arms history scripted_critic history_opd --seeds 0 --steps 2000000 --parallel 3
     python benchmarks/terrain.py diagnose --arms perceptive --levels 1 3 --episodes 10
+    python benchmarks/terrain.py learn --arms perceptive_wide_anchor --teacher runs/benchmarks/terrain/perceptive_stairs_wide_orient1_s0 --tag orient1
 """
 
 from __future__ import annotations
@@ -150,11 +153,13 @@ def reach(episodes: int, levels: list[int], blind: bool) -> list:
     return results
 
 
-def run_dir(arm: str, seed: int) -> Path:
-    return ROOT / "runs" / "benchmarks" / "terrain" / f"{arm}_s{seed}"
+def run_dir(arm: str, seed: int, tag: str = "") -> Path:
+    """Where (arm, seed) trains; ``tag`` (e.g. the teacher's name) tells apart runs of one arm taught by other teachers."""
+    return ROOT / "runs" / "benchmarks" / "terrain" / (f"{arm}_{tag}_s{seed}" if tag else f"{arm}_s{seed}")
 
 
-def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str], teacher: Path) -> None:
+def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str], teacher: Path,
+          tag: str = "") -> None:
     """Train every (arm, seed), ``parallel`` processes at a time (``teacher``: the run an OPD arm learns from)."""
     jobs = [(arm, seed) for seed in seeds for arm in arms]
     running: list[subprocess.Popen] = []
@@ -162,7 +167,7 @@ def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: l
         while len(running) >= parallel:
             running[0].wait()
             running = [p for p in running if p.poll() is None]
-        out = run_dir(arm, seed)
+        out = run_dir(arm, seed, tag)
         cmd = [sys.executable, str(ROOT / "train.py"), "env=quadruped_terrain", "agent=ppo",
                *(override.replace("{teacher}", str(teacher)) for override in ARMS[arm]), f"seed={seed}",
                f"train.total_timesteps={steps}", "train.eval_freq=250000", "train.eval_episodes=20", "train.video=false",
@@ -206,7 +211,7 @@ def policy_act(run: Path):
     return act, kwargs, int(found.meta["num_timesteps"])
 
 
-def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
+def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "") -> dict:
     import envs  # noqa: F401
     from agents.evaluation.tiles import evaluate_tiles, highest_levels
     from envs.quadruped.terrain import TERRAIN_TYPES
@@ -214,20 +219,20 @@ def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
     out = {}
     for arm in arms:
         for seed in seeds:
-            run = run_dir(arm, seed)
+            run = run_dir(arm, seed, tag)
             curve = level_curve(run)
             act, kwargs, step = policy_act(run)
             results = evaluate_tiles(act, ENV_ID, kwargs, TERRAIN_TYPES, FIXED_LEVELS, episodes, seed=10_000)
             last = list(csv.DictReader((run / "progress.csv").open()))[-1]
             per_type = {t: last.get(f"curriculum/level_{t}") for t in TERRAIN_TYPES}
-            print(f"\n## {arm}, seed {seed}: step {step}; mean level curve (every ~250 k): "
+            print(f"\n## {run.name}: step {step}; mean level curve (every ~250 k): "
                   + ", ".join(f"{s // 1000}k {lv:.2f}" for s, lv in curve[:: max(1, len(curve) // 12)]))
             print(f"final mean level {curve[-1][1]:.2f}; per type: "
                   + ", ".join(f"{t} {float(v):.1f}" for t, v in per_type.items() if v))
             print(_table(results))
-            out[f"{arm}_s{seed}"] = {"step": step, "curve": curve, "per_type": per_type,
-                                     "tiles": [asdict(r) for r in results], "highest": highest_levels(results)}
-            (run / "report.json").write_text(json.dumps(out[f"{arm}_s{seed}"], indent=1))
+            out[run.name] = {"step": step, "curve": curve, "per_type": per_type,
+                             "tiles": [asdict(r) for r in results], "highest": highest_levels(results)}
+            (run / "report.json").write_text(json.dumps(out[run.name], indent=1))
             print(f"written {run / 'report.json'}")
     return out
 
@@ -235,7 +240,7 @@ def report(arms: list[str], seeds: list[int], episodes: int) -> dict:
 DIAGNOSED_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "orientation", "lin_vel_z", "base_height", "feet_clearance")
 
 
-def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]) -> None:
+def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int], tag: str = "") -> None:
     """Where each run's policy goes on fixed tiles and what its reward terms say there (issue 38's "why they
     crawl"): per level, type, over ``episodes`` seeded episodes while on the tile, the mean |heading error| (deg:
     the commanded heading, world frame, minus the trunk's yaw), the distance from the spawn when the episode ended
@@ -250,7 +255,7 @@ def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]
 
     for arm in arms:
         for seed in seeds:
-            act, kwargs, step = policy_act(run_dir(arm, seed))
+            act, kwargs, step = policy_act(run_dir(arm, seed, tag))
             env = gym.make(ENV_ID, **kwargs)  # with its time limit
             sim = env.unwrapped
             for level in levels:
@@ -294,6 +299,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5_000_000)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--teacher", type=Path, default=run_dir("perceptive", 0), help="the OPD arms' teacher run")
+    parser.add_argument("--tag", default="", help="appended to each run directory's name (arm_TAG_sSEED): e.g. the teacher")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:cut])
@@ -301,12 +307,12 @@ def main() -> None:
     if a.task == "reach":
         reach(a.episodes, a.levels, a.blind)
     elif a.task == "learn":
-        learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher)
-        report(a.arms, a.seeds, a.episodes)
+        learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher, a.tag)
+        report(a.arms, a.seeds, a.episodes, a.tag)
     elif a.task == "diagnose":
-        diagnose(a.arms, a.seeds, a.episodes, a.levels)
+        diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag)
     else:
-        report(a.arms, a.seeds, a.episodes)
+        report(a.arms, a.seeds, a.episodes, a.tag)
 
 
 if __name__ == "__main__":
