@@ -84,6 +84,19 @@ def flat_teacher(tmp_path_factory):
     return saved_teacher(tmp_path_factory.mktemp("teacher"))
 
 
+def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_students_units(tmp_path):
+    """``env=quadruped_terrain_stairs``, the terrain students' teacher: every copy on the stairs-up column, the height
+    scan in the actor and the critic, the students' joint range, a fifth of the orientation term, and the terrain's
+    trot teaching the first 1 M steps."""
+    cfg, model = learner(tmp_path, "env=quadruped_terrain_stairs", distill="")
+    assert list(cfg.env.kwargs.terrain_types) == ["stairs_up"]
+    assert cfg.agent.perceptive_actor and cfg.agent.privileged_critic
+    assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
+    assert (cfg.distill.name, cfg.distill.schedule_steps) == ("scripted", 1_000_000)
+    scales = model.get_env().get_attr("config", indices=[0])[0].reward_scales
+    assert (scales["orientation"], scales["action_rate"]) == (-1.0, -0.01)
+
+
 # env config: (history frames, action_rate scale, the PPO actor reads the scan)
 TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False), "quadruped_terrain_perceptive": (1, -0.01, True)}
 
@@ -98,8 +111,7 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     for a SAC student too."""
     frames, action_rate, perceptive = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
-    run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain", "agent.perceptive_actor=true",
-                                     "env.kwargs.action_scale=[0.5,0.8,0.9]")  # the students' units
+    run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # SAC's actor reads the privileged entries (factory's warning)
         cfg, model = learner(tmp_path / "student", f"env={env}", f"agent={agent}",
