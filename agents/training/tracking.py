@@ -6,7 +6,7 @@ adds the writers that show it:
 
 * :class:`TensorBoardClips`: every clip as an animated GIF image summary (``eval/video/env<i>_ep<k>``)
   in the run's TensorBoard event file. TensorBoard's Images dashboard plays animated GIFs; the summary
-  is the one ``SummaryWriter.add_video`` writes, encoded here with imageio/Pillow instead of moviepy.
+  is the one ``SummaryWriter.add_video`` writes, encoded here with Pillow instead of moviepy.
 * :class:`WandbOutputFormat` (``train.wandb=true``, the ``wandb`` extra): a Weights & Biases run with
   the resolved config, every scalar SB3 logs and the clips as videos (``eval/video/env<i>_ep<k>``).
   ``WANDB_MODE=offline`` keeps it on disk (``<run>/wandb/offline-run-*``; ``wandb sync`` uploads it).
@@ -14,6 +14,7 @@ adds the writers that show it:
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 import imageio.v3 as iio
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
+from PIL import Image
 from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
 from tensorboard.compat.proto.summary_pb2 import Summary
 
@@ -56,9 +58,14 @@ def clip_gif(clip: Clip, max_frames: int = 150, max_width: int = 320) -> tuple[b
     stride = -(-clip.frames // max_frames)
     frames = [f for i, f in enumerate(iio.imiter(clip.path)) if i % stride == 0]
     shrink = max(1, -(-frames[0].shape[1] // max_width))
-    video = np.stack(frames)[:, ::shrink, ::shrink]
-    gif = iio.imwrite("<bytes>", video, extension=".gif", duration=round(1000 * stride / fps), loop=0)
-    return gif, video.shape[1], video.shape[2]
+    # each frame's own 256-colour palette by Pillow's fast octree: 8x faster than the median cut Pillow picks for RGB
+    # frames (0.5 s against 4 s for a 143-frame clip, a third of a terrain evaluation's time; benchmarks/RESULTS.md)
+    images = [Image.fromarray(np.ascontiguousarray(f[::shrink, ::shrink])).quantize(256, Image.Quantize.FASTOCTREE)
+              for f in frames]
+    out = io.BytesIO()
+    images[0].save(out, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 * stride / fps),
+                   loop=0)
+    return out.getvalue(), images[0].height, images[0].width
 
 
 class TensorBoardClips(KVWriter):
