@@ -60,8 +60,7 @@ def clip_gif(clip: Clip, max_frames: int = 150, max_width: int = 320) -> tuple[b
     shrink = max(1, -(-frames[0].shape[1] // max_width))
     # each frame's own 256-colour palette by Pillow's fast octree, not the median cut Pillow picks for RGB frames: a
     # terrain evaluation's clip (1,001 frames read, 143 kept) in 0.6 s instead of 2.2 (benchmarks/RESULTS.md)
-    images = [Image.fromarray(np.ascontiguousarray(f[::shrink, ::shrink])).quantize(256, Image.Quantize.FASTOCTREE)
-              for f in frames]
+    images = [Image.fromarray(f[::shrink, ::shrink]).quantize(256, Image.Quantize.FASTOCTREE) for f in frames]
     out = io.BytesIO()
     images[0].save(out, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 * stride / fps),
                    loop=0)
