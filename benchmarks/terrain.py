@@ -115,6 +115,18 @@ ARMS["opd_anchor_wide_gru"] = [*ARMS["opd_anchor_wide"], "agent.history_encoder=
 ARMS["perceptive_stairs_wide_level"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=0.0"]
 # and with a fifth of the orientation term (-1): pitch allowed, tipping over still costs
 ARMS["perceptive_stairs_wide_orient1"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=-1.0"]
+# the level-4 specialist's recipe with the thigh's range widened to +-1.2 rad (its joints allow 1.59): at level 5 the
+# front legs still sit at the range's corner
+ARMS["perceptive_stairs_thigh12"] = [*ARMS["perceptive_stairs"], "env.kwargs.action_scale=[0.5,1.2,0.9]",
+                                     "+env.kwargs.reward_scales.orientation=-1.0"]
+# the blind recipe (opd_anchor_wide_rate5) with the teacher's stage 1.5 M steps instead of 1 M (alpha 1 -> 0 over them;
+# env=quadruped_terrain_blind since: it walks the teacher's stairs level, 4), and with the teacher itself as the anchor
+# after its stage (alpha 0.1) instead of the EMA of the student
+ARMS["opd_long_wide_rate5"] = [*ARMS["opd_anchor_wide_rate5"], "distill.stages.0.steps=1500000",
+                               "+distill.stages.0.schedule_steps=1500000"]
+ARMS["opd_teacher_anchor_wide_rate5"] = [
+    "distill=sequence", "distill.stages=[{name: checkpoint, steps: 1000000, teacher: '{teacher}'}, "
+    "{name: checkpoint, label: anchor, teacher: '{teacher}', alpha: 0.1, schedule: constant}]", *_BLIND, _WIDE, _RATE5]
 ARMS["perceptive_wide_anchor"] = [*ARMS["opd_anchor"][:2], "agent.privileged_critic=true", "agent.perceptive_actor=true",
                                   _WIDE]
 FIXED_LEVELS = (0, 3, 6, 9)

@@ -97,8 +97,9 @@ def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_stud
     assert (scales["orientation"], scales["action_rate"]) == (-1.0, -0.01)
 
 
-# env config: (history frames, action_rate scale, the PPO actor reads the scan)
-TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False), "quadruped_terrain_perceptive": (1, -0.01, True)}
+# env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher teaches)
+TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000),
+                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000)}
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
@@ -106,10 +107,10 @@ TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False), "quadruped_ter
 def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, agent):
     """``env=quadruped_terrain_blind`` (5 frames of history, a blind actor, a 5x action_rate term) and
     ``env=quadruped_terrain_perceptive`` (the actor reads the height scan): the asymmetric critic (PPO), the teacher's
-    wider thigh and knee range, the checkpoint teacher named on the command line for the first 1 M steps (its actor
-    reads the height scan it gathers from the student's observation), then an EMA anchor; the teachers are the env's,
-    for a SAC student too."""
-    frames, action_rate, perceptive = TERRAIN_STUDENTS[env]
+    wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps (blind) or
+    1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers from the
+    student's observation), then an EMA anchor; the teachers are the env's, for a SAC student too."""
+    frames, action_rate, perceptive, taught = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
     with warnings.catch_warnings():
@@ -125,8 +126,8 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     distillation = build_distillation(cfg, model)
     first, anchor = distillation.sequence.stages
     assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, EMATeacher)
-    assert first.end == anchor.start == 1_000_000 / cfg.train.total_timesteps
-    assert (first.alpha(0.0), anchor.alpha(0.5), anchor.alpha(1.0)) == (1.0, 0.1, 0.1)
+    assert first.end == anchor.start == taught / cfg.train.total_timesteps
+    assert (first.alpha(0.0), first.alpha(first.end / 2), anchor.alpha(0.5), anchor.alpha(1.0)) == (1.0, 0.5, 0.1, 0.1)
     assert distillation.sequence.select(0.0) is first
     venv = model.get_env()
     venv.reset()
