@@ -16,7 +16,8 @@ import torch
 
 import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.quadruped import QuadrupedTerrainEnv
-from envs.quadruped.terrain import CELL, COLUMN_TYPES, COLUMNS, LEVELS, TERRAIN_TYPES, riser_height, size_scale, terrain_grid
+from envs.quadruped.terrain import (CELL, COLUMN_TYPES, COLUMNS, LEVELS, STEPPED_TYPES, STRIDE, TERRAIN_TYPES, riser_height,
+                                    size_scale, terrain_grid)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
@@ -65,9 +66,10 @@ def test_observation_layout_and_spec(env):
 
 
 def test_height_scan_matches_ray_casts_on_the_heightfield(env):
-    """The scan comes from the height array (no ray casts): it must agree with MuJoCo's own heightfield."""
+    """The scan comes from the height array (no ray casts): it must be MuJoCo's own ground, on every type (the
+    heightfield's float32 samples are the only difference)."""
     u = env.unwrapped
-    for kind in ("stairs_up", "obstacles", "rough_slope"):
+    for kind in TERRAIN_TYPES:
         obs, _ = env.reset(seed=3, options={"terrain_type": kind, "terrain_level": 8})
         m, d = u.model, u.data
         x, y, z = d.qpos[0:3]
@@ -78,9 +80,46 @@ def test_height_scan_matches_ray_casts_on_the_heightfield(env):
                                      np.array([0, 0, 0, 1, 0, 0], dtype=np.uint8), 1, -1, geom)  # group 3: the colliding field
             hit[k] = 3.0 - distance
         scan = obs[u.privileged_obs["height_scan"]]
-        error = np.abs((z - hit) - scan)
-        assert np.median(error) < 1e-3, kind  # the same surface ...
-        assert np.mean(error < 0.01) > 0.9, kind  # ... but inside a cell MuJoCo's triangles differ from bilinear
+        assert np.abs((z - hit) - scan).max() < 1e-6, kind
+
+
+@pytest.mark.parametrize("kind", [t for t in TERRAIN_TYPES if t not in STEPPED_TYPES])
+def test_smooth_tiles_collide_on_the_lattice_and_the_scan_reads_its_triangles(env, kind):
+    """Rough ground and slopes collide as a heightfield of every second sample (0.1 m): the model's field is that
+    lattice, the other samples lie on its triangles, and the lookup is MuJoCo's ground at any point, across tile
+    edges too (rays, to the field's float32 rounding)."""
+    from test_terrain_boxes import ground_by_rays
+
+    u = env.unwrapped
+    grid, rng = u.tiles, np.random.default_rng(4)
+    field = u.model.hfield("terrain")
+    assert field.ncol[0] == (grid.heights.shape[0] - 2) // STRIDE + 2  # x: one sample past the grid's odd last one
+    assert field.nrow[0] == grid.stepped_from // STRIDE + 1  # y: up to the first stepped sample
+    assert 2 * field.size[0] / (field.ncol[0] - 1) == pytest.approx(STRIDE * CELL)  # 0.1 m apart
+    for column in [c for c, t in enumerate(COLUMN_TYPES) if t == kind]:
+        for level in (0, 5, 9):
+            cx, cy, _ = grid.origins[level, column]
+            x = np.clip(cx + rng.uniform(-0.6, 0.6, 200) * grid.tile_size, 1e-6, grid.extent[0] - 1e-6)
+            y = np.clip(cy + rng.uniform(-0.6, 0.6, 200) * grid.tile_size, 1e-6, grid.stepped_from * CELL - 1e-6)
+            np.testing.assert_allclose(grid.heights_at(x, y), ground_by_rays(u, x, y), rtol=0, atol=1e-6)
+
+
+def test_rough_bumps_sit_on_the_lattice_in_every_tile():
+    """The bumps are uniform draws at the lattice's samples whatever a tile's first sample (107 samples a Go1 tile:
+    every other tile starts between two lattice samples); drawn on the tile's own grid, half the tiles would
+    collide on the draws' midpoints, with the spread of a mean of two (1/sqrt 2)."""
+    grid = terrain_grid(0, GO1_SCALE)
+    n, high = grid.tile_samples, 0.1 * GO1_SCALE  # level 9: bumps in [0, 0.1 s] m
+    assert n % 2 == 1  # so the tiles' parities differ
+    lattice_samples = grid.heights[::STRIDE, ::STRIDE]
+    for column in [c for c, t in enumerate(COLUMN_TYPES) if t == "rough"]:
+        for level in (8, 9):  # an even and an odd first row
+            rows = slice(-(-level * n // STRIDE), (level + 1) * n // STRIDE)
+            cols = slice(-(-column * n // STRIDE), (column + 1) * n // STRIDE)
+            draws = lattice_samples[rows, cols]
+            spread = (0.025 + 0.075 * level / (LEVELS - 1)) * GO1_SCALE / np.sqrt(12)  # a uniform draw's std
+            assert draws.std() == pytest.approx(spread, rel=0.08), (level, column)
+            assert 0.0 <= draws.min() and draws.max() <= high + 1e-12
 
 
 def test_privileged_friction_and_velocity(env):

@@ -14,7 +14,7 @@ import numpy as np
 
 from envs.quadruped.config import ACTION_SCALE
 from envs.quadruped.robots import LegGeometry, robot_model, robot_named, robot_spec
-from envs.quadruped.terrain import CELL, TerrainGrid, rough_heights, size_scale, terrain_grid
+from envs.quadruped.terrain import CELL, STRIDE, TerrainGrid, lattice, rough_heights, size_scale, terrain_grid
 from envs.quadruped.terrain_boxes import PARKED, SLACK, reach, stepped_boxes, window_slots
 
 BORDER = 50.0  # m of flat ground around the tile grid
@@ -53,7 +53,8 @@ def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     """The robot in our scene on the tile grid of ``seed`` sized for its legs, and the grid (built once per
     process; treat the model as read-only: an env runs a copy).
 
-    The smooth columns (rough, slopes) are the heightfield ``terrain``, the stepped ones (stairs, obstacles) boxes
+    The smooth columns (rough, slopes) are the heightfield ``terrain`` on the 0.1 m collision lattice
+    (:func:`~envs.quadruped.terrain.lattice`), the stepped ones (stairs, obstacles) boxes
     (:func:`~envs.quadruped.terrain_boxes.stepped_boxes`), of which the world body holds a window around the robot
     (geoms ``terrain_box_<k>``, parked far away until an env's :class:`~envs.quadruped.terrain_boxes.BoxWindow`
     fills them), all colliding and never drawn (group 3), within flat border boxes ``BORDER`` m wide at z = 0; the plane is hidden and inert;
@@ -63,15 +64,16 @@ def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     geometry = LegGeometry.from_model(base, robot_named(robot), 0.02, ACTION_SCALE)
     grid = terrain_grid(seed, size_scale(float(geometry.thigh[0] + np.hypot(*geometry.calf[0]))))
     spec = robot_spec(robot)
-    smooth = grid.heights[:, : grid.stepped_from + 1]  # up to the first stepped sample: the ramp to it is smooth
+    smooth = lattice(grid.heights[:, : grid.stepped_from + 1])  # up to the first stepped sample: the ramp to it is smooth
     nx, ny = smooth.shape
     low, high = float(smooth.min()), float(smooth.max())
+    half_x, half_y = (nx - 1) * STRIDE * CELL / 2, (ny - 1) * STRIDE * CELL / 2
     field = spec.hfield("terrain")
     field.nrow, field.ncol = ny, nx  # MuJoCo's rows run along y, its columns along x
-    field.size = (grid.extent[0] / 2, (ny - 1) * CELL / 2, max(high - low, 1e-6), 0.1)
+    field.size = (half_x, half_y, max(high - low, 1e-6), 0.1)
     field.userdata = ((smooth.T - low) / max(high - low, 1e-6)).ravel().astype(np.float32)
     geom = spec.geom("terrain")
-    geom.pos = (grid.extent[0] / 2, (ny - 1) * CELL / 2, low)
+    geom.pos = (half_x, half_y, low)
     geom.contype = 1  # collides, never drawn (group 3, transparent): the view below is what renders
     half = reach(base, geometry) + SLACK * grid.scale
     spec.add_numeric(name="terrain_box_window", data=[half, SLACK * grid.scale])

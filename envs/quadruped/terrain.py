@@ -16,7 +16,7 @@ five types, plus two of plain rough ground):
 ===============  =======  ============================================================================
 type             columns  tile (d: difficulty in [0, 1], s: the robot's size scale below)
 ===============  =======  ============================================================================
-rough            2        uniform bumps on a 0.1 m grid, bilinear between, heights in [0, (0.025 + 0.075 d) s] m
+rough            2        uniform bumps on the 0.1 m collision lattice, heights in [0, (0.025 + 0.075 d) s] m
 smooth_slope     2        a pyramid valley: the robot starts in its flat centre and walks out uphill, slope
                           0.4 d (rise over run)
 rough_slope      2        a pyramid hill (walks out downhill), slope 0.4 d, plus bumps of +-0.05 s m
@@ -39,13 +39,16 @@ s = 0.671: tiles 5.35 m, risers 3.4 - 15.4 cm, obstacles up to 16.8 cm.
 16 cm of flat top). World frame: the grid spans ``x`` in [0, levels x tile] (rows: levels, along +x) and
 ``y`` in [0, columns x tile] (columns: types, along +y); ground level outside the tiles' features is z = 0
 and the env surrounds the grid with flat ground at z = 0. The smooth types (rough, slopes: the first
-columns) collide as a heightfield (MuJoCo's triangles between samples); the ``STEPPED_TYPES`` (stairs,
-obstacles: the last columns) as boxes, each sample's height over its cell, so a step edge is vertical,
+columns) collide as a heightfield of every ``STRIDE``-th sample (:func:`lattice`: 0.1 m apart, legged_gym's
+horizontal scale; a foot sphere meets 2-8 triangle prisms on a 0.05 m field, fewer on this one): the bumps are
+drawn at the lattice's samples in every tile (a tile's first sample may lie between two), and every sample
+between lies on MuJoCo's triangles of the lattice (:func:`_triangulated`). The ``STEPPED_TYPES`` (stairs,
+obstacles: the last columns) collide as boxes, each sample's height over its cell, so a step edge is vertical,
 half-way between two samples (``envs.quadruped.terrain_boxes``).
 
 Heights are queried without ray casts: :meth:`TerrainGrid.heights_at` reads the array at any number of points
-at once (the privileged height scan), bilinearly in the smooth columns and as the nearest sample in the
-stepped ones: the ground that collides.
+at once (the privileged height scan), as MuJoCo's triangles in the smooth columns (the 0.05 m grid's triangles
+are the lattice's) and as the nearest sample in the stepped ones: the ground that collides.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ import numpy as np
 ANYMAL_LEG_LENGTH = 0.635  # m, ANYmal C thigh 0.285 + shank-to-foot 0.35 (anymal_c_simple_description)
 LEVELS = 10
 CELL = 0.05  # m between height samples
+STRIDE = 2  # samples per side of a collision lattice cell: the smooth columns collide on a 0.1 m grid (legged_gym's)
 COLUMNS = {"rough": 2, "smooth_slope": 2, "rough_slope": 2, "stairs_up": 7, "stairs_down": 5, "obstacles": 4}
 TERRAIN_TYPES = tuple(COLUMNS)
 COLUMN_TYPES = tuple(t for t, n in COLUMNS.items() for _ in range(n))  # the type of each column
@@ -111,15 +115,15 @@ def riser_height(level: int, scale: float) -> float:
     return (0.05 + 0.18 * level / (LEVELS - 1)) * scale
 
 
-def _coarse_noise(rng: np.random.Generator, n: int, step: int, low: float, high: float) -> np.ndarray:
-    """``n x n`` heights: uniform draws in [low, high] every ``step`` samples, bilinear in between."""
-    k = (n - 1) // step + 2
-    coarse = rng.uniform(low, high, size=(k, k))
-    t = np.arange(n) / step
-    i = t.astype(int)
-    f = t - i
+def _coarse_noise(rng: np.random.Generator, n: int, low: float, high: float, first: tuple[int, int]) -> np.ndarray:
+    """``n x n`` heights of the tile whose first sample is grid sample ``first`` (indices along x, y): uniform draws
+    in [low, high] at the samples of the collision lattice (grid indices that are multiples of ``STRIDE``, 0.1 m
+    apart), bilinear in between."""
+    offset = np.mod(first, STRIDE)
+    coarse = rng.uniform(low, high, size=tuple((n - 1 + offset) // STRIDE + 2))
+    (i, f), (j, g) = ((t.astype(int), t - t.astype(int)) for t in ((np.arange(n) + o) / STRIDE for o in offset))
     rows = coarse[i] * (1 - f)[:, None] + coarse[i + 1] * f[:, None]  # (n, k): along the first axis
-    return rows[:, i] * (1 - f)[None, :] + rows[:, i + 1] * f[None, :]
+    return rows[:, j] * (1 - g)[None, :] + rows[:, j + 1] * g[None, :]
 
 
 def _edge_distance(n: int) -> np.ndarray:
@@ -130,20 +134,20 @@ def _edge_distance(n: int) -> np.ndarray:
     return np.minimum(d[:, None], d[None, :])
 
 
-def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Heights (m) of one ``n x n`` tile of type ``kind`` at ``level`` (module docstring)."""
+def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator, first: tuple[int, int]) -> np.ndarray:
+    """Heights (m) of one ``n x n`` tile of type ``kind`` at ``level`` (module docstring) whose first sample is grid
+    sample ``first`` (indices along x, y)."""
     d = level / (LEVELS - 1)
     half = (n - 1) * CELL / 2
     plateau = half - PLATFORM * scale / 2  # edge distance where the central platform begins
-    step = max(1, int(round(0.1 / CELL)))  # bumps every 0.1 m
     if kind == "rough":
-        return _coarse_noise(rng, n, step, 0.0, (0.025 + 0.075 * d) * scale)
+        return _coarse_noise(rng, n, 0.0, (0.025 + 0.075 * d) * scale, first)
     edge = _edge_distance(n)
     if kind in ("smooth_slope", "rough_slope"):
         hill = 0.4 * d * np.minimum(edge, plateau)
         if kind == "smooth_slope":
             return -hill
-        return hill + _coarse_noise(rng, n, step, -0.05 * scale, 0.05 * scale)
+        return hill + _coarse_noise(rng, n, -0.05 * scale, 0.05 * scale, first)
     if kind in ("stairs_up", "stairs_down"):
         rings = np.floor(np.minimum(edge, plateau) / (TREAD * scale))
         stairs = rings * riser_height(level, scale)
@@ -184,7 +188,8 @@ class TerrainGrid:
         return ((self.heights.shape[0] - 1) * CELL, (self.heights.shape[1] - 1) * CELL)
 
     def heights_at(self, x: np.ndarray, y: np.ndarray, near: tuple[float, float, float] | None = None) -> np.ndarray:
-        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), bilinear between samples, but the
+        """Ground height (m) at world points ``(x, y)`` (arrays of one shape), on MuJoCo's heightfield triangles between
+        samples (split from each cell's lowest x and y corner to its highest), but the
         nearest sample's in the cells of the stepped columns (the boxes' ground, ``envs.quadruped.terrain_boxes``,
         from the first sample of the first stepped column on); off the grid the ground outside it, z = 0
         (within one cell of the edge: a ramp to it). Elementwise, so any batch gives the same bits per point.
@@ -204,10 +209,12 @@ class TerrainGrid:
         if region is None:  # clamped: points off the grid read the zero ring only
             i, j = np.minimum(np.maximum(i, -2.0), rows - 4.0), np.minimum(np.maximum(j, -2.0), cols - 4.0)
         k = (i * cols + j).astype(np.intp) + offset
-        low = flat[k] + (flat[k + 1] - flat[k]) * fv
-        high = flat[k + cols] + (flat[k + cols + 1] - flat[k + cols]) * fv
-        bilinear = low + (high - low) * fu
-        return bilinear if region == "smooth" else np.where(self._stepped_cells[k], nearest, bilinear)
+        # MuJoCo's two triangles per cell (:func:`_triangulated`): from the low corner along the larger fraction's
+        # axis to its corner there, then along the smaller one to the high corner.
+        low, high, side = flat[k], flat[k + cols + 1], np.where(fu >= fv, flat[k + cols], flat[k + 1])
+        big, small = np.maximum(fu, fv), np.minimum(fu, fv)
+        triangles = low + big * (side - low) + small * (high - side)
+        return triangles if region == "smooth" else np.where(self._stepped_cells[k], nearest, triangles)
 
     def _region(self, near: tuple[float, float, float] | None) -> str | None:
         """``"stepped"`` or ``"smooth"`` when the disc ``near`` (x, y, r; m) lies inside the grid, at least two cells
@@ -237,21 +244,54 @@ class TerrainGrid:
         return cells.reshape(-1)
 
 
+def lattice(block: np.ndarray) -> np.ndarray:
+    """The collision lattice's samples of the heights ``block`` (m; a grid's first rows and columns): every
+    ``STRIDE``-th sample along both axes, from the first to the first at or past the last, those past the block
+    the ground outside the grid (z = 0)."""
+    rows, cols = block.shape
+    samples = np.zeros(((rows - 2) // STRIDE + 2, (cols - 2) // STRIDE + 2))
+    on = block[::STRIDE, ::STRIDE]
+    samples[: on.shape[0], : on.shape[1]] = on
+    return samples
+
+
+def _triangulated(block: np.ndarray) -> np.ndarray:
+    """``block`` with every sample off the collision lattice replaced by the ground MuJoCo's heightfield makes of
+    the lattice (:func:`lattice`): two triangles per lattice cell, split along the diagonal from its lowest x and y
+    corner to its highest (``mjc_ConvexHField``'s prisms; a ray cast confirms it)."""
+    samples = lattice(block)
+    rows, cols = block.shape
+    a = np.minimum(np.arange(rows) // STRIDE, samples.shape[0] - 2)
+    b = np.minimum(np.arange(cols) // STRIDE, samples.shape[1] - 2)
+    fu = ((np.arange(rows) - a * STRIDE) / STRIDE)[:, None]  # fractions of a lattice cell along x, y
+    fv = ((np.arange(cols) - b * STRIDE) / STRIDE)[None, :]
+    h00, h10 = samples[a][:, b], samples[a + 1][:, b]
+    h01, h11 = samples[a][:, b + 1], samples[a + 1][:, b + 1]
+    ground = np.where(fu >= fv, h00 + fu * (h10 - h00) + fv * (h11 - h10), h00 + fv * (h01 - h00) + fu * (h11 - h01))
+    ground[::STRIDE, ::STRIDE] = block[::STRIDE, ::STRIDE]  # the lattice itself, to the bit
+    return ground
+
+
 @functools.lru_cache(maxsize=4)
 def terrain_grid(seed: int, scale: float) -> TerrainGrid:
     """The grid of ``seed`` for size scale ``scale`` (built once per process; treat it as read-only)."""
     n = int(round(TILE * scale / CELL))
     columns = len(COLUMN_TYPES)
     heights = np.zeros((LEVELS * n, columns * n))
-    origins = np.zeros((LEVELS, columns, 3))
-    centre = slice(n // 2 - int(0.5 / CELL), n // 2 + int(0.5 / CELL) + 1)  # +-0.5 m around the tile centre
     for level in range(LEVELS):
         for column, kind in enumerate(COLUMN_TYPES):
             rng = np.random.default_rng((seed, level, column))
-            tile = _tile(kind, level, scale, n, rng)
+            tile = _tile(kind, level, scale, n, rng, (level * n, column * n))
             heights[level * n : (level + 1) * n, column * n : (column + 1) * n] = tile
-            origins[level, column] = ((level * n + (n - 1) / 2) * CELL, (column * n + (n - 1) / 2) * CELL,
-                                      tile[centre, centre].max())
+    stepped_from = FIRST_STEPPED * n
+    assert stepped_from % STRIDE == 0, "the heightfield must end on a lattice sample: the first stepped one"
+    heights[:, :stepped_from] = _triangulated(heights[:, : stepped_from + 1])[:, :stepped_from]
+    origins = np.zeros((LEVELS, columns, 3))
+    centre = n // 2 + np.arange(-int(0.5 / CELL), int(0.5 / CELL) + 1)  # +-0.5 m around the tile centre
+    for level in range(LEVELS):
+        for column in range(columns):
+            ground = heights[np.ix_(level * n + centre, column * n + centre)]
+            origins[level, column] = ((level * n + (n - 1) / 2) * CELL, (column * n + (n - 1) / 2) * CELL, ground.max())
     heights.flags.writeable = False
     origins.flags.writeable = False
-    return TerrainGrid(seed, scale, n, heights, origins, FIRST_STEPPED * n)
+    return TerrainGrid(seed, scale, n, heights, origins, stepped_from)

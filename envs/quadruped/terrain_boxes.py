@@ -2,7 +2,7 @@
 the few of them around the robot that its model holds: :class:`BoxWindow`.
 
 MuJoCo's narrow phase on a heightfield tests each foot sphere against every triangle prism under it (2-8 on
-the 0.05 m grid, a contact for each: 7.5 us per substep against 1.4 us on a plane), and stair edges rise over
+a 0.05 m grid, a contact for each: 7.5 us per substep against 1.4 us on a plane), and stair edges rise over
 one cell; a box gives one sphere-box test and one contact, and vertical edges. So the tiles whose ground is
 flat pieces at a few heights (:data:`envs.quadruped.terrain.STEPPED_TYPES`) collide as boxes, and the smooth
 ones (rough ground, slopes) stay a heightfield (``envs.quadruped.scene.tiles_model``; mjlab builds its

@@ -42,7 +42,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     legged_gym's times the robot's size scale ``s`` = leg length / ANYmal C's (Go1: 0.671; stairs risers
     3.4 cm at level 0 to 15.4 cm at level 9, treads 21 cm), on a 0.05 m grid, surrounded by flat ground at
     z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`. Rough ground and slopes collide as a
-    heightfield, stairs and obstacles as boxes with vertical edges (the ones within ~1 m of the trunk, re-placed
+    heightfield of every second sample (0.1 m apart), stairs and obstacles as boxes with vertical edges (the ones within ~1 m of the trunk, re-placed
     as it walks: :class:`~envs.quadruped.terrain_boxes.BoxWindow`).
 
     ## Curriculum (legged_gym's, per env copy)
@@ -88,7 +88,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
     instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
     height array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`): the ground that
-    collides (bilinear on the heightfield's tiles, the nearest sample on the boxes' tiles).
+    collides (MuJoCo's triangles on the heightfield's tiles, the nearest sample on the boxes' tiles).
 
     ## Changes to rewards and termination
 
