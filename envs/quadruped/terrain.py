@@ -189,7 +189,7 @@ class TerrainGrid:
 
     def heights_at(self, x: np.ndarray, y: np.ndarray, near: tuple[float, float, float] | None = None) -> np.ndarray:
         """Ground height (m) at world points ``(x, y)`` (arrays of one shape), on MuJoCo's heightfield triangles between
-        samples (split from each cell's lowest x and y corner to its highest), but the
+        samples (:func:`_on_triangles`), but the
         nearest sample's in the cells of the stepped columns (the boxes' ground, ``envs.quadruped.terrain_boxes``,
         from the first sample of the first stepped column on); off the grid the ground outside it, z = 0
         (within one cell of the edge: a ramp to it). Elementwise, so any batch gives the same bits per point.
@@ -209,11 +209,7 @@ class TerrainGrid:
         if region is None:  # clamped: points off the grid read the zero ring only
             i, j = np.minimum(np.maximum(i, -2.0), rows - 4.0), np.minimum(np.maximum(j, -2.0), cols - 4.0)
         k = (i * cols + j).astype(np.intp) + offset
-        # MuJoCo's two triangles per cell (:func:`_triangulated`): from the low corner along the larger fraction's
-        # axis to its corner there, then along the smaller one to the high corner.
-        low, high, side = flat[k], flat[k + cols + 1], np.where(fu >= fv, flat[k + cols], flat[k + 1])
-        big, small = np.maximum(fu, fv), np.minimum(fu, fv)
-        triangles = low + big * (side - low) + small * (high - side)
+        triangles = _on_triangles(flat[k], flat[k + cols], flat[k + 1], flat[k + cols + 1], fu, fv)
         return triangles if region == "smooth" else np.where(self._stepped_cells[k], nearest, triangles)
 
     def _region(self, near: tuple[float, float, float] | None) -> str | None:
@@ -244,6 +240,15 @@ class TerrainGrid:
         return cells.reshape(-1)
 
 
+def _on_triangles(h00, h10, h01, h11, fu, fv):
+    """The height at fractions ``fu``, ``fv`` (in [0, 1]) along x and y of a cell whose corners have heights ``h00``
+    (lowest x and y), ``h10`` (x + 1), ``h01`` (y + 1), ``h11``, on MuJoCo's two triangles of a heightfield cell, split
+    along the diagonal from its lowest corner to its highest (``mjc_ConvexHField``'s prisms; a ray cast confirms the
+    split): from the low corner along the larger fraction's axis, then along the smaller one. Elementwise."""
+    side = np.where(fu >= fv, h10, h01)
+    return h00 + np.maximum(fu, fv) * (side - h00) + np.minimum(fu, fv) * (h11 - side)
+
+
 def lattice(block: np.ndarray) -> np.ndarray:
     """The collision lattice's samples of the heights ``block`` (m; a grid's first rows and columns): every
     ``STRIDE``-th sample along both axes, from the first to the first at or past the last, those past the block
@@ -257,17 +262,14 @@ def lattice(block: np.ndarray) -> np.ndarray:
 
 def _triangulated(block: np.ndarray) -> np.ndarray:
     """``block`` with every sample off the collision lattice replaced by the ground MuJoCo's heightfield makes of
-    the lattice (:func:`lattice`): two triangles per lattice cell, split along the diagonal from its lowest x and y
-    corner to its highest (``mjc_ConvexHField``'s prisms; a ray cast confirms it)."""
+    the lattice (:func:`lattice`; :func:`_on_triangles`)."""
     samples = lattice(block)
     rows, cols = block.shape
     a = np.minimum(np.arange(rows) // STRIDE, samples.shape[0] - 2)
     b = np.minimum(np.arange(cols) // STRIDE, samples.shape[1] - 2)
     fu = ((np.arange(rows) - a * STRIDE) / STRIDE)[:, None]  # fractions of a lattice cell along x, y
     fv = ((np.arange(cols) - b * STRIDE) / STRIDE)[None, :]
-    h00, h10 = samples[a][:, b], samples[a + 1][:, b]
-    h01, h11 = samples[a][:, b + 1], samples[a + 1][:, b + 1]
-    ground = np.where(fu >= fv, h00 + fu * (h10 - h00) + fv * (h11 - h10), h00 + fv * (h01 - h00) + fu * (h11 - h01))
+    ground = _on_triangles(samples[a][:, b], samples[a + 1][:, b], samples[a][:, b + 1], samples[a + 1][:, b + 1], fu, fv)
     ground[::STRIDE, ::STRIDE] = block[::STRIDE, ::STRIDE]  # the lattice itself, to the bit
     return ground
 
