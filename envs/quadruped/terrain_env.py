@@ -42,8 +42,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     legged_gym's times the robot's size scale ``s`` = leg length / ANYmal C's (Go1: 0.671; stairs risers
     3.4 cm at level 0 to 15.4 cm at level 9, treads 21 cm), on a 0.05 m grid, surrounded by flat ground at
     z = 0. ``env.tiles`` is the :class:`~envs.quadruped.terrain.TerrainGrid`. Rough ground and slopes collide as a
-    heightfield of every second sample (0.1 m apart), stairs and obstacles as boxes with vertical edges (the ones within ~1 m of the trunk, re-placed
-    as it walks: :class:`~envs.quadruped.terrain_boxes.BoxWindow`).
+    heightfield of every second sample (0.1 m apart), stairs and obstacles as boxes with vertical edges (the ones
+    within ~1 m of the trunk, re-placed as it walks: :class:`~envs.quadruped.terrain_boxes.BoxWindow`).
 
     ## Curriculum (legged_gym's, per env copy)
 
