@@ -118,12 +118,12 @@ def riser_height(level: int, scale: float) -> float:
 def _coarse_noise(rng: np.random.Generator, n: int, low: float, high: float, first: tuple[int, int]) -> np.ndarray:
     """``n x n`` heights of the tile whose first sample is grid sample ``first`` (indices along x, y): uniform draws
     in [low, high] at the samples of the collision lattice (grid indices that are multiples of ``STRIDE``, 0.1 m
-    apart), bilinear in between."""
+    apart); every other sample holds the draw before it, until :func:`terrain_grid` sets it on the lattice's
+    triangles."""
     offset = np.mod(first, STRIDE)
-    coarse = rng.uniform(low, high, size=tuple((n - 1 + offset) // STRIDE + 2))
-    (i, f), (j, g) = ((t.astype(int), t - t.astype(int)) for t in ((np.arange(n) + o) / STRIDE for o in offset))
-    rows = coarse[i] * (1 - f)[:, None] + coarse[i + 1] * f[:, None]  # (n, k): along the first axis
-    return rows[:, j] * (1 - g)[None, :] + rows[:, j + 1] * g[None, :]
+    coarse = rng.uniform(low, high, size=tuple((n - 1 + offset) // STRIDE + 2))  # (one spare: the seeds' draws)
+    i, j = ((np.arange(n) + o) // STRIDE for o in offset)
+    return coarse[i][:, j]
 
 
 def _edge_distance(n: int) -> np.ndarray:
