@@ -12,7 +12,7 @@ import numpy as np
 
 from envs.array_math import BatchMath, ScalarMath
 from envs.quadruped.robots import LegGeometry
-from envs.quadruped.terrain import TerrainGrid
+from envs.quadruped.terrain import CELL, TerrainGrid
 
 SCAN_X = 11  # height-scan points along the body's x (forward)
 SCAN_Y = 7  # and y (left)
@@ -61,11 +61,12 @@ def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, headi
         x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
     ahead, left = points[:, 0], points[:, 1]
     near = (x, y, radius) if one and radius is not None else None
-    world_x, world_y = x + (c * ahead - s * left), y + (s * ahead + c * left)
+    parts = [x + (c * ahead - s * left), y + (s * ahead + c * left)]  # world x, y of every point
     if feet is not None:
-        world_x = np.concatenate((world_x, feet[..., 0:12:3]), axis=-1)
-        world_y = np.concatenate((world_y, feet[..., 1:12:3]), axis=-1)
-    heights = grid.heights_at(world_x, world_y, near)
+        parts[1:1], parts[3:3] = [feet[..., 0:12:3]], [feet[..., 1:12:3]]
+    uv = np.concatenate(parts, axis=-1) / CELL  # x then y of the points (then of the feet), in samples
+    half = uv.shape[-1] // 2
+    heights = grid.heights_in_samples(uv[..., :half], uv[..., half:], near)
     n = len(points)
     scan_heights = heights[..., :n]
     scan = np.minimum(np.maximum(z - scan_heights, -1.0), 1.0)

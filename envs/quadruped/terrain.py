@@ -196,21 +196,44 @@ class TerrainGrid:
 
         ``near``: ``(x, y, r)`` (m, world), a disc that holds every point, when the caller knows one: where it lies
         well inside the grid the lookup skips what cannot apply (the same bits, ~2x faster for one robot's scan)."""
-        u, v = x / CELL, y / CELL
-        rows, cols = self._padded.shape
-        flat, offset = self._padded.reshape(-1), 2 * cols + 2  # sample (i, j) is padded entry (i + 2, j + 2)
+        return self.heights_in_samples(x / CELL, y / CELL, near)
+
+    def heights_in_samples(self, u: np.ndarray, v: np.ndarray,
+                           near: tuple[float, float, float] | None = None) -> np.ndarray:
+        """:meth:`heights_at` of the points ``x = u * CELL``, ``y = v * CELL`` (``u = x / CELL``: the same bits).
+
+        Each point reads one path: the nearest sample in the stepped cells, the triangles elsewhere (a batch's
+        points sorted by the path they take when ``near`` does not settle it for all)."""
         region = self._region(near)
-        if region != "smooth":  # the nearest sample (used in the stepped cells only; clipped for the others)
-            nearest = np.take(flat, (np.rint(u) * cols + np.rint(v)).astype(np.intp) + offset, mode="clip")
-            if region == "stepped":
-                return nearest
+        if region == "stepped":
+            return self._nearest(u, v)
         i, j = np.floor(u), np.floor(v)
-        fu, fv = u - i, v - j
-        if region is None:  # clamped: points off the grid read the zero ring only
-            i, j = np.minimum(np.maximum(i, -2.0), rows - 4.0), np.minimum(np.maximum(j, -2.0), cols - 4.0)
-        k = (i * cols + j).astype(np.intp) + offset
-        triangles = _on_triangles(flat[k], flat[k + cols], flat[k + 1], flat[k + cols + 1], fu, fv)
-        return triangles if region == "smooth" else np.where(self._stepped_cells[k], nearest, triangles)
+        if region == "smooth":
+            return self._triangles(i, j, u - i, v - j)
+        rows, cols = self.heights.shape
+        stepped = (j >= self.stepped_from) & (j <= cols - 2.0) & (i >= 0.0) & (i <= rows - 2.0)
+        smooth = ~stepped
+        heights = np.empty(np.shape(u))
+        heights[stepped] = self._nearest(u[stepped], v[stepped])
+        u, v, i, j = u[smooth], v[smooth], i[smooth], j[smooth]
+        # off the grid: the padding ring's zeros (the fractions from the unclamped corner)
+        heights[smooth] = self._triangles(np.minimum(np.maximum(i, -2.0), rows), np.minimum(np.maximum(j, -2.0), cols),
+                                          u - i, v - j)
+        return heights
+
+    def _nearest(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The nearest sample's height to the points ``(u, v)`` (in samples) within the grid."""
+        return self._from_origin[(np.rint(u) * self._padded.shape[1] + np.rint(v)).astype(np.intp)]
+
+    def _triangles(self, i: np.ndarray, j: np.ndarray, fu: np.ndarray, fv: np.ndarray) -> np.ndarray:
+        """The height on MuJoCo's triangles (:func:`_on_triangles`) of the points at fractions ``fu``, ``fv`` of the cells
+        whose lowest corners are samples ``(i, j)`` (floats holding integers, each in ``[-2, shape]``: the padding
+        ring's zeros beyond the grid)."""
+        cols = self._padded.shape[1]
+        low = (i * cols + j).astype(np.intp) + (2 * cols + 2)  # sample (i, j) is padded entry (i + 2, j + 2)
+        flat = self._padded.reshape(-1)
+        side = flat[low + ((fu >= fv) * (cols - 1) + 1)]  # (i + 1, j) where fu >= fv, else (i, j + 1)
+        return _on_triangles(flat[low], side, flat[low + (cols + 1)], fu, fv)
 
     def _region(self, near: tuple[float, float, float] | None) -> str | None:
         """``"stepped"`` or ``"smooth"`` when the disc ``near`` (x, y, r; m) lies inside the grid, at least two cells
@@ -219,10 +242,21 @@ class TerrainGrid:
             return None
         x, y, r = near
         margin = r + 2 * CELL
-        (ex, ey), border = self.extent, self.stepped_from * CELL
+        ex, ey, border = self._bounds
         if not (margin <= x <= ex - margin and margin <= y <= ey - margin):
             return None
         return "stepped" if y - margin >= border else "smooth" if y + margin <= border else None
+
+    @functools.cached_property
+    def _bounds(self) -> tuple[float, float, float]:
+        """:attr:`extent` and the y (m) where the stepped columns start."""
+        return (*self.extent, self.stepped_from * CELL)
+
+    @functools.cached_property
+    def _from_origin(self) -> np.ndarray:
+        """``_padded`` flattened from sample (0, 0) on: entry ``i * cols + j`` is sample (i, j) (``cols``: padded)."""
+        cols = self._padded.shape[1]
+        return self._padded.reshape(-1)[2 * cols + 2 :]
 
     @functools.cached_property
     def _padded(self) -> np.ndarray:
@@ -231,21 +265,13 @@ class TerrainGrid:
         padded[2:-2, 2:-2] = self.heights
         return padded
 
-    @functools.cached_property
-    def _stepped_cells(self) -> np.ndarray:
-        """Per padded entry (the cell from it to +1 sample along x and y, flattened), whether the cell lies in
-        the stepped columns inside the grid (nearest-sample ground there)."""
-        cells = np.zeros(self._padded.shape, dtype=bool)
-        cells[2:-3, 2 + self.stepped_from : -3] = True
-        return cells.reshape(-1)
 
-
-def _on_triangles(h00, h10, h01, h11, fu, fv):
-    """The height at fractions ``fu``, ``fv`` (in [0, 1]) along x and y of a cell whose corners have heights ``h00``
-    (lowest x and y), ``h10`` (x + 1), ``h01`` (y + 1), ``h11``, on MuJoCo's two triangles of a heightfield cell, split
-    along the diagonal from its lowest corner to its highest (``mjc_ConvexHField``'s prisms; a ray cast confirms the
-    split): from the low corner along the larger fraction's axis, then along the smaller one. Elementwise."""
-    side = np.where(fu >= fv, h10, h01)
+def _on_triangles(h00, side, h11, fu, fv):
+    """The height at fractions ``fu``, ``fv`` (in [0, 1]) along x and y of a cell on MuJoCo's two triangles of a
+    heightfield cell, split along the diagonal from its lowest corner (height ``h00``) to its highest (``h11``;
+    ``mjc_ConvexHField``'s prisms; a ray cast confirms the split): from the low corner along the larger fraction's
+    axis to the corner ``side`` (the one at x + 1 where ``fu >= fv``, else at y + 1), then along the smaller one.
+    Elementwise."""
     return h00 + np.maximum(fu, fv) * (side - h00) + np.minimum(fu, fv) * (h11 - side)
 
 
@@ -269,7 +295,8 @@ def _triangulated(block: np.ndarray) -> np.ndarray:
     b = np.minimum(np.arange(cols) // STRIDE, samples.shape[1] - 2)
     fu = ((np.arange(rows) - a * STRIDE) / STRIDE)[:, None]  # fractions of a lattice cell along x, y
     fv = ((np.arange(cols) - b * STRIDE) / STRIDE)[None, :]
-    ground = _on_triangles(samples[a][:, b], samples[a + 1][:, b], samples[a][:, b + 1], samples[a + 1][:, b + 1], fu, fv)
+    ground = _on_triangles(samples[a][:, b], np.where(fu >= fv, samples[a + 1][:, b], samples[a][:, b + 1]),
+                           samples[a + 1][:, b + 1], fu, fv)
     ground[::STRIDE, ::STRIDE] = block[::STRIDE, ::STRIDE]  # the lattice itself, to the bit
     return ground
 

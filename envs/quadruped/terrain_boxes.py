@@ -131,8 +131,16 @@ def _z_order(x: np.ndarray, y: np.ndarray, half: float) -> np.ndarray:
     """Morton keys of points ``(x, y)`` within ``+-half`` (clipped) on a 256 x 256 raster (x's bits at the even
     positions, y's at the odd ones): sorted by them, every run of points is spatially compact (tight boxes for the
     tree's nodes)."""
-    qx, qy = (np.clip((c + half) * (128 / half), 0, 255).astype(np.int64) for c in (x, y))
+    qx, qy = (np.minimum(np.maximum((c + half) * (128 / half), 0), 255).astype(np.int64) for c in (x, y))
     return _SPREAD[qx] | (_SPREAD[qy] << 1)
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """``index`` (integers) as the slice it spans when it is a run of consecutive ones (numpy writes through a slice
+    ~2x faster), else itself."""
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
 
 
 class BoxWindow:
@@ -169,6 +177,8 @@ class BoxWindow:
         if len(self.leaves) != len(slots):
             raise RuntimeError("the collision trees do not hold every terrain_box_<k> geom")
         self.slots = geoms[self.leaves]  # geom ids, in leaf order
+        self._slot_geoms, self._slot_leaves = _as_slice(self.slots), _as_slice(self.leaves)  # the same, for writes
+        self._ranks = np.arange(len(self.slots))
         compiled = model.bvh_aabb[leaves]
         self.corners = np.zeros((len(leaves) + 1, 6))  # low and high corners of every leaf, + a row for the last range's end
         self.corners[:-1, 0:3], self.corners[:-1, 3:6] = compiled[:, 0:3] - compiled[:, 3:6], compiled[:, 0:3] + compiled[:, 3:6]
@@ -190,14 +200,14 @@ class BoxWindow:
         boxes[: len(near)] = near[np.argsort(_z_order(near[:, 0] - x, near[:, 1] - y, h), kind="stable")]
         boxes[len(near) :] = boxes[len(near) - 1] if len(near) else (x, y, PARKED, 0, 0, 0)  # spares: inert, in place
         boxes[len(near) :, 3:6] = 1e-3
-        m, g = self.model, self.slots
-        m.geom_contype[g] = np.arange(len(g)) < len(near)
+        m, g, sizes = self.model, self._slot_geoms, boxes[:, 3:6]
+        m.geom_contype[g] = self._ranks < len(near)
         m.geom_pos[g] = boxes[:, 0:3]
-        m.geom_size[g] = boxes[:, 3:6]
-        m.geom_aabb[g, 3:6] = boxes[:, 3:6]
-        m.geom_rbound[g] = np.sqrt((boxes[:, 3:6] ** 2).sum(axis=1))
+        m.geom_size[g] = sizes
+        m.geom_aabb[g, 3:6] = sizes
+        m.geom_rbound[g] = np.sqrt((sizes**2).sum(axis=1))
         corners = self.corners.copy()
-        corners[self.leaves, 0:3], corners[self.leaves, 3:6] = boxes[:, 0:3] - boxes[:, 3:6], boxes[:, 0:3] + boxes[:, 3:6]
+        corners[self._slot_leaves, 0:3], corners[self._slot_leaves, 3:6] = boxes[:, 0:3] - sizes, boxes[:, 0:3] + sizes
         low = np.minimum.reduceat(corners[:, 0:3], self.bounds, axis=0)[::2]
         high = np.maximum.reduceat(corners[:, 3:6], self.bounds, axis=0)[::2]
         m.bvh_aabb[self.nodes, 0:3] = (low + high) / 2

@@ -141,6 +141,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._ground = 0.0  # mean ground height of the scan (m, world)
         self._started = self._seeded = self._keep_state = False
         self._left_tile = False  # whether the trunk has left this episode's tile
+        self._tile_centre = [0.0, 0.0]  # this episode's tile: its centre (m, world xy), half side (m), type index
+        self._half_tile = self.tiles.tile_size / 2
+        self._type_index = 0
         self._spawn_noise = 0.25 * self.tiles.scale  # m
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
 
@@ -200,6 +203,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._started = True
         self._left_tile = False
         origin = self.tiles.origins[self._level, self._column]
+        self._tile_centre = origin[0:2].tolist()
+        self._type_index = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
         d.qpos[0:2] = origin[0:2] + rng.uniform(-self._spawn_noise, self._spawn_noise, 2)
         d.qpos[2] += origin[2]
         self._origin[:] = d.qpos[0:3]
@@ -296,16 +301,16 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
-        self._left_tile |= self._off_tile(self.data.qpos[0], self.data.qpos[1])
+        self._left_tile |= self._off_tile(*self.data.qpos[0:2].tolist())
         info["terrain_level"] = self._level
-        info["terrain_type"] = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
+        info["terrain_type"] = self._type_index
         info["left_tile"] = self._left_tile
         return reward, fell, info
 
     def _off_tile(self, x: float, y: float) -> bool:
         """Whether world point (x, y) (m) lies outside this episode's tile."""
-        centre, half = self.tiles.origins[self._level, self._column], self.tiles.tile_size / 2
-        return bool(abs(x - centre[0]) > half or abs(y - centre[1]) > half)
+        (cx, cy), half = self._tile_centre, self._half_tile
+        return abs(x - cx) > half or abs(y - cy) > half
 
     @classmethod
     def finish_batch(cls, tasks, actions, qpos, qvel, derived):
@@ -325,7 +330,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             task._left_tile |= task._off_tile(x, y)
         obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
         info["terrain_level"] = np.array([task._level for task in tasks])
-        info["terrain_type"] = np.array([TERRAIN_TYPES.index(COLUMN_TYPES[task._column]) for task in tasks])
+        info["terrain_type"] = np.array([task._type_index for task in tasks])
         info["left_tile"] = np.array([task._left_tile for task in tasks])
         return obs, reward, fell, info
 
