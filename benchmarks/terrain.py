@@ -125,6 +125,10 @@ ARMS["perceptive_stairs_track2"] = [*ARMS["perceptive_stairs_wide_orient1"], "+e
 ARMS["perceptive_stairs_track2_term100"] = [*ARMS["perceptive_stairs_track2"], "+env.kwargs.reward_scales.termination=-100.0"]
 # and half-way: the tracking term at 1.5 (the termination penalty at its default)
 ARMS["perceptive_stairs_track15"] = [*ARMS["perceptive_stairs_wide_orient1"], "+env.kwargs.reward_scales.tracking_lin_vel=1.5"]
+# and with the roll and pitch rates' term four times stronger (-0.2): its falls at level 5 are a rear-up on fast
+# backward commands and a roll off a step's edge while turning at the pyramid's corners
+ARMS["perceptive_stairs_track2_term100_angxy"] = [*ARMS["perceptive_stairs_track2_term100"],
+                                                  "+env.kwargs.reward_scales.ang_vel_xy=-0.2"]
 ARMS["perceptive_stairs_thigh12"] = [*ARMS["perceptive_stairs"], "env.kwargs.action_scale=[0.5,1.2,0.9]",
                                      "+env.kwargs.reward_scales.orientation=-1.0"]
 # the blind recipe (opd_anchor_wide_rate5) with the teacher's stage 1.5 M steps instead of 1 M (alpha 1 -> 0 over them;
