@@ -13,7 +13,7 @@ import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.batched import BatchedSimulation
 from envs.controllers.trot import TrotController
 from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, terrain_grid
-from envs.quadruped.terrain_boxes import _z_order, rectangles, stepped_boxes
+from envs.quadruped.terrain_boxes import _as_slice, _z_order, rectangles, stepped_boxes
 from test_terrain import ENV_ID, GO1_SCALE, env  # noqa: F401  (env: a pytest fixture)
 
 
@@ -65,6 +65,16 @@ def test_morton_keys_interleave_x_and_y_bits():
     expected = [sum((((x >> b) & 1) << (2 * b)) | (((y >> b) & 1) << (2 * b + 1)) for b in range(8)) for x, y in zip(qx, qy)]
     assert _z_order(raster(qx), raster(qy), half).tolist() == expected == [0, 1, 2, 4, 65535, 43690, 26265, 15]
     assert _z_order(np.array([-5.0, 5.0]), np.array([0.0, 0.0]), half).tolist() == [32768, 54613]  # clipped to 0 / 255
+
+
+def test_box_slots_are_written_through_the_same_entries_as_their_indices():
+    """A run of consecutive indices becomes its slice (the fast write), anything else stays the index array."""
+    assert _as_slice(np.array([2, 3, 4, 5])) == slice(2, 6)
+    for index in (np.array([0, 2, 3]), np.array([3, 2, 1]), np.array([], dtype=int)):
+        assert _as_slice(index) is index
+    target, index = np.zeros(8), np.array([3, 4, 5])
+    target[_as_slice(index)] = (1.0, 2.0, 3.0)
+    assert target.tolist() == [0, 0, 0, 1, 2, 3, 0, 0]
 
 
 def test_boxes_are_seeded_and_only_for_stepped_tiles():
