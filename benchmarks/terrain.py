@@ -117,20 +117,20 @@ ARMS["perceptive_stairs_wide_level"] = [*ARMS["perceptive_stairs_wide"], "+env.k
 ARMS["perceptive_stairs_wide_orient1"] = [*ARMS["perceptive_stairs_wide"], "+env.kwargs.reward_scales.orientation=-1.0"]
 # the level-4 specialist's recipe with the thigh's range widened to +-1.2 rad (its joints allow 1.59): at level 5 the
 # front legs still sit at the range's corner
+ARMS["perceptive_stairs_thigh12"] = [*ARMS["perceptive_stairs"], "env.kwargs.action_scale=[0.5,1.2,0.9]",
+                                     "+env.kwargs.reward_scales.orientation=-1.0"]
 # the level-4 specialist's recipe with the velocity-tracking term doubled (2.0): at level 5 it climbs but too slowly on
 # commands >= 0.5 m/s (tracking error 0.36-0.38 m/s), so speed is worth more there than the terms that slow it
 ARMS["perceptive_stairs_track2"] = [*ARMS["perceptive_stairs_wide_orient1"], "+env.kwargs.reward_scales.tracking_lin_vel=2.0"]
 # and with the termination penalty doubled too (-100): at 2.0 it tracks level 5 at 0.31 m/s but falls 12-17 % on
 # levels 3-5; a fall then costs as many steps of full tracking as at the default scales
 ARMS["perceptive_stairs_track2_term100"] = [*ARMS["perceptive_stairs_track2"], "+env.kwargs.reward_scales.termination=-100.0"]
-# and half-way: the tracking term at 1.5 (the termination penalty at its default)
+# the tracking term half-way to 2.0, at 1.5 (the termination penalty at its default)
 ARMS["perceptive_stairs_track15"] = [*ARMS["perceptive_stairs_wide_orient1"], "+env.kwargs.reward_scales.tracking_lin_vel=1.5"]
 # and with the roll and pitch rates' term four times stronger (-0.2): its falls at level 5 are a rear-up on fast
 # backward commands and a roll off a step's edge while turning at the pyramid's corners
 ARMS["perceptive_stairs_track2_term100_angxy"] = [*ARMS["perceptive_stairs_track2_term100"],
                                                   "+env.kwargs.reward_scales.ang_vel_xy=-0.2"]
-ARMS["perceptive_stairs_thigh12"] = [*ARMS["perceptive_stairs"], "env.kwargs.action_scale=[0.5,1.2,0.9]",
-                                     "+env.kwargs.reward_scales.orientation=-1.0"]
 # the blind recipe (opd_anchor_wide_rate5) with the teacher's stage 1.5 M steps instead of 1 M (alpha 1 -> 0 over them;
 # env=quadruped_terrain_blind since: it walks the teacher's stairs level, 4), and with the teacher itself as the anchor
 # after its stage (alpha 0.1) instead of the EMA of the student

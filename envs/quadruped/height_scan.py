@@ -61,9 +61,8 @@ def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, headi
         x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
     ahead, left = points[:, 0], points[:, 1]
     near = (x, y, radius) if one and radius is not None else None
-    parts = [x + (c * ahead - s * left), y + (s * ahead + c * left)]  # world x, y of every point
-    if feet is not None:
-        parts[1:1], parts[3:3] = [feet[..., 0:12:3]], [feet[..., 1:12:3]]
+    world_x, world_y = x + (c * ahead - s * left), y + (s * ahead + c * left)
+    parts = (world_x, world_y) if feet is None else (world_x, feet[..., 0:12:3], world_y, feet[..., 1:12:3])
     uv = np.concatenate(parts, axis=-1) / CELL  # x then y of the points (then of the feet), in samples
     half = uv.shape[-1] // 2
     heights = grid.heights_in_samples(uv[..., :half], uv[..., half:], near)
