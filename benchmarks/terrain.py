@@ -131,6 +131,16 @@ ARMS["perceptive_stairs_track15"] = [*ARMS["perceptive_stairs_wide_orient1"], "+
 # backward commands and a roll off a step's edge while turning at the pyramid's corners
 ARMS["perceptive_stairs_track2_term100_angxy"] = [*ARMS["perceptive_stairs_track2_term100"],
                                                   "+env.kwargs.reward_scales.ang_vel_xy=-0.2"]
+# the second level-4 teacher's recipe without the feet_clearance term: its level-5 falls are early trips on forward
+# commands (nose down 20-50 deg, trunk on a step, 1-1.5 m out), and the term pulls a swinging foot to 8 cm above the
+# ground under it where a 10.1 cm riser needs more (it walks level 5: env=quadruped_terrain_stairs's settings since)
+ARMS["perceptive_stairs_track2_term100_noclear"] = [*ARMS["perceptive_stairs_track2_term100"],
+                                                    "+env.kwargs.reward_scales.feet_clearance=0.0"]
+# and with the feet_air_time term halved (0.5) instead: at 0.9 m/s each swing carries a foot ~1.7 treads, and the term
+# pays for longer swings; a shorter one lands nearer the middle of a tread (its level-5 falls roll off a tread's edge,
+# 32 % of the fast forward episodes on friction < 0.75 against 23 % above)
+ARMS["perceptive_stairs_track2_term100_air05"] = [*ARMS["perceptive_stairs_track2_term100"],
+                                                  "+env.kwargs.reward_scales.feet_air_time=0.5"]
 # the blind recipe (opd_anchor_wide_rate5) with the teacher's stage 1.5 M steps instead of 1 M (alpha 1 -> 0 over them;
 # env=quadruped_terrain_blind since: it walks the teacher's stairs level, 4), and with the teacher itself as the anchor
 # after its stage (alpha 0.1) instead of the EMA of the student

@@ -74,6 +74,7 @@ def saved_teacher(run_dir, *overrides: str):
     model.get_env().reset()
     model.get_env().step(np.zeros((2, 12), np.float32))  # statistics of something
     OmegaConf.save(cfg, run_dir / saved_config.CONFIG, resolve=True)
+    checkpoint.save(run_dir, model, model.get_env())
     checkpoint.save_best(run_dir, model, model.get_env())
     return run_dir, model
 
@@ -86,8 +87,8 @@ def flat_teacher(tmp_path_factory):
 
 def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_students_units(tmp_path):
     """``env=quadruped_terrain_stairs``, the terrain students' teacher: every copy on the stairs-up column, the height
-    scan in the actor and the critic, the students' joint range, a fifth of the orientation term, and the terrain's
-    trot teaching the first 1 M steps."""
+    scan in the actor and the critic, the students' joint range, a fifth of the orientation term, the tracking term and
+    the fall's cost doubled, no swing-height target, and the terrain's trot teaching the first 1 M steps."""
     cfg, model = learner(tmp_path, "env=quadruped_terrain_stairs", distill="")
     assert list(cfg.env.kwargs.terrain_types) == ["stairs_up"]
     assert cfg.agent.perceptive_actor and cfg.agent.privileged_critic
@@ -95,6 +96,7 @@ def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_stud
     assert (cfg.distill.name, cfg.distill.schedule_steps) == ("scripted", 1_000_000)
     scales = model.get_env().get_attr("config", indices=[0])[0].reward_scales
     assert (scales["orientation"], scales["action_rate"]) == (-1.0, -0.01)
+    assert (scales["tracking_lin_vel"], scales["termination"], scales["feet_clearance"]) == (2.0, -100.0, 0.0)
 
 
 # env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher teaches)
@@ -109,7 +111,8 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     ``env=quadruped_terrain_perceptive`` (the actor reads the height scan): the asymmetric critic (PPO), the teacher's
     wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps (blind) or
     1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers from the
-    student's observation), then an EMA anchor; the teachers are the env's, for a SAC student too."""
+    student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers are the env's, for a
+    SAC student too."""
     frames, action_rate, perceptive, taught = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
@@ -119,6 +122,7 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
                              f"distill.teacher={run_dir}", *(["agent.buffer_size=1000"] if agent == "sac" else []),
                              distill="")
     assert (cfg.env.kwargs.get("history_steps", 1), cfg.distill.name) == (frames, "sequence")
+    assert cfg.distill.teacher_checkpoint == "latest"
     assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
     assert model.get_env().get_attr("config", indices=[0])[0].reward_scales["action_rate"] == action_rate
     if agent == "ppo":
