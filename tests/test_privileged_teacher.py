@@ -99,21 +99,23 @@ def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_stud
     assert (scales["tracking_lin_vel"], scales["termination"], scales["feet_clearance"]) == (2.0, -100.0, 0.0)
 
 
-# env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher teaches)
-TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000),
-                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000)}
+# env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher
+# teaches, the tracking_lin_vel, termination and feet_clearance scales)
+TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5)),
+                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0))}
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
 @pytest.mark.parametrize("env", TERRAIN_STUDENTS)
 def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, agent):
     """``env=quadruped_terrain_blind`` (5 frames of history, a blind actor, a 5x action_rate term) and
-    ``env=quadruped_terrain_perceptive`` (the actor reads the height scan): the asymmetric critic (PPO), the teacher's
-    wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps (blind) or
+    ``env=quadruped_terrain_perceptive`` (the actor reads the height scan, and the reward has the stairs teacher's
+    tracking, termination and clearance terms; the blind student the quadruped's): the asymmetric critic (PPO), the
+    teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps (blind) or
     1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers from the
     student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers are the env's, for a
     SAC student too."""
-    frames, action_rate, perceptive, taught = TERRAIN_STUDENTS[env]
+    frames, action_rate, perceptive, taught, terms = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
     with warnings.catch_warnings():
@@ -124,7 +126,9 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     assert (cfg.env.kwargs.get("history_steps", 1), cfg.distill.name) == (frames, "sequence")
     assert cfg.distill.teacher_checkpoint == "latest"
     assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
-    assert model.get_env().get_attr("config", indices=[0])[0].reward_scales["action_rate"] == action_rate
+    scales = model.get_env().get_attr("config", indices=[0])[0].reward_scales
+    assert scales["action_rate"] == action_rate
+    assert (scales["tracking_lin_vel"], scales["termination"], scales["feet_clearance"]) == terms
     if agent == "ppo":
         assert cfg.agent.privileged_critic and cfg.agent.perceptive_actor == perceptive
     distillation = build_distillation(cfg, model)
