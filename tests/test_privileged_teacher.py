@@ -111,10 +111,10 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     """``env=quadruped_terrain_blind`` (5 frames of history, a blind actor, a 5x action_rate term) and
     ``env=quadruped_terrain_perceptive`` (the actor reads the height scan, and the reward has the stairs teacher's
     tracking, termination and clearance terms; the blind student the quadruped's): the asymmetric critic (PPO), the
-    teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps (blind) or
-    1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers from the
-    student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers are the env's, for a
-    SAC student too."""
+    teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps
+    (blind) or 1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers
+    from the student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers are the
+    env's, for a SAC student too."""
     frames, action_rate, perceptive, taught, terms = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
