@@ -28,7 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 from agents import saved_config
 from agents.errors import ConfigError
 
-_KEY_RE = re.compile(r"full_key: ([\w.]+)")
+_KEY_RE = re.compile(r"full_key: ([\w.\[\]]+)")  # a list entry as [i]: distill.stages[0].steps
 _GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 # ---------------------------------------------------------------------------------------- secrets
@@ -308,7 +308,8 @@ def check_overrides(
             if cause_text and cause_text not in text:
                 text = f"{text} ({cause_text})"
             if unknown_key:
-                return _unknown_key_message(config_dir, config_name, overrides, match.group(1), text)
+                full_key = re.sub(r"\[(\d+)\]", r".\1", match.group(1))  # as the command line writes it
+                return _unknown_key_message(config_dir, config_name, overrides, full_key, text)
             return _wrong_type_message(text) or text
         finally:
             GlobalHydra.instance().clear()
