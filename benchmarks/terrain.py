@@ -23,6 +23,9 @@
            mean |heading error|, the distance walked from the spawn, the share of episodes that crossed the tile,
            the front feet's touch forces (stomping) and the mean per-step value of the terms that could hold a
            climber back, per type and level.
+``climb``  stairs up on fixed tiles (``--levels``) for the run directories ``--runs``: the episodes split by the
+           commanded speed, and per group the falls while on the tile, the share that climbed out of the pit and the
+           median seconds it took (a policy that walks a level by the tracking test may still stall at a riser).
 
 Usage::
 
@@ -33,6 +36,7 @@ Usage::
     python benchmarks/terrain.py learn --arms perceptive --seeds 0 --steps 5000000
     python benchmarks/terrain.py learn --arms history scripted_critic history_opd --seeds 0 --steps 2000000 --parallel 3
     python benchmarks/terrain.py diagnose --arms perceptive --levels 1 3 --episodes 10
+    python benchmarks/terrain.py climb --runs runs/benchmarks/terrain/perceptive_noclear_teacher_rewards_s0 --levels 5 --episodes 60
     python benchmarks/terrain.py learn --arms perceptive_wide_anchor --teacher runs/benchmarks/terrain/perceptive_stairs_wide_orient1_s0 --tag orient1
 """
 
@@ -322,9 +326,53 @@ def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]
             env.close()
 
 
+SPEEDS = ((0.5, np.inf, ">= 0.5 m/s"), (0.3, 0.5, "0.3-0.5 m/s"), (0.0, 0.3, "< 0.3 m/s"))  # commanded |v_xy| groups
+RIM_MARGIN = 0.1  # m: out of the pit once the scan's mean ground is within this of the rim (world z = 0)
+
+
+def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
+    """Stairs up (a pit, climbed out of; its rim at world z = 0) on fixed tiles: per run and level, the episodes
+    (seeds 10,000 + k) grouped by the commanded horizontal speed at the reset (:data:`SPEEDS`), and per group the
+    share that fell while on the tile, the share out of the pit (the scan's mean ground within :data:`RIM_MARGIN` of
+    the rim, or the trunk off the tile) within the episode's 20 s, and the median seconds to it. An episode ends
+    where :func:`agents.evaluation.tiles.evaluate_tiles`' does: a fall, the time limit, or leaving the tile."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    for run in runs_:
+        act, kwargs, step = policy_act(run)
+        env = gym.make(ENV_ID, **kwargs)  # with its time limit
+        sim = env.unwrapped
+        for level in levels:
+            rows = []  # (speed, fell, seconds to out or inf)
+            for k in range(episodes):
+                obs, _ = env.reset(seed=10_000 + k, options={"terrain_level": level, "terrain_type": "stairs_up"})
+                speed, out, done, fell, t = float(np.hypot(*sim._command[0:2])), np.inf, False, False, 0
+                while not done:
+                    obs, _, terminated, truncated, info = env.step(act(obs[None])[0])
+                    t += 1
+                    if np.isinf(out) and (info["left_tile"] or sim._ground >= -RIM_MARGIN):
+                        out = t * sim.dt
+                    fell = terminated and not info["left_tile"]
+                    done = terminated or truncated or info["left_tile"]
+                rows.append((speed, fell, out))
+            print(f"\n## {run.name} (step {step}), stairs up level {level}, {episodes} episodes")
+            print("| command | episodes | falls | climbed out | median s to out |")
+            print("|---|---|---|---|---|")
+            for low, high, name in SPEEDS:
+                group = [r for r in rows if low <= r[0] < high]
+                if group:
+                    times = [r[2] for r in group if np.isfinite(r[2])]
+                    falls, share = np.mean([r[1] for r in group]), len(times) / len(group)
+                    median = np.median(times) if times else float("nan")
+                    print(f"| {name} | {len(group)} | {falls:.0%} | {share:.0%} | {median:.1f} |")
+        env.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", choices=("reach", "learn", "report", "diagnose"))
+    parser.add_argument("task", choices=("reach", "learn", "report", "diagnose", "climb"))
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--levels", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--blind", action="store_true")
@@ -333,6 +381,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5_000_000)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--teacher", type=Path, default=run_dir("perceptive", 0), help="the OPD arms' teacher run")
+    parser.add_argument("--runs", type=Path, nargs="+", default=[], help="climb: the run directories")
     parser.add_argument("--tag", default="", help="appended to each run directory's name (arm_TAG_sSEED): e.g. the teacher")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
@@ -345,6 +394,8 @@ def main() -> None:
         report(a.arms, a.seeds, a.episodes, a.tag)
     elif a.task == "diagnose":
         diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag)
+    elif a.task == "climb":
+        climb(a.runs, a.levels, a.episodes)
     else:
         report(a.arms, a.seeds, a.episodes, a.tag)
 
