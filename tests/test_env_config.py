@@ -76,14 +76,30 @@ def test_hydra_env_configs_make_their_env(path):
     assert {k: v for k, v in env.spec.kwargs.items() if k in kwargs} == kwargs
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "env" / "reward_terms").glob("*.yaml")), ids=lambda p: p.stem)
+REWARD_TERMS = sorted((ROOT / "configs" / "env" / "reward_terms").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", REWARD_TERMS, ids=lambda p: p.stem)
 def test_reward_term_options_set_the_scales_they_name_over_the_quadrupeds(path):
     """Each ``env/reward_terms`` option, taken on the command line by an env that has none, sets exactly its own
     scales and leaves every other term at the quadruped's default."""
     register_configs()
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        cfg = compose("train", overrides=["env=quadruped_terrain", f"+env/reward_terms@env.kwargs.reward_scales={path.stem}"])
+        cfg = compose("train", overrides=["env=quadruped_terrain",
+                                          f"+env/reward_terms@env.kwargs.reward_scales={path.stem}"])
     named = OmegaConf.to_container(OmegaConf.load(path))
     assert OmegaConf.to_container(cfg.env.kwargs.reward_scales) == named
     scales = gym.make(cfg.env.id, **OmegaConf.to_container(cfg.env.kwargs)).unwrapped.config.reward_scales
     assert scales == {**QuadrupedConfig().reward_scales, **named}
+
+
+def test_the_blind_students_teacher_command_is_the_stairs_config_with_the_quadrupeds_terms():
+    """configs/env/quadruped_terrain_blind.yaml's teacher command: the stairs specialist with only its orientation term
+    changed from the quadruped's (the level-4 recipe), not the climbing terms."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=["env=quadruped_terrain_stairs",
+                                          "env/reward_terms@env.kwargs.reward_scales=quadruped"])
+    assert OmegaConf.to_container(cfg.env.kwargs.reward_scales) == {"orientation": -1.0}
+    blind = (ROOT / "configs" / "env" / "quadruped_terrain_blind.yaml").read_text()
+    assert "python train.py env=quadruped_terrain_stairs env/reward_terms@env.kwargs.reward_scales=quadruped" in blind
