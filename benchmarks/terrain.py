@@ -336,41 +336,31 @@ def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
     (seeds 10,000 + k) grouped by the commanded horizontal speed at the reset (:data:`SPEEDS`), and per group the
     share that fell while on the tile, the share out of the pit (the scan's mean ground within :data:`RIM_MARGIN` of
     the rim, or the trunk off the tile) within the episode's 20 s, the median seconds to it, and the front feet's
-    swing apex (cm: a foot's highest point above the ground under it between two touchdowns, the median of the
-    episode's swings, then over the group's episodes that climbed out and those that neither climbed out nor fell).
-    An episode ends where :func:`agents.evaluation.tiles.evaluate_tiles`' does: a fall, the time limit, or leaving
-    the tile."""
+    swing apex (cm: the env's ``swing_apex_FR`` and ``swing_apex_FL``, each foot's mean rise above its lift-off
+    height over the episode's swings; the median over the group's episodes that climbed out and over those that
+    neither climbed out nor fell). An episode ends where :func:`agents.evaluation.tiles.evaluate_tiles`' does: a
+    fall, the time limit, or leaving the tile."""
     import gymnasium as gym
 
     import envs  # noqa: F401
-    from envs.quadruped.config import CONTACT_FORCE_THRESHOLD
 
     for run in runs_:
         act, kwargs, step = policy_act(run)
         env = gym.make(ENV_ID, **kwargs)  # with its time limit
         sim = env.unwrapped
         for level in levels:
-            rows = []  # (speed, fell, seconds to out or inf, median FR and FL swing apex in cm)
+            rows = []  # (speed, fell, seconds to out or inf, the episode's FR and FL swing apex in cm)
             for k in range(episodes):
                 obs, _ = env.reset(seed=10_000 + k, options={"terrain_level": level, "terrain_type": "stairs_up"})
                 speed, out, done, fell, t = float(np.hypot(*sim._command[0:2])), np.inf, False, False, 0
-                swings, highest = ([], []), [0.0, 0.0]
                 while not done:
                     obs, _, terminated, truncated, info = env.step(act(obs[None])[0])
                     t += 1
-                    heights = sim._s_feet[2:6:3] - sim._foot_ground[0:2]  # FR, FL above the ground under them (m)
-                    for foot, (h, touch) in enumerate(zip(heights.tolist(), sim._s_touch[0:2].tolist())):
-                        if touch > CONTACT_FORCE_THRESHOLD:
-                            if highest[foot] > 0.01:  # a swing ended (not a foot resting on the tread)
-                                swings[foot].append(highest[foot])
-                            highest[foot] = 0.0
-                        else:
-                            highest[foot] = max(highest[foot], h)
                     if np.isinf(out) and (info["left_tile"] or sim._ground >= -RIM_MARGIN):
                         out = t * sim.dt
                     fell = terminated and not info["left_tile"]
                     done = terminated or truncated or info["left_tile"]
-                rows.append((speed, fell, out, [100 * np.median(s) if s else np.nan for s in swings]))
+                rows.append((speed, fell, out, [info["swing_apex_FR"], info["swing_apex_FL"]]))
             print(f"\n## {run.name} (step {step}), stairs up level {level}, {episodes} episodes")
             print("| command | episodes | falls | climbed out | median s to out | FR / FL swing apex, cm: out "
                   "| stalled |")
@@ -383,7 +373,7 @@ def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
                 falls, share = np.mean([r[1] for r in group]), len(times) / len(group)
                 median = np.median(times) if times else float("nan")
                 parts = ([r for r in group if np.isfinite(r[2])], [r for r in group if np.isinf(r[2]) and not r[1]])
-                apex = [" / ".join(f"{v:.1f}" for v in np.nanmedian([r[3] for r in part], axis=0)) if part else "-"
+                apex = [" / ".join(f"{v:.1f}" for v in np.median([r[3] for r in part], axis=0)) if part else "-"
                         for part in parts]
                 print(f"| {name} | {len(group)} | {falls:.0%} | {share:.0%} | {median:.1f} | {apex[0]} | {apex[1]} |")
         env.close()
