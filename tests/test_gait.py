@@ -11,7 +11,7 @@ from envs.array_math import BatchMath, ScalarMath
 from envs.controllers.trot import QuadrupedScore, TrotController
 from envs.quadruped import QuadrupedEnv
 from envs.quadruped.gait import GAIT_METRICS, advance_gait, foot_motion, gait_info, new_gait_state
-from envs.quadruped.rewards import reward_feet_clearance, reward_feet_slip
+from envs.quadruped.rewards import reward_feet_clearance, reward_feet_clearance_ahead, reward_feet_slip
 
 R = 0.02  # m, a foot sphere's radius
 
@@ -55,6 +55,18 @@ def test_foot_terms_vanish_without_slip_or_at_the_clearance_height():
     assert reward_feet_clearance(-2.0, [0.08] * 4, [1.0] * 4, 0.08, ScalarMath) == 0.0
     assert reward_feet_clearance(-2.0, [0.0] * 4, [1.0] * 4, 0.08, ScalarMath) == pytest.approx(-0.64)
     assert reward_feet_clearance(-2.0, [0.0] * 4, [0.0] * 4, 0.08, ScalarMath) == 0.0  # standing feet
+
+
+def test_clearance_ahead_charges_only_feet_below_the_margin():
+    """One-sided: a moving foot below the margin over the ground ahead costs its shortfall times the root of its
+    speed; at or above it, or standing, nothing; one env's floats and a batch give the same bits."""
+    speed2 = [1.0, 1.0, 4.0, 0.0]
+    assert reward_feet_clearance_ahead(-2.0, [0.04, 0.2, 0.04, -0.1], speed2, 0.04, ScalarMath) == 0.0
+    cost = reward_feet_clearance_ahead(-2.0, [0.0, -0.06, 0.03, -0.1], speed2, 0.04, ScalarMath)
+    assert cost == pytest.approx(-2.0 * (0.04 + 0.1 + 0.01 * 2**0.5))
+    batch = reward_feet_clearance_ahead(-2.0, [np.array([0.0, 0.04])] * 4, [np.array(v) for v in speed2], 0.04,
+                                        BatchMath)
+    assert batch.tolist() == [reward_feet_clearance_ahead(-2.0, [0.0] * 4, speed2, 0.04, ScalarMath), 0.0]
 
 
 def test_a_standing_robot_has_duty_one_and_no_slip():

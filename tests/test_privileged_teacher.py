@@ -85,10 +85,14 @@ def flat_teacher(tmp_path_factory):
     return saved_teacher(tmp_path_factory.mktemp("teacher"))
 
 
+CLIMB_TERMS = ("tracking_lin_vel", "termination", "feet_clearance", "feet_clearance_ahead")  # configs/env/reward_terms
+
+
 def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_students_units(tmp_path):
     """``env=quadruped_terrain_stairs``, the terrain students' teacher: every copy on the stairs-up column, the height
     scan in the actor and the critic, the students' joint range, a fifth of the orientation term, the tracking term and
-    the fall's cost doubled, no swing-height target, and the terrain's trot teaching the first 1 M steps."""
+    the fall's cost doubled, no swing-height target but a clearance over the ground ahead of a moving foot, and the
+    terrain's trot teaching the first 1 M steps."""
     cfg, model = learner(tmp_path, "env=quadruped_terrain_stairs", distill="")
     assert list(cfg.env.kwargs.terrain_types) == ["stairs_up"]
     assert cfg.agent.perceptive_actor and cfg.agent.privileged_critic
@@ -96,13 +100,13 @@ def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_stud
     assert (cfg.distill.name, cfg.distill.schedule_steps) == ("scripted", 1_000_000)
     scales = model.get_env().get_attr("config", indices=[0])[0].reward_scales
     assert (scales["orientation"], scales["action_rate"]) == (-1.0, -0.01)
-    assert (scales["tracking_lin_vel"], scales["termination"], scales["feet_clearance"]) == (2.0, -100.0, 0.0)
+    assert tuple(scales[term] for term in CLIMB_TERMS) == (2.0, -100.0, 0.0, -4.0)
 
 
 # env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher
-# teaches, the tracking_lin_vel, termination and feet_clearance scales)
-TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5)),
-                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0))}
+# teaches, the CLIMB_TERMS' scales)
+TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5, 0.0)),
+                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0, -4.0))}
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
@@ -128,7 +132,7 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
     scales = model.get_env().get_attr("config", indices=[0])[0].reward_scales
     assert scales["action_rate"] == action_rate
-    assert (scales["tracking_lin_vel"], scales["termination"], scales["feet_clearance"]) == terms
+    assert tuple(scales[term] for term in CLIMB_TERMS) == terms
     if agent == "ppo":
         assert cfg.agent.privileged_critic and cfg.agent.perceptive_actor == perceptive
     distillation = build_distillation(cfg, model)

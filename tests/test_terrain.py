@@ -16,6 +16,8 @@ import torch
 
 import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.quadruped import QuadrupedTerrainEnv
+from envs.quadruped.config import FOOT_LOOKAHEAD, FOOT_LOOKAHEAD_REACH
+from envs.quadruped.height_scan import TerrainState, scan_points
 from envs.quadruped.terrain import (CELL, COLUMN_TYPES, COLUMNS, LEVELS, STEPPED_TYPES, STRIDE, TERRAIN_TYPES, riser_height,
                                     size_scale, terrain_grid)
 
@@ -163,6 +165,34 @@ def test_foot_heights_are_taken_above_the_ground_under_each_foot(env):
             feet = base._s_feet
             under = base.tiles.heights_at(feet[0:12:3], feet[1:12:3])
             assert np.array_equal(base._feet()[2:12:3], feet[2:12:3] - under), kind
+            reach = np.clip(FOOT_LOOKAHEAD * feet[12:24], -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+            ahead = base.tiles.heights_at(feet[0:12:3] + reach[0::3], feet[1:12:3] + reach[1::3])
+            assert np.array_equal(base._step_ground, np.maximum(under, ahead)), kind
+
+
+def test_the_ground_ahead_of_a_foot_is_where_its_velocity_takes_it():
+    """A foot 3 cm short of a stairs-up riser sees the tread above once its velocity carries it past the edge
+    within FOOT_LOOKAHEAD (at most FOOT_LOOKAHEAD_REACH): the feet_clearance_ahead term's ground; walking away
+    from the riser, standing, or too slow to reach it, the ground under it."""
+    grid = terrain_grid(0, GO1_SCALE)
+    cx, cy, bottom = grid.origins[9, COLUMN_TYPES.index("stairs_up")]
+    x = cx + np.arange(0.0, 2.0, 0.001)
+    edge = x[np.argmax(grid.heights_at(x, np.full_like(x, cy)) > bottom + 0.01)]  # the first riser along +x
+    top = grid.heights_at(edge + 0.05, cy)
+    assert top - bottom == pytest.approx(riser_height(9, GO1_SCALE))
+    state = TerrainState(grid, scan_points(GO1_SCALE), (-1.0, 1.0), copies=5)
+    qpos = np.zeros((5, 19))
+    qpos[:, 0:4] = (cx, cy, bottom + 0.3, 1.0)
+    feet = np.zeros((5, 36))
+    feet[:, 0:12:3], feet[:, 1:12:3] = edge - 0.03, cy
+    feet[:, 12] = (1.0, -1.0, 0.0, 0.2, 50.0)  # FR's x velocity (m/s): at, away, still, slow, very fast
+    state.update(qpos, np.zeros(5), feet)
+    assert np.array_equal(state.foot_ground, np.full((5, 4), bottom))
+    assert state.step_ground[:, 0].tolist() == [top, bottom, bottom, bottom, top]
+    assert np.array_equal(state.step_ground[:, 1:], state.foot_ground[:, 1:])
+    feet[:, 0] = edge - 0.03 - FOOT_LOOKAHEAD_REACH - 0.01  # out of reach even at 50 m/s
+    state.update(qpos, np.zeros(5), feet)
+    assert state.step_ground[4, 0] == bottom
 
 
 def test_curriculum_moves_levels_as_legged_gym():

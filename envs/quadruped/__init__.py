@@ -13,8 +13,10 @@ module              job
 ``randomize``       domain and sim-to-real randomisation (one env or the batch)
 ``robots``          the ``robot=`` table, the ``MjSpec`` builder of the meshed robots, :class:`LegGeometry`
 ``scene``           the compiled model: the robot in our scene with its terrain (rough field, tile grid)
-``terrain``         terrain generation: the rough field and legged_gym's tile grid (heights only, numpy)
-``height_scan``     the terrain env's height scan and heading command (one env or the batch)
+``terrain``         terrain generation: the rough field and legged_gym's tile grid (heights only, numpy), and
+                    the compiled ground lookup (numba)
+``height_scan``     the terrain env's height scan, the feet's ground and the heading command (one env or the
+                    batch; compiled)
 ``history``         the proprioceptive history (``history_steps``): its layout and frames (one env or the batch)
 ==================  ==========================================================================================
 """

@@ -29,6 +29,9 @@ AIR_TIME_THRESHOLD = 0.1  # s; Playground Go1 feet_air_time offset
 CONTACT_FORCE_THRESHOLD = 1.0  # N of foot touch sensor reading that counts as contact
 FOOT_CLEARANCE_TARGET = 0.08  # m: feet_clearance's swing height of a foot's lowest point (Playground Go1:
 # max_foot_height 0.1 m of the foot centre, whose sphere is 0.023 m)
+FOOT_STEP_MARGIN = 0.04  # m: feet_clearance_ahead's least height of a moving foot's lowest point over the ground ahead
+FOOT_LOOKAHEAD = 0.1  # s: the ground ahead of a foot is where its horizontal velocity takes it in this time ...
+FOOT_LOOKAHEAD_REACH = 0.1  # m: ... at most this far in x and in y (world)
 FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
 
 # domain_randomization's per-episode draws (uniform ranges): foot friction coefficient, link mass and inertia
@@ -57,6 +60,7 @@ DEFAULT_REWARD_SCALES = {
     "feet_air_time": 1.0,
     "feet_slip": -0.25,
     "feet_clearance": -0.5,
+    "feet_clearance_ahead": 0.0,
     "base_height": -10.0,
     "termination": -50.0,
 }

@@ -136,23 +136,25 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     :func:`~envs.quadruped.rewards.step_outcome`, which this env's ``step()`` (on floats) and the batched
     vector env (``envs.batched``, all copies at once, on arrays) both run.
 
-    =================  ====================================================================  =============
-    name               term (body frame unless noted)                                        default scale
-    =================  ====================================================================  =============
-    tracking_lin_vel   exp(-|cmd_xy - v_xy|^2 / sigma), sigma = ``tracking_sigma`` (0.25)    1.0
-    tracking_ang_vel   exp(-(cmd_wz - w_z)^2 / sigma)                                        0.5
-    lin_vel_z          v_z^2 (m/s)^2                                                         -2.0
-    ang_vel_xy         w_x^2 + w_y^2 (rad/s)^2                                               -0.05
-    orientation        g_x^2 + g_y^2 (projected gravity; 0 when level)                       -5.0
-    torques            sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
-    action_rate        sum_j (a_t,j - a_t-1,j)^2                                             -0.01
-    feet_air_time      sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
-    feet_slip          sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -0.25
-    feet_clearance     sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -0.5
-                       (the terrain env: h above the ground under the foot)
-    base_height        (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
-    termination        1 on the step the robot falls                                         -50.0 (= -1)
-    =================  ====================================================================  =============
+    ====================  ====================================================================  =============
+    name                  term (body frame unless noted)                                        default scale
+    ====================  ====================================================================  =============
+    tracking_lin_vel      exp(-|cmd_xy - v_xy|^2 / sigma), sigma = ``tracking_sigma`` (0.25)    1.0
+    tracking_ang_vel      exp(-(cmd_wz - w_z)^2 / sigma)                                        0.5
+    lin_vel_z             v_z^2 (m/s)^2                                                         -2.0
+    ang_vel_xy            w_x^2 + w_y^2 (rad/s)^2                                               -0.05
+    orientation           g_x^2 + g_y^2 (projected gravity; 0 when level)                       -5.0
+    torques               sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
+    action_rate           sum_j (a_t,j - a_t-1,j)^2                                             -0.01
+    feet_air_time         sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
+    feet_slip             sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -0.25
+    feet_clearance        sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -0.5
+                          (the terrain env: h above the ground under the foot)
+    feet_clearance_ahead  sum_feet max(0, 0.04 m - c) sqrt(|v_xy|): c the foot's height over the    0.0
+                          higher ground: under it or where v_xy takes it in 0.1 s (flat: h)
+    base_height           (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
+    termination           1 on the step the robot falls                                         -50.0 (= -1)
+    ====================  ====================================================================  =============
 
     Feet contact: a foot touch sensor reading above 1 N. ``feet_slip`` and ``feet_clearance`` are MuJoCo
     Playground Go1's terms (``envs.quadruped.gait.foot_motion``: h is the foot sphere's lowest point, v_xy
@@ -254,6 +256,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     AIR_TIME_THRESHOLD = defaults.AIR_TIME_THRESHOLD  # s
     CONTACT_FORCE_THRESHOLD = defaults.CONTACT_FORCE_THRESHOLD  # N
     FOOT_CLEARANCE_TARGET = defaults.FOOT_CLEARANCE_TARGET  # m
+    FOOT_STEP_MARGIN = defaults.FOOT_STEP_MARGIN  # m
     FALL_GRAVITY_Z = defaults.FALL_GRAVITY_Z  # projected gravity z above this = tilt > 60 deg
     OBS_SLICES = OBS_SLICES
     OBS_DIM = OBS_DIM
@@ -450,7 +453,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         (the batch runs it on arrays)."""
         # the base's self._action still holds the previous action here
         reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(
-            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._feet(),
+            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._feet(), self._feet_ahead(),
             self._trunk_height(), self._act_force, action, self._action, self._air_time, self._last_contact,
             self._gait, self._qvel.item(0), self, ScalarMath)
         return reward, fell, info
@@ -464,6 +467,16 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
         """:meth:`_feet` of N copies at once: ``feet`` (N, 36) -> (36, N)."""
         return feet.T
+
+    def _feet_ahead(self) -> list | None:
+        """The feet's clearance over the ground ahead (m, four floats) that ``feet_clearance_ahead`` reads; None here,
+        where the ground is flat and the feet's heights are that clearance."""
+        return None
+
+    @classmethod
+    def _feet_ahead_batch(cls, tasks, feet: np.ndarray) -> np.ndarray | None:
+        """:meth:`_feet_ahead` of N copies at once (``feet`` (N, 36)): (4, N) or None."""
+        return None
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
         """Arrays (views kept current) appended to the observation after the clock; none here."""
@@ -513,7 +526,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         last = np.array([task._last_contact for task in tasks]).T
         gait = np.array([task._gait for task in tasks]).T
         reward, fell, info, air, last, gait = step_outcome(
-            base.T, command.T, touch.T, cls._feet_batch(tasks, feet), cls._trunk_heights(tasks, trunk_z[:, 0]),
+            base.T, command.T, touch.T, cls._feet_batch(tasks, feet), cls._feet_ahead_batch(tasks, feet),
+            cls._trunk_heights(tasks, trunk_z[:, 0]),
             derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
         for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
                                                               np.array(last).T.tolist(), np.array(gait).T.tolist()):

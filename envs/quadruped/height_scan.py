@@ -1,5 +1,5 @@
 """The terrain env's height scan and heading command, computed from the tile grid's height array (no ray
-casts) for one env or N at once: :func:`terrain_state`; where the scan's points lie: :func:`scan_points`,
+casts) for one env or N at once: :class:`TerrainState`; where the scan's points lie: :func:`scan_points`,
 and what the scripted trot is told of them: :class:`TerrainLegGeometry`.
 """
 
@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from envs.array_math import BatchMath, ScalarMath
+from envs.quadruped.config import FOOT_LOOKAHEAD, FOOT_LOOKAHEAD_REACH
 from envs.quadruped.robots import LegGeometry
-from envs.quadruped.terrain import CELL, TerrainGrid
+from envs.quadruped.terrain import CELL, TerrainGrid, ground_in_samples
 
 SCAN_X = 11  # height-scan points along the body's x (forward)
 SCAN_Y = 7  # and y (left)
@@ -37,40 +38,96 @@ def scan_points(scale: float) -> np.ndarray:
     return np.stack([i.ravel(), j.ravel()], axis=1) * SCAN_SPACING * scale
 
 
-def terrain_state(grid: TerrainGrid, points: np.ndarray, qpos: np.ndarray, heading, yaw_range: tuple[float, float],
-                  m: type[ScalarMath] | type[BatchMath], feet: np.ndarray | None = None, radius: float | None = None):
-    """Height scan, ground height under the trunk and the feet, and heading command of one copy (``qpos`` (nq,),
-    the free joint first, ``heading`` (rad, world) a float, ``feet`` (k,) foot sensor readings, ``m=ScalarMath``)
-    or of N at once (``qpos`` (N, nq), ``heading`` (N,), ``feet`` (N, k), ``m=BatchMath``), with the same bits per
-    copy. ``feet`` (optional) starts with the four feet's positions (m, world): x, y, z of FR, FL, RR, RL.
+class TerrainState:
+    """The height scan, the ground under the trunk and the feet, and the heading command of N copies (one env: N = 1)
+    on ``grid``, updated in place by :meth:`update` (compiled: :func:`_terrain_state`; each copy's row the same bits
+    for any N). The arrays, row ``r`` for copy ``r``:
 
-    Returns ``scan`` ((P,) or (N, P)): trunk z minus the ground at each point (m), clipped to [-1, 1];
-    ``ground`` (a float or (N,)): the mean ground height of the scan (m, world; the trunk's height
-    reference); ``yaw_rate``: the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the
-    heading error wrapped to [-pi, pi]; ``foot_ground`` ((4,) or (N, 4); None without ``feet``): the ground
-    height under each foot (m, world), looked up in the same call as the scan's points. ``radius`` (m), a bound
-    on the distance in x and y from the trunk to every scan point and foot, speeds up the one-copy lookup
-    (:meth:`~envs.quadruped.terrain.TerrainGrid.heights_at`'s ``near``; the same bits).
-    """
-    one = m is ScalarMath
-    x, y, z, qw, qx, qy, qz = qpos[0:7].tolist() if one else qpos[:, 0:7].T
-    fx, fy = 1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy + qw * qz)  # the body x axis, world xy
-    norm = m.sqrt(fx * fx + fy * fy)
-    c, s = fx / norm, fy / norm
-    if not one:  # a column per copy
-        x, y, z, c, s = x[:, None], y[:, None], z[:, None], c[:, None], s[:, None]
-    ahead, left = points[:, 0], points[:, 1]
-    near = (x, y, radius) if one and radius is not None else None
-    world_x, world_y = x + (c * ahead - s * left), y + (s * ahead + c * left)
-    parts = (world_x, world_y) if feet is None else (world_x, feet[..., 0:12:3], world_y, feet[..., 1:12:3])
-    uv = np.concatenate(parts, axis=-1) / CELL  # x then y of the points (then of the feet), in samples
-    half = uv.shape[-1] // 2
-    heights = grid.heights_in_samples(uv[..., :half], uv[..., half:], near)
-    n = len(points)
-    scan_heights = heights[..., :n]
-    scan = np.minimum(np.maximum(z - scan_heights, -1.0), 1.0)
-    ground = scan_heights.sum(axis=-1) / n  # row by row: the same bits for any number of rows
-    error = heading - m.atan2(fy, fx)
-    error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
-    foot_ground = heights[..., n:] if feet is not None else None
-    return scan, ground, m.clip(HEADING_GAIN * error, yaw_range[0], yaw_range[1]), foot_ground
+    * ``scan`` (N, P): trunk z minus the ground at each of the trunk-frame ``points`` (P, 2), clipped to [-1, 1] (m);
+    * ``ground`` (N,): the mean ground height of the scan (m, world; the trunk's height reference);
+    * ``yaw_rate`` (N,): the yaw command ``clip(HEADING_GAIN * (heading - yaw), *yaw_range)`` (rad/s), the heading
+      error wrapped to [-pi, pi];
+    * ``foot_ground`` (N, 4): the ground height under each foot (m, world; FR, FL, RR, RL);
+    * ``step_ground`` (N, 4): the higher of that and the ground where the foot's horizontal velocity takes it in
+      ``FOOT_LOOKAHEAD`` s (at most ``FOOT_LOOKAHEAD_REACH`` m in x and in y; the ground ahead of the foot).
+
+    ``out`` (optional) names arrays to write into instead of new ones (e.g. views into an env's observation)."""
+
+    def __init__(self, grid: TerrainGrid, points: np.ndarray, yaw_range: tuple[float, float], copies: int = 1,
+                 **out: np.ndarray) -> None:
+        self.grid, self.points, self.yaw_range = grid, np.ascontiguousarray(points, dtype=np.float64), yaw_range
+        shapes = {"scan": (copies, len(points)), "ground": (copies,), "yaw_rate": (copies,),
+                  "foot_ground": (copies, 4), "step_ground": (copies, 4)}
+        for name, shape in shapes.items():
+            array = out.get(name, np.zeros(shape))
+            assert array.shape == shape, f"{name} must have shape {shape}, not {array.shape}"
+            setattr(self, name, array)
+
+    def update(self, qpos: np.ndarray, heading: np.ndarray, feet: np.ndarray | None) -> None:
+        """From ``qpos`` (N, nq) (the free joint first), ``heading`` (N,) (rad, world) and ``feet`` (N, 36): the foot
+        sensor readings (``envs.quadruped.gait``: positions (m, world) then linear velocities (m/s, world); None:
+        not current, e.g. before the first step, and the feet's ground is left as it was)."""
+        _terrain_state(self.grid.padded, self.grid.stepped_from, self.points, qpos, heading, *self.yaw_range,
+                       _NO_FEET if feet is None else feet, self.scan, self.ground, self.yaw_rate, self.foot_ground,
+                       self.step_ground)
+
+
+_NO_FEET = np.zeros((0, 36))
+
+
+@numba.njit(cache=True, nogil=True)
+def _clip(x: float, low: float, high: float) -> float:
+    """``x`` within ``[low, high]`` (a NaN stays NaN)."""
+    return low if x < low else high if x > high else x
+
+
+@numba.njit(cache=True, nogil=True)
+def _mean(values: np.ndarray) -> float:
+    """``values.sum() / len(values)`` with numpy's bits for up to 128 values (its pairwise sum: eight running
+    sums combined in pairs, then the rest in order), so the scan's mean ground is the one numpy gives."""
+    n = values.shape[0]
+    if n < 8:
+        total = 0.0
+        for k in range(n):
+            total += values[k]
+        return total / n
+    r = values[:8].copy()
+    k = 8
+    while k < n - n % 8:
+        r += values[k : k + 8]
+        k += 8
+    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while k < n:
+        total += values[k]
+        k += 1
+    return total / n
+
+
+@numba.njit(cache=True, nogil=True)
+def _terrain_state(padded, stepped_from, points, qpos, heading, yaw_low, yaw_high, feet, scan, ground, yaw_rate,
+                   foot_ground, step_ground):
+    """:meth:`TerrainState.update`'s arithmetic (``feet`` with no rows: the feet left out)."""
+    n = points.shape[0]
+    heights = np.empty(n)
+    for r in range(qpos.shape[0]):
+        x, y, z, qw, qx, qy, qz = qpos[r, 0], qpos[r, 1], qpos[r, 2], qpos[r, 3], qpos[r, 4], qpos[r, 5], qpos[r, 6]
+        fx, fy = 1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy + qw * qz)  # the body x axis, world xy
+        norm = math.sqrt(fx * fx + fy * fy)
+        c, s = fx / norm, fy / norm
+        for k in range(n):
+            ahead, left = points[k, 0], points[k, 1]
+            u, v = (x + (c * ahead - s * left)) / CELL, (y + (s * ahead + c * left)) / CELL
+            heights[k] = ground_in_samples(padded, stepped_from, u, v)
+            scan[r, k] = _clip(z - heights[k], -1.0, 1.0)
+        ground[r] = _mean(heights)
+        error = heading[r] - math.atan2(fy, fx)
+        error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
+        yaw_rate[r] = _clip(HEADING_GAIN * error, yaw_low, yaw_high)
+        if r < feet.shape[0]:
+            for f in range(4):
+                px, py, vx, vy = feet[r, 3 * f], feet[r, 3 * f + 1], feet[r, 12 + 3 * f], feet[r, 13 + 3 * f]
+                under = ground_in_samples(padded, stepped_from, px / CELL, py / CELL)
+                ax = px + _clip(FOOT_LOOKAHEAD * vx, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+                ay = py + _clip(FOOT_LOOKAHEAD * vy, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+                foot_ground[r, f] = under
+                step_ground[r, f] = np.maximum(under, ground_in_samples(padded, stepped_from, ax / CELL, ay / CELL))

@@ -89,6 +89,20 @@ def reward_feet_clearance(scale: float, height: list, speed2: list, target: floa
     return scale * total
 
 
+def reward_feet_clearance_ahead(scale: float, clearance: list, speed2: list, margin: float,
+                                m: type[ScalarMath] | type[BatchMath]) -> float:
+    """``scale * sum_feet max(0, margin - c) * sqrt(|v_xy|)``: how far each foot's lowest point is below ``margin``
+    (m) over the ground ahead, ``c`` (m: over the higher of the ground under the foot and where its horizontal
+    velocity takes it in ``FOOT_LOOKAHEAD``; on flat ground its height), weighted by the root of its centre's
+    horizontal speed (m/s; ``speed2`` its square). One-sided: a foot swinging at a riser is charged until it is
+    ``margin`` above the riser's top, a higher one or one standing is not. ``clearance``, ``speed2``: four
+    per-foot values each (floats or (N,) arrays)."""
+    total = 0.0
+    for c, v2 in zip(clearance, speed2):
+        total = total + m.maximum(margin - c, 0.0) * m.sqrt(m.sqrt(v2))
+    return scale * total
+
+
 def reward_termination(scale: float, fell: bool) -> float:
     """``scale`` on the step the robot falls, else 0."""
     return scale * fell
@@ -115,7 +129,7 @@ def feet_air_time(touch, air, last, command_xy2, env, m: type[ScalarMath] | type
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
 
 
-def step_outcome(base, command, touch, feet, z, torques, action, previous, air, last, gait, x_velocity, env,
+def step_outcome(base, command, touch, feet, ahead, z, torques, action, previous, air, last, gait, x_velocity, env,
                  m: type[ScalarMath] | type[BatchMath]):
     """Reward, fall flag, info, new feet air times, contacts and gait state of one env's step or of N at
     once: the single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on
@@ -123,7 +137,8 @@ def step_outcome(base, command, touch, feet, z, torques, action, previous, air, 
 
     ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
     values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
-    (N); ``feet``: the 36 foot sensor readings (:mod:`envs.quadruped.gait`); ``z``: trunk height (m, world); ``torques`` (N·m) and
+    (N); ``feet``: the 36 foot sensor readings (:mod:`envs.quadruped.gait`); ``ahead``: the feet's clearance over
+    the ground ahead (:func:`reward_feet_clearance_ahead`; four values, m), or None where the ground is flat; ``z``: trunk height (m, world); ``torques`` (N·m) and
     the clipped ``action`` and ``previous`` action: (12,) vectors or (N, 12); ``air``/``last``: see
     :func:`feet_air_time`; ``gait``: the gait state (:func:`~envs.quadruped.gait.advance_gait`);
     ``x_velocity``: world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with
@@ -150,8 +165,10 @@ def step_outcome(base, command, touch, feet, z, torques, action, previous, air, 
     r7 = k["feet_air_time"] * air_term
     r8 = reward_feet_slip(k["feet_slip"], contact, slip2, m)
     r9 = reward_feet_clearance(k["feet_clearance"], height, speed2, env.FOOT_CLEARANCE_TARGET, m)
-    r10 = reward_base_height(k["base_height"], z - env.base_height_target)
-    r11 = reward_termination(k["termination"], fell)
+    r10 = reward_feet_clearance_ahead(k["feet_clearance_ahead"], height if ahead is None else ahead, speed2,
+                                      env.FOOT_STEP_MARGIN, m)
+    r11 = reward_base_height(k["base_height"], z - env.base_height_target)
+    r12 = reward_termination(k["termination"], fell)
     info = {  # the reward terms in REWARD_TERMS order, as summed below
         "reward_tracking_lin_vel": r0,
         "reward_tracking_ang_vel": r1,
@@ -163,12 +180,13 @@ def step_outcome(base, command, touch, feet, z, torques, action, previous, air, 
         "reward_feet_air_time": r7,
         "reward_feet_slip": r8,
         "reward_feet_clearance": r9,
-        "reward_base_height": r10,
-        "reward_termination": r11,
+        "reward_feet_clearance_ahead": r10,
+        "reward_base_height": r11,
+        "reward_termination": r12,
         "tracking_error": m.sqrt(err2),
         "x_velocity": x_velocity,
         "fell": fell,
         **gait_info(gait, m),
     }
-    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11
+    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11 + r12
     return reward, fell, info, air, last, gait

@@ -17,11 +17,10 @@ import mujoco
 import numpy as np
 
 from envs import headless
-from envs.array_math import BatchMath, ScalarMath
 from envs.declarations import Curriculum, TaskContext
 from envs.quadruped.config import QuadrupedTerrainConfig
 from envs.quadruped.env import QuadrupedEnv
-from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, scan_points, terrain_state
+from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, TerrainState, scan_points
 from envs.quadruped.robots import LegGeometry
 from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
@@ -87,7 +86,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
     instead of 0.1 m: 77 inputs still put two points on every tread. All of it is computed from the
-    height array for all copies at once (:func:`~envs.quadruped.height_scan.terrain_state`): the ground that
+    height array for all copies at once (:class:`~envs.quadruped.height_scan.TerrainState`): the ground that
     collides (MuJoCo's triangles on the heightfield's tiles, the nearest sample on the boxes' tiles).
 
     ## Changes to rewards and termination
@@ -120,10 +119,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
         self.scan_points = scan_points(self.tiles.scale)
-        # m in x, y from the trunk origin to the farthest point looked up: a scan point or a foot (within the box
-        # window's reach)
-        self._lookup_radius = max(float(np.hypot(*self.scan_points.T).max()), self._box_window.half - self._box_window.slack)
         self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
+        self._step_ground = np.zeros(4)  # m, world: the higher of that and the ground ahead of the foot (height_scan)
+        self._bind_terrain()
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -146,6 +144,21 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._type_index = 0
         self._spawn_noise = 0.25 * self.tiles.scale  # m
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
+
+    def _bind_terrain(self) -> None:
+        """The scan's state, writing into this env's scan and feet's ground (views, so rebuilt after unpickling)."""
+        self._terrain = TerrainState(self.tiles, self.scan_points, self.command_yaw_rate,
+                                     scan=self._scan_friction[None, :-1],
+                                     foot_ground=self._foot_ground[None], step_ground=self._step_ground[None])
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_terrain", None)
+        return state
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        self._bind_terrain()
 
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
         model, self.tiles = tiles_model(config.robot, int(config.terrain_seed))
@@ -264,15 +277,11 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _update_terrain(self, feet: bool = True) -> None:
         """The scan, the ground under the trunk and (``feet``: after a step, when the foot sensors are current) under
         each foot, and the heading's yaw command."""
-        scan, ground, yaw_rate, foot_ground = terrain_state(
-            self.tiles, self.scan_points, self.data.qpos, self._heading, self.command_yaw_rate, ScalarMath,
-            self._s_feet if feet else None, self._lookup_radius)
-        if feet:
-            self._foot_ground[:] = foot_ground
-        self._scan_friction[:-1] = scan
-        self._ground = float(ground)
+        state = self._terrain  # writes the scan, the feet's ground (views of this env's arrays)
+        state.update(self.data.qpos[None], np.array((self._heading,)), self._s_feet[None] if feet else None)
+        self._ground = state.ground.item()
         if self.heading_command:
-            self._command[2] = yaw_rate
+            self._command[2] = state.yaw_rate.item()
 
     def finish_step(self, action: np.ndarray) -> tuple:
         self._box_window.follow(*self.data.qpos[0:2].tolist())
@@ -299,6 +308,14 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         feet[:, 2:12:3] -= np.stack([task._foot_ground for task in tasks])
         return feet.T
 
+    def _feet_ahead(self) -> list:
+        """Each foot's lowest point's height over the higher of the ground under it and the ground ahead of it (m)."""
+        return (self._s_feet[2:12:3] - (self.foot_radius + self._step_ground)).tolist()
+
+    @classmethod
+    def _feet_ahead_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
+        return (feet[:, 2:12:3] - (tasks[0].foot_radius + np.stack([task._step_ground for task in tasks]))).T
+
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
         self._left_tile |= self._off_tile(*self.data.qpos[0:2].tolist())
@@ -317,11 +334,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         first = tasks[0]
         heading = np.array([task._heading for task in tasks])
         feet = derived["sensordata"][:, first._sensor_slices[-1]]
-        scan, ground, yaw_rate, foot_ground = terrain_state(first.tiles, first.scan_points, qpos, heading,
-                                                            first.command_yaw_rate, BatchMath, feet)
-        for task, row, g, w, under, (x, y) in zip(tasks, scan, ground.tolist(), yaw_rate.tolist(), foot_ground,
-                                                  qpos[:, 0:2].tolist()):
+        state = TerrainState(first.tiles, first.scan_points, first.command_yaw_rate, len(tasks))
+        state.update(qpos, heading, feet)
+        for task, row, g, w, under, step, (x, y) in zip(tasks, state.scan, state.ground.tolist(), state.yaw_rate.tolist(),
+                                                        state.foot_ground, state.step_ground, qpos[:, 0:2].tolist()):
             task._foot_ground[:] = under
+            task._step_ground[:] = step
             task._scan_friction[:-1] = row
             task._ground = g
             if first.heading_command:
