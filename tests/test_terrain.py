@@ -388,6 +388,28 @@ def test_rendering_draws_the_terrain_around_the_robot():
     env.close()
 
 
+def test_the_drawn_terrain_follows_the_robot_while_another_env_renders():
+    """evaluate.py records several envs in one process, each with its own GL context: the window re-centred under a
+    robot that walked on must reach its own env's context (it went to the last one rendered: a stale, shifted
+    terrain drawn over the robot from the first re-centring on)."""
+    def frame_after_walking(beside: bool) -> np.ndarray:
+        env = gym.make(ENV_ID, render_mode="rgb_array", width=64, height=64)
+        env.reset(seed=0, options={"terrain_type": "stairs_down", "terrain_level": 9})
+        env.render()
+        if beside:
+            other = gym.make(ENV_ID, render_mode="rgb_array", width=64, height=64)
+            other.reset(seed=1, options={"terrain_type": "rough", "terrain_level": 0})
+            other.render()
+        u = env.unwrapped
+        u.data.qpos[0] += 3.0  # more than a quarter of the window: the view re-centres at the next frame
+        mujoco.mj_forward(u.model, u.data)
+        return env.render().astype(int)
+
+    alone = frame_after_walking(False)
+    assert alone.std() > 5
+    assert np.abs(frame_after_walking(True) - alone).max() == 0
+
+
 def test_evaluate_py_tables_the_fixed_tiles_and_checks_their_levels(tmp_path):
     out = tmp_path / "eval"
     args = [sys.executable, str(ROOT / "evaluate.py"), "policy=trot", f"env_id={ENV_ID}", "episodes=2", "videos=0",

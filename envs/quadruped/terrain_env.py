@@ -376,7 +376,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
             start = m.hfield_adr[field]
             m.hfield_data[start : start + VIEW_SAMPLES**2] = ((self.tiles.heights_at(gx, gy) - low) / span).ravel()
             m.geom_pos[geom, 0:2] = centre
-            if self._renderer is not None:
+            if self._renderer is not None:  # into this renderer's GL context: another env's may be the current one
+                if self._renderer._gl_context is not None:
+                    self._renderer._gl_context.make_current()
                 mujoco.mjr_uploadHField(m, self._renderer._mjr_context, field)
             if self._viewer is not None:
                 self._viewer.update_hfield(field)
