@@ -403,7 +403,10 @@ def test_the_drawn_terrain_follows_the_robot_while_another_env_renders():
         u = env.unwrapped
         u.data.qpos[0] += 3.0  # more than a quarter of the window: the view re-centres at the next frame
         mujoco.mj_forward(u.model, u.data)
-        return env.render().astype(int)
+        frame = env.render().astype(int)
+        for each in (env, other) if beside else (env,):
+            each.close()
+        return frame
 
     alone = frame_after_walking(False)
     assert alone.std() > 5
