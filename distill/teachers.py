@@ -6,7 +6,8 @@ evaluated under ``torch.no_grad()``: they only provide targets.
 
 * :class:`EMATeacher` — an exponential moving average of the student's weights.
 * :class:`CheckpointTeacher` — a saved policy with its own observation preprocessing; it may read
-  observations the student does not see (privileged teacher -> student).
+  observations the student does not see (privileged teacher -> student), and may teach only where the weights
+  recorded with the samples say (a mask of the episodes it knows).
 * :class:`RecordedActionTeacher` — a teacher's actions recorded with each sample when it was collected
   (:class:`TeacherActions`: a scripted controller's action, driven by its default or adapted parameters,
   and a weight that masks samples without accepted parameters).
@@ -160,6 +161,9 @@ class CheckpointTeacher(Teacher):
             selection of privileged entries); ``None`` feeds the observation unchanged.
         raw_input: read the raw (un-normalised) observation rather than the student's, e.g. when
             the student normalises its inputs with statistics the teacher never saw.
+        masked: weigh each sample by the weight recorded with it (``teacher_actions.weights``: 0 masks it, e.g.
+            the samples of tasks the teacher was not trained on); the recorded actions are not read. False: every
+            sample has weight 1.
     """
 
     def __init__(
@@ -167,11 +171,13 @@ class CheckpointTeacher(Teacher):
         entry: PolicyEntry,
         preprocess: Callable[[Observation], Observation] | None = None,
         raw_input: bool = False,
+        masked: bool = False,
     ) -> None:
         entry.module.requires_grad_(False).eval()
         self.entry = entry
         self.preprocess = preprocess
         self.needs_raw_obs = raw_input
+        self.needs_teacher_actions = masked
 
     def targets(
         self, obs: Observation, raw_obs: Observation | None = None, teacher_actions: TeacherActions | None = None
@@ -185,7 +191,13 @@ class CheckpointTeacher(Teacher):
             source = self.preprocess(source)
         with torch.no_grad():
             dist = self.entry.distribution(source).detach()
-        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device), self.entry.squashed)
+        if not self.needs_teacher_actions:
+            weight = torch.ones(_batch_size(obs), device=dist.mean.device)
+        elif teacher_actions is None:
+            raise ValueError("this CheckpointTeacher is masked by the weights recorded with the samples; none were given")
+        else:
+            weight = teacher_actions.weights
+        return TeacherTargets(dist, weight, self.entry.squashed)
 
 
 class RecordedActionTeacher(Teacher):

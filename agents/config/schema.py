@@ -97,6 +97,7 @@ class DistillConfig:
     ema_condition: str = "always"  # always | eval_not_worse (skip updates after a worse evaluation)
     teacher: Optional[str] = None  # checkpoint teacher: a run directory made by train.py
     teacher_checkpoint: str = "best"  # best | latest
+    teach_contexts: Optional[list[str]] = None  # checkpoint: teach only episodes whose env.task_context() name matches one of these fnmatch patterns (e.g. '*/stairs_up/*'); null: all
     teacher_std: float = 0.3  # scripted / adaptive: std of the Gaussian around the controller's action (PPO; SAC has none)
     controller_params: str = "tuned"  # scripted / adaptive: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
     controller_params_sha256: Optional[str] = None  # set by train.py: controller_params' file's SHA-256 (16 hex digits; a resume checks it)

@@ -116,11 +116,12 @@ def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Obser
 
 
 def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
-                            student_env: tuple[str, dict[str, Any]]) -> CheckpointTeacher:
+                            student_env: tuple[str, dict[str, Any]], masked: bool = False) -> CheckpointTeacher:
     """A frozen teacher from another run's ``best`` or ``latest`` checkpoint (:func:`teacher_checkpoint`: a
     damaged one falls back to the newest intact one, said on stderr), with its own normalisation, reading its own
     observation from the student's (:func:`teacher_observation_index`; ``student_env``: the student's env id and
-    kwargs)."""
+    kwargs). ``masked``: it teaches where the weights recorded with the samples say (``teach_contexts``,
+    :mod:`agents.teachers.context_mask`)."""
     intact = teacher_checkpoint(run_dir, which, student.device)
     note = intact.instead("teaching with")
     if note:
@@ -133,7 +134,8 @@ def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
     preprocess = _normalizer(saved_norm)
     if index is not None:
         preprocess = functools.partial(_teacher_input, torch.as_tensor(index), preprocess)
-    return CheckpointTeacher(policy_entry(teacher_model), preprocess=preprocess, raw_input=student_normalizes)
+    return CheckpointTeacher(policy_entry(teacher_model), preprocess=preprocess, raw_input=student_normalizes,
+                             masked=masked)
 
 
 def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_condition: Callable[[], bool] | None,
@@ -144,7 +146,8 @@ def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_cond
         condition = ema_condition if d.ema_condition == "eval_not_worse" else None
         return EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     if TEACHERS[d.name].reads_run:
-        return load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, student_env)
+        return load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, student_env,
+                                       masked=d.get("teach_contexts") is not None)
     if TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
         return RecordedActionTeacher(d.teacher_std)
     raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")

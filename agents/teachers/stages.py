@@ -19,7 +19,7 @@ from agents.config.teacher_kinds import TEACHERS
 
 STAGE_TEACHERS = ("scripted", "checkpoint", "ema")
 STAGE_KEYS = ("alpha", "schedule", "final_alpha", "decay_rate", "schedule_steps", "rl_weight", "teacher",
-              "teacher_checkpoint", "teacher_std", "ema_decay", "ema_update_every", "ema_condition")
+              "teacher_checkpoint", "teach_contexts", "teacher_std", "ema_decay", "ema_update_every", "ema_condition")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,12 @@ def controller_stage(distill: DictConfig) -> Stage | None:
     if distill.name != "sequence":
         return Stage("teacher", None, distill) if TEACHERS[distill.name].controller else None
     return next((stage for stage in teaching_stages(distill) if TEACHERS[stage.distill.name].controller), None)
+
+
+def masked_stage(distill: DictConfig) -> Stage | None:
+    """The stage whose teacher teaches only in some task contexts (``teach_contexts``: its samples' weights are
+    recorded while they are collected, :class:`~agents.teachers.context_mask.ContextMask`), or None."""
+    return next((stage for stage in teaching_stages(distill) if stage.distill.get("teach_contexts") is not None), None)
 
 
 def stage_spans(stages: list[Stage], total_timesteps: int) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
-from agents.teachers.stages import controller_stage, stage_spans, teaching_stages
+from agents.teachers.stages import controller_stage, masked_stage, stage_spans, teaching_stages
 
 
 _POSITIVE = {
@@ -139,9 +139,10 @@ def _validate_env(cfg: DictConfig) -> None:
         history_frames(cfg.agent.history_encoder, frames)
     for stage in _run_readers(cfg.distill):
         _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
-    if controller_stage(cfg.distill) is not None and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
-        raise ConfigError(f"distill={cfg.distill.name} records the teacher's action with each transition; HER relabels them: "
-                          "add agent.her=false")
+    recording = controller_stage(cfg.distill) or masked_stage(cfg.distill)
+    if recording is not None and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
+        raise ConfigError(f"distill={cfg.distill.name} records the teacher's action or weight with each transition; HER "
+                          "relabels them: add agent.her=false")
 
 
 def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]]) -> None:
@@ -201,6 +202,7 @@ def validate(cfg: DictConfig) -> None:
     _validate_distill(cfg.distill)
     _validate_stages(cfg)
     _check_teacher_is_read(cfg.distill)
+    _validate_teach_contexts(cfg.distill)
     if controller_stage(cfg.distill) is not None:
         _validate_controller_teacher(cfg)
     _validate_env(cfg)
@@ -303,6 +305,26 @@ def _check_teacher_is_read(d: DictConfig) -> None:
     where = "none of its stages is a checkpoint" if d.name == "sequence" else "it does not read a run"
     raise ConfigError(f"distill.teacher={d.teacher} is set, but distill={d.name} has no teacher to read it ({where}): "
                       "use distill=checkpoint (or a sequence stage with name: checkpoint), or leave distill.teacher out")
+
+
+def _validate_teach_contexts(d: DictConfig) -> None:
+    """``teach_contexts``: a list of non-empty patterns, on one checkpoint teacher, in a run without a scripted teacher
+    (both would record their weights in the same buffer field)."""
+    stages = [stage for stage in teaching_stages(d) if stage.distill.get("teach_contexts") is not None]
+    for stage in stages:
+        where, patterns = ("distill" if d.name != "sequence" else f"distill.stages ({stage.label})"), stage.distill.teach_contexts
+        if not TEACHERS[stage.distill.name].reads_run:
+            raise ConfigError(f"{where}: teach_contexts is set on a {stage.distill.name} teacher; only a checkpoint "
+                              "teacher takes it (the episodes' contexts it was trained on): move it to that stage or leave it out")
+        if not OmegaConf.is_list(patterns) or not patterns or not all(isinstance(p, str) and p for p in patterns):
+            raise ConfigError(f"{where}: teach_contexts={patterns} is invalid: use a list of patterns of the env's task "
+                              "contexts (env.task_context().name, fnmatch), e.g. '[*/stairs_up/*,*/obstacles/*]', or null")
+        if controller_stage(d) is not None:
+            raise ConfigError(f"{where}: teach_contexts cannot be combined with a scripted teacher in the same run (both "
+                              "record a weight with each sample): drop the scripted stage or teach_contexts")
+    if len(stages) > 1:
+        raise ConfigError(f"distill.stages: {len(stages)} stages set teach_contexts; one stage at most may (its weights "
+                          "travel with the samples): keep it on one checkpoint stage")
 
 
 def _validate_distill(d: DictConfig) -> None:

@@ -30,7 +30,8 @@ from agents.training import report, run_dir as run_dirs
 from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
-from agents.teachers.stages import controller_stage
+from agents.teachers.context_mask import ContextMask
+from agents.teachers.stages import controller_stage, masked_stage
 from agents.teachers.builders import build_distillation, controller_teacher
 from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback
 from agents.factory import build_agent, check_observation_space, load_checkpoint
@@ -76,10 +77,15 @@ def _disk_full(run_dir: Path, step: int, err: OSError) -> DiskFull:
                     f"Free space, then continue with: python train.py resume={run_dir}")
 
 
-def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | None]:
-    """The training envs (not normalised yet) and, for a controller teacher (``distill=scripted|adaptive``),
-    that teacher: it wraps the raw envs, so it is the env returned too."""
+def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | ContextMask | None]:
+    """The training envs (not normalised yet) and the teacher that acts while the samples are collected: a
+    controller teacher (``distill=scripted|adaptive``), or the context mask of a checkpoint teacher with
+    ``teach_contexts``. It wraps the raw envs, so it is the env returned too."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
+    masked = masked_stage(cfg.distill)
+    if masked is not None:
+        mask = ContextMask(venv, list(masked.distill.teach_contexts))
+        return mask, mask
     if controller_stage(cfg.distill) is None:  # distill=sequence: its scripted stage's (controller_params: the section's)
         return venv, None
     try:
@@ -217,7 +223,8 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
                   f"{run_dirs.SUMMARY}): running it now", file=sys.stderr)
     for name in checkpoint.remove_partial(run_dir):  # left by a process killed while saving
         print(f"removed the partial checkpoint {run_dir / 'checkpoints' / name}", file=sys.stderr)
-    venv, teacher = _train_envs(cfg)
+    venv, acting = _train_envs(cfg)
+    teacher = acting if isinstance(acting, ControllerTeacher) else None  # a controller teacher: it reports and retires
     resume = None
     if cfg.resume:
         resume, venv, model = _resume(cfg, venv)
@@ -252,7 +259,7 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
     callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger(), CurriculumLogger()) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
     if distillation is not None:
-        model.attach_distillation(distillation, acting_teacher=teacher)
+        model.attach_distillation(distillation, acting_teacher=acting)
         if resume is not None and resume.teacher is not None:
             distillation.teacher.load_state_dict(torch.load(resume.teacher, weights_only=True))
         if teacher is not None:  # it retires when its stage's alpha is 0 for the rest of the run

@@ -1,0 +1,61 @@
+"""Where a model teacher teaches: :class:`ContextMask`, a weight per sample from the episode's task context.
+
+A checkpoint teacher with ``teach_contexts`` (``distill.teach_contexts``, or a sequence stage's) teaches only on the
+samples of episodes whose task context (``env.task_context().name``: ``"go1/stairs_up/level3"`` on the terrain,
+``"gantry/heavy"`` on the claw) matches one of the patterns (:func:`fnmatch.fnmatchcase`: ``*/stairs_up/*``); the
+other samples are masked (weight 0: no target, RL alone). The teacher's targets come from its policy at loss time,
+but the context is the env's and known only while the samples are collected, so :class:`ContextMask` records it:
+it wraps the raw training vector env, asks each copy for its context when an episode starts, and is the student's
+acting teacher (:class:`~agents.students.teacher_actions.ActingTeacher`) whose weights the buffer stores with every
+sample (its actions are zeros, never read); :class:`~distill.teachers.CheckpointTeacher` reads the weights back.
+A stairs specialist that falls on the heightfield types then teaches the stepped ones only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from distill.teachers import TeacherActions
+
+
+class ContextMask(VecEnvWrapper):
+    """Weight 1 for the samples of env copies whose episode's task context matches one of ``patterns``, 0 for the
+    others (module docstring). ``venv``: the raw training vector env."""
+
+    def __init__(self, venv: VecEnv, patterns: Sequence[str]) -> None:
+        super().__init__(venv)
+        self.patterns = tuple(patterns)
+        self.contexts = [""] * venv.num_envs  # each copy's current episode's context name
+        self.teacher_actions: TeacherActions | None = None  # see step_async
+
+    def matches(self, context: str) -> bool:
+        """Whether the context named ``context`` is taught."""
+        return any(fnmatch.fnmatchcase(context, pattern) for pattern in self.patterns)
+
+    def reset(self):
+        obs = self.venv.reset()
+        self.contexts = [context.name for context in self.venv.env_method("task_context")]
+        if not any(map(self.matches, self.contexts)):
+            print(f"warning: teach_contexts={list(self.patterns)} matches none of the {self.num_envs} training copies' "
+                  f"task contexts at the start ({', '.join(sorted(set(self.contexts)))}): the teacher teaches only "
+                  "once an episode of a matching context starts (distill/<stage>/coverage says how often)",
+                  file=sys.stderr)
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Step ``actions``; first the weights of the observations they were taken on: :attr:`teacher_actions`."""
+        weights = np.fromiter(map(self.matches, self.contexts), np.float32, self.num_envs)
+        nothing = np.zeros((self.num_envs, *self.action_space.shape), np.float32)
+        self.teacher_actions = TeacherActions(nothing, weights)
+        self.venv.step_async(actions)
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for i in np.flatnonzero(dones):  # the copy was reset: its next episode's context
+            self.contexts[i] = self.venv.env_method("task_context", indices=[int(i)])[0].name
+        return obs, rewards, dones, infos
