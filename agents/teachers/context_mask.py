@@ -1,14 +1,15 @@
 """Where a model teacher teaches: :class:`ContextMask`, a weight per sample from the episode's task context.
 
 A checkpoint teacher with ``teach_contexts`` (``distill.teach_contexts``, or a sequence stage's) teaches only on the
-samples of episodes whose task context (``env.task_context().name``: ``"go1/stairs_up/level3"`` on the terrain,
-``"gantry/heavy"`` on the claw) matches one of the patterns (:func:`fnmatch.fnmatchcase`: ``*/stairs_up/*``); the
-other samples are masked (weight 0: no target, RL alone). The teacher's targets come from its policy at loss time,
-but the context is the env's and known only while the samples are collected, so :class:`ContextMask` records it:
-it wraps the raw training vector env, asks each copy for its context when an episode starts, and is the student's
-acting teacher (:class:`~agents.students.teacher_actions.ActingTeacher`) whose weights the buffer stores with every
-sample (its actions are zeros, never read); :class:`~distill.teachers.CheckpointTeacher` reads the weights back.
-A stairs specialist that falls on the heightfield types then teaches the stepped ones only.
+samples of episodes whose task context (``env.task_context().name``: ``"openclaw_go1/stairs_up/level3"`` on the
+terrain with its default robot, ``"gantry/mass=heavy/friction=low/size=small"`` on the claw) matches one of the
+patterns (:func:`fnmatch.fnmatchcase`: ``*/stairs_up/*``); the other samples are masked (weight 0: no target, RL
+alone). The teacher's targets come from its policy at loss time, but the context is the env's and known only while
+the samples are collected, so :class:`ContextMask` records it: it wraps the raw training vector env, asks each copy
+for its context when an episode starts, and is the student's acting teacher
+(:class:`~agents.students.teacher_actions.ActingTeacher`) whose weights the buffer stores with every sample (its
+actions are zeros, never read); :class:`~distill.teachers.CheckpointTeacher` reads the weights back. A stairs
+specialist that falls on the heightfield types then teaches the stepped ones only.
 """
 
 from __future__ import annotations
