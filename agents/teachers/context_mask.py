@@ -1,4 +1,4 @@
-"""Where a model teacher teaches: :class:`ContextMask`, a weight per sample from the episode's task context.
+"""Where a checkpoint teacher teaches: :class:`ContextMask`, a weight per sample from the episode's task context.
 
 A checkpoint teacher with ``teach_contexts`` (``distill.teach_contexts``, or a sequence stage's) teaches only on the
 samples of episodes whose task context (``env.task_context().name``: ``"openclaw_go1/stairs_up/level3"`` on the

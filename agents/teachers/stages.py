@@ -73,10 +73,10 @@ def controller_stage(distill: DictConfig) -> Stage | None:
     return next((stage for stage in teaching_stages(distill) if TEACHERS[stage.distill.name].controller), None)
 
 
-def masked_stage(distill: DictConfig) -> Stage | None:
-    """The stage whose teacher teaches only in some task contexts (``teach_contexts``: its samples' weights are
-    recorded while they are collected, :class:`~agents.teachers.context_mask.ContextMask`), or None."""
-    return next((stage for stage in teaching_stages(distill) if stage.distill.get("teach_contexts") is not None), None)
+def masked_stages(distill: DictConfig) -> list[Stage]:
+    """The stages whose teacher teaches only in some task contexts (``teach_contexts``: their samples' weights are
+    recorded while they are collected, :class:`~agents.teachers.context_mask.ContextMask`; one at most may run)."""
+    return [stage for stage in teaching_stages(distill) if stage.distill.get("teach_contexts") is not None]
 
 
 def stage_spans(stages: list[Stage], total_timesteps: int) -> list[tuple[int, int]]:

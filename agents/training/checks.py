@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
-from agents.teachers.stages import controller_stage, masked_stage, stage_spans, teaching_stages
+from agents.teachers.stages import controller_stage, masked_stages, stage_spans, teaching_stages
 
 
 _POSITIVE = {
@@ -139,8 +139,8 @@ def _validate_env(cfg: DictConfig) -> None:
         history_frames(cfg.agent.history_encoder, frames)
     for stage in _run_readers(cfg.distill):
         _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
-    recording = controller_stage(cfg.distill) or masked_stage(cfg.distill)
-    if recording is not None and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
+    recording = controller_stage(cfg.distill) is not None or masked_stages(cfg.distill)
+    if recording and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action or weight with each transition; HER "
                           "relabels them: add agent.her=false")
 
@@ -310,7 +310,7 @@ def _check_teacher_is_read(d: DictConfig) -> None:
 def _validate_teach_contexts(d: DictConfig) -> None:
     """``teach_contexts``: a list of non-empty patterns, on one checkpoint teacher, in a run without a scripted teacher
     (both would record their weights in the same buffer field)."""
-    stages = [stage for stage in teaching_stages(d) if stage.distill.get("teach_contexts") is not None]
+    stages = masked_stages(d)
     for stage in stages:
         where, patterns = ("distill" if d.name != "sequence" else f"distill.stages ({stage.label})"), stage.distill.teach_contexts
         if not TEACHERS[stage.distill.name].reads_run:

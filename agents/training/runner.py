@@ -31,7 +31,7 @@ from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoT
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.teachers.context_mask import ContextMask
-from agents.teachers.stages import controller_stage, masked_stage
+from agents.teachers.stages import controller_stage, masked_stages
 from agents.teachers.builders import build_distillation, controller_teacher
 from agents.teachers.controller import ControllerTeacher, ControllerTeacherCallback
 from agents.factory import build_agent, check_observation_space, load_checkpoint
@@ -82,9 +82,9 @@ def _train_envs(cfg: DictConfig) -> tuple[VecEnv, ControllerTeacher | ContextMas
     controller teacher (``distill=scripted|adaptive``), or the context mask of a checkpoint teacher with
     ``teach_contexts``. It wraps the raw envs, so it is the env returned too."""
     venv = make_vec_env(cfg.env.id, env_kwargs(cfg), cfg.train.num_envs, cfg.train.vec_mode)
-    masked = masked_stage(cfg.distill)
-    if masked is not None:
-        mask = ContextMask(venv, list(masked.distill.teach_contexts))
+    masked = masked_stages(cfg.distill)  # one at most (checked before training)
+    if masked:
+        mask = ContextMask(venv, list(masked[0].distill.teach_contexts))
         return mask, mask
     if controller_stage(cfg.distill) is None:  # distill=sequence: its scripted stage's (controller_params: the section's)
         return venv, None
