@@ -31,7 +31,8 @@ class ContextMask(VecEnvWrapper):
     def __init__(self, venv: VecEnv, patterns: Sequence[str]) -> None:
         super().__init__(venv)
         self.patterns = tuple(patterns)
-        self.contexts = [""] * venv.num_envs  # each copy's current episode's context name
+        self.weights = np.zeros(venv.num_envs, np.float32)  # per copy: whether its current episode's context is taught
+        self._no_actions = np.zeros((venv.num_envs, *venv.action_space.shape), np.float32)
         self.teacher_actions: TeacherActions | None = None  # see step_async
 
     def matches(self, context: str) -> bool:
@@ -40,23 +41,23 @@ class ContextMask(VecEnvWrapper):
 
     def reset(self):
         obs = self.venv.reset()
-        self.contexts = [context.name for context in self.venv.env_method("task_context")]
-        if not any(map(self.matches, self.contexts)):
+        contexts = [context.name for context in self.venv.env_method("task_context")]
+        self.weights[:] = [self.matches(context) for context in contexts]
+        if not self.weights.any():
             print(f"warning: teach_contexts={list(self.patterns)} matches none of the {self.num_envs} training copies' "
-                  f"task contexts at the start ({', '.join(sorted(set(self.contexts)))}): the teacher teaches only "
+                  f"task contexts at the start ({', '.join(sorted(set(contexts)))}): the teacher teaches only "
                   "once an episode of a matching context starts (distill/<stage>/coverage says how often)",
                   file=sys.stderr)
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
         """Step ``actions``; first the weights of the observations they were taken on: :attr:`teacher_actions`."""
-        weights = np.fromiter(map(self.matches, self.contexts), np.float32, self.num_envs)
-        nothing = np.zeros((self.num_envs, *self.action_space.shape), np.float32)
-        self.teacher_actions = TeacherActions(nothing, weights)
+        # a copy: the buffer stores it after step_wait, which updates the copies that start a new episode
+        self.teacher_actions = TeacherActions(self._no_actions, self.weights.copy())
         self.venv.step_async(actions)
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
         for i in np.flatnonzero(dones):  # the copy was reset: its next episode's context
-            self.contexts[i] = self.venv.env_method("task_context", indices=[int(i)])[0].name
+            self.weights[i] = self.matches(self.venv.env_method("task_context", indices=[int(i)])[0].name)
         return obs, rewards, dones, infos
