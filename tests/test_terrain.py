@@ -437,3 +437,34 @@ def test_the_trots_defaults_fail_up_stairs_where_they_walk_rough_ground():
     rough, stairs = evaluate_tiles(None, ENV_ID, {}, ["rough", "stairs_up"], [3], episodes=10,
                                    make_act=lambda sim: TrotController(spec=sim.tasks[0].controller_spec).act)
     assert rough.fall_rate <= 0.1 and stairs.fall_rate >= 0.3, (rough, stairs)
+
+
+
+@pytest.mark.parametrize("env_id, kwargs, options", [
+    (ENV_ID, {}, {"terrain_type": "smooth_slope", "terrain_level": 0}),  # the flat tile of the slopes
+    ("OpenClaw/Quadruped-v1", {"terrain": "rough", "terrain_bump_height": 0.0, "domain_randomization": True}, {}),
+])
+def test_a_trotting_foot_meets_a_flat_heightfield_upright_with_its_own_friction(env_id, kwargs, options):
+    """A foot that sinks into its soft contact near a triangle edge reaches the next prism's vertical wall, and that
+    contact pushes sideways (envs.quadruped.scene's docstring): on the feet's stiff pairs, a trot's foot contacts on
+    flat heightfield ground stay upright, and their friction is the foot's draw (one per episode, or per foot)."""
+    from envs.controllers.trot import TrotController
+
+    env = gym.make(env_id, **kwargs).unwrapped
+    m, d = env.model, env.data
+    feet, ground = set(env._foot_geoms.tolist()), m.geom("terrain").id
+    assert m.npair == 4 and set(m.pair_geom2.tolist()) == feet
+    normals, frictions = [], set()
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed, options=options)
+        controller = TrotController(spec=env.controller_spec)
+        for _ in range(150):
+            obs, *_ = env.step(controller.act(obs[None])[0])
+            for c in d.contact[: d.ncon]:
+                if c.geom1 == ground and c.geom2 in feet:
+                    normals.append(c.frame[2])
+                    assert c.friction[0] == m.geom_friction[c.geom2, 0]
+                    frictions.add(float(c.friction[0]))
+    assert len(normals) > 500 and len(frictions) >= 3
+    assert np.mean(np.array(normals) < np.cos(np.radians(26))) < 0.02  # ~30 % on the feet's soft contact
+    env.close()

@@ -40,7 +40,7 @@ from envs.quadruped.gait import FOOT_SENSOR_DIM, GAIT_METRICS, new_gait_state
 from envs.quadruped.randomize import Randomization
 from envs.quadruped.rewards import step_outcome
 from envs.quadruped.robots import LEGS, OPENCLAW_MODEL, PARTS, LegGeometry, robot_model, robot_named
-from envs.quadruped.scene import add_rough_terrain
+from envs.quadruped.scene import add_rough_terrain, rough_model
 
 
 class QuadrupedEnv(Randomization, MujocoTaskEnv):
@@ -331,8 +331,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self._gait = new_gait_state()
 
     def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
-        """The compiled model this env runs (a copy of its own): the robot in our scene."""
-        return robot_model(config.robot)
+        """The compiled model this env runs (a copy of its own): the robot in our scene (with the feet's heightfield
+        contact pairs on rough ground, ``envs.quadruped.scene``)."""
+        return rough_model(config.robot) if config.terrain == "rough" else robot_model(config.robot)
 
     def _set_observation_layout(self, appended: dict[str, slice]) -> None:
         """``OBS_SLICES`` = the class's 0-47 plus ``appended`` (name -> slice, contiguous from 48), the

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.quadruped.config import DR_FOOT_FRICTION, DR_KP_SCALE, DR_MASS_SCALE
+from envs.quadruped.scene import sync_pair_friction
 
 
 class Randomization:
@@ -47,6 +48,7 @@ class Randomization:
         """``domain_randomization``'s draws: foot friction, link masses and inertias, servo Kp."""
         m, rng = self.model, self.np_random
         m.geom_friction[self._foot_geoms, 0] = rng.uniform(*DR_FOOT_FRICTION, size=4)
+        sync_pair_friction(m)
         s = rng.uniform(*DR_MASS_SCALE, size=m.nbody)
         s[0] = 1.0  # world
         m.body_mass[:] = self._nominal_mass * s
