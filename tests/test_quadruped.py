@@ -328,7 +328,7 @@ def trot_episode(env, seed, steps, options=None):
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id, max_error", [("OpenClaw/Quadruped-v1", 0.20), ("OpenClaw/QuadrupedRough-v1", 0.25)])
 def test_trot_tracks_commands_from_the_default_ranges(env_id, max_error):
-    # Measured over 50 seeds x 20 s: flat 0 falls, 0.163 m/s; rough 0 falls, 0.171 m/s (targets: <= 5 % / 10 %
+    # Measured over 50 seeds x 20 s: flat 0 falls, 0.163 m/s; rough 0 falls, 0.172 m/s (targets: <= 5 % / 10 %
     # falls, <= 0.20 / 0.25 m/s). Six seeds keep it under a minute on a busy 2-core machine.
     env = gym.make(env_id)
     results = [trot_episode(env, seed, steps=1000) for seed in range(6)]
