@@ -58,6 +58,8 @@ class ContextMask(VecEnvWrapper):
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
-        for i in np.flatnonzero(dones):  # the copy was reset: its next episode's context
-            self.weights[i] = self.matches(self.venv.env_method("task_context", indices=[int(i)])[0].name)
+        started = np.flatnonzero(dones).tolist()  # those copies were reset: their next episodes' contexts
+        if started:
+            contexts = self.venv.env_method("task_context", indices=started)
+            self.weights[started] = [self.matches(context.name) for context in contexts]
         return obs, rewards, dones, infos

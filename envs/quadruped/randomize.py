@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from envs.quadruped.config import DR_FOOT_FRICTION, DR_KP_SCALE, DR_MASS_SCALE
-from envs.quadruped.scene import sync_pair_friction
 
 
 class Randomization:
@@ -44,11 +43,17 @@ class Randomization:
         self._push_every = max(1, int(round(config.push_interval_s / self.dt))) if pushes else 0  # steps
         self._steps = 0  # control steps since the reset (the push clock)
 
+    def _set_foot_friction(self, friction: float | np.ndarray) -> None:
+        """The feet's sliding friction coefficient (one for all, or one per foot in our leg order), in their geoms and
+        in their heightfield contact pairs (``envs.quadruped.scene``: (heightfield, foot)), whose own it is."""
+        m = self.model
+        m.geom_friction[self._foot_geoms, 0] = friction
+        m.pair_friction[:, 0:2] = m.geom_friction[m.pair_geom2, 0:1]
+
     def _randomize_physics(self) -> None:
         """``domain_randomization``'s draws: foot friction, link masses and inertias, servo Kp."""
         m, rng = self.model, self.np_random
-        m.geom_friction[self._foot_geoms, 0] = rng.uniform(*DR_FOOT_FRICTION, size=4)
-        sync_pair_friction(m)
+        self._set_foot_friction(rng.uniform(*DR_FOOT_FRICTION, size=4))
         s = rng.uniform(*DR_MASS_SCALE, size=m.nbody)
         s[0] = 1.0  # world
         m.body_mass[:] = self._nominal_mass * s

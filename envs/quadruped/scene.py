@@ -16,7 +16,7 @@ student's foot contacts leaned more than 26 deg from vertical (11 % more than 60
 with its training noise it fell in 13 of 40 episodes there and in 0 of 40 on a plane at the same place. Stiff, the
 feet sink 0.8 mm (median), 4 % of their contacts lean more than 26 deg and none more than 60, and the same noisy
 policy falls in 0 of 40 (``benchmarks/RESULTS.md``, issue 38: "the heightfield's prism walls"). A pair's friction
-is its foot's: whatever draws the feet's friction calls :func:`sync_pair_friction` after it.
+is its foot's: the env writes both at once (``Randomization._set_foot_friction``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ HFIELD_FOOT_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)  # MuJoCo's default impedance
 
 def add_foot_pairs(spec: mujoco.MjSpec, robot: str) -> None:
     """Add the feet's contact pairs with the heightfield geom ``terrain`` to ``spec`` (the module docstring), each with
-    its foot's friction and ``condim``."""
+    its foot's friction and ``condim``: the pair's first geom is the heightfield, its second the foot."""
     for leg in LEGS:
         foot = spec.geom(robot_named(robot).foot_geom_name(leg))
         spec.add_pair(name=f"foot_{leg}_terrain", geomname1="terrain", geomname2=foot.name, condim=int(foot.condim),
@@ -60,13 +60,6 @@ def _rough_model(robot: str) -> mujoco.MjModel:
     spec = robot_spec(robot)
     add_foot_pairs(spec, robot)
     return spec.compile()
-
-
-def sync_pair_friction(model: mujoco.MjModel) -> None:
-    """Give every explicit contact pair of ``model`` the sliding friction of its geom that is not the world's (a foot):
-    call it after writing the feet's friction."""
-    robot = np.where(model.geom_bodyid[model.pair_geom1] == 0, model.pair_geom2, model.pair_geom1)
-    model.pair_friction[:, 0:2] = model.geom_friction[robot, 0:1]
 
 
 def add_rough_terrain(model: mujoco.MjModel, seed: int, bump_height: float) -> None:

@@ -22,7 +22,7 @@ from envs.quadruped.config import QuadrupedTerrainConfig
 from envs.quadruped.env import QuadrupedEnv
 from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, TerrainState, scan_points
 from envs.quadruped.robots import LegGeometry
-from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, sync_pair_friction, tiles_model
+from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
 from envs.quadruped.terrain_boxes import BoxWindow
 
@@ -222,8 +222,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         d.qpos[2] += origin[2]
         self._origin[:] = d.qpos[0:3]
         friction = rng.uniform(*self.ground_friction)
-        self.model.geom_friction[self._foot_geoms, 0] = friction
-        sync_pair_friction(self.model)
+        self._set_foot_friction(friction)
         self._scan_friction[-1] = friction
         if "heading" in options:
             self._heading = float(options["heading"])
