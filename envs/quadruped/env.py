@@ -467,8 +467,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         return self._s_feet.tolist()
 
     @classmethod
-    def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
-        """:meth:`_feet` of N copies at once: ``feet`` (N, 36) -> (36, N)."""
+    def _feet_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
+        """:meth:`_feet` of N copies at once: ``feet`` (N, 36) -> (36, N); ``derived``: ``finish_batch``'s."""
         return feet.T
 
     def _feet_ahead(self) -> list | None:
@@ -477,7 +477,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         return None
 
     @classmethod
-    def _feet_ahead_batch(cls, tasks, feet: np.ndarray) -> np.ndarray | None:
+    def _feet_ahead_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray | None:
         """:meth:`_feet_ahead` of N copies at once (``feet`` (N, 36)): (4, N) or None."""
         return None
 
@@ -515,7 +515,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         base, joints, touch, trunk_z, feet = (derived["sensordata"][:, k] for k in first._sensor_slices)
         command = np.stack([task._command for task in tasks])
         parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
-        parts += cls._extra_obs_batch(tasks, base)
+        parts += cls._extra_obs_batch(tasks, base, derived)
         obs = observation(parts, first._default_pose32)
         if first.obs_noise > 0:
             cls._noisy_batch(tasks, obs)
@@ -529,8 +529,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         last = np.array([task._last_contact for task in tasks]).T
         gait = np.array([task._gait for task in tasks]).T
         reward, fell, info, air, last, gait = step_outcome(
-            base.T, command.T, touch.T, cls._feet_batch(tasks, feet), cls._feet_ahead_batch(tasks, feet),
-            cls._trunk_heights(tasks, trunk_z[:, 0]),
+            base.T, command.T, touch.T, cls._feet_batch(tasks, feet, derived),
+            cls._feet_ahead_batch(tasks, feet, derived), cls._trunk_heights(tasks, trunk_z[:, 0], derived),
             derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
         for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
                                                               np.array(last).T.tolist(), np.array(gait).T.tolist()):
@@ -540,12 +540,13 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         return obs, reward, fell, info
 
     @classmethod
-    def _extra_obs_batch(cls, tasks, base: np.ndarray) -> tuple[np.ndarray, ...]:
-        """:meth:`_extra_obs_parts` of N envs as (N, k) arrays; ``base`` (N, 9): their base sensor readings."""
+    def _extra_obs_batch(cls, tasks, base: np.ndarray, derived: dict[str, Any]) -> tuple[np.ndarray, ...]:
+        """:meth:`_extra_obs_parts` of N envs as (N, k) arrays; ``base`` (N, 9): their base sensor readings;
+        ``derived``: ``finish_batch``'s (a subclass's own ``finish_batch`` may add its batch's arrays there)."""
         return ()
 
     @classmethod
-    def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
+    def _trunk_heights(cls, tasks, trunk_z: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
         """:meth:`_trunk_height` of N envs from their trunk z sensor readings ``trunk_z`` (N,) (m, world)."""
         return trunk_z
 

@@ -171,8 +171,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return (self._scan_friction, self._s_base[0:3])
 
     @classmethod
-    def _extra_obs_batch(cls, tasks, base: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.stack([task._scan_friction for task in tasks]), base[:, 0:3])
+    def _extra_obs_batch(cls, tasks, base: np.ndarray, derived: dict[str, Any]) -> tuple[np.ndarray, ...]:
+        friction = np.array([task._scan_friction[-1] for task in tasks])
+        return (derived["terrain"].scan, friction[:, None], base[:, 0:3])
 
     # ------------------------------------------------------------------ episodes and the curriculum
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -292,8 +293,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return self._s_trunk_z.item() - self._ground
 
     @classmethod
-    def _trunk_heights(cls, tasks, trunk_z: np.ndarray) -> np.ndarray:
-        return trunk_z - np.array([task._ground for task in tasks])
+    def _trunk_heights(cls, tasks, trunk_z: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
+        return trunk_z - derived["terrain"].ground
 
     def _feet(self) -> list:
         """The foot readings with each foot's height taken above the ground under it (not z = 0), so that the
@@ -303,9 +304,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return feet.tolist()
 
     @classmethod
-    def _feet_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
+    def _feet_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
         feet = feet.copy()
-        feet[:, 2:12:3] -= np.stack([task._foot_ground for task in tasks])
+        feet[:, 2:12:3] -= derived["terrain"].foot_ground
         return feet.T
 
     def _feet_ahead(self) -> list:
@@ -313,8 +314,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return (self._s_feet[2:12:3] - (self.foot_radius + self._step_ground)).tolist()
 
     @classmethod
-    def _feet_ahead_batch(cls, tasks, feet: np.ndarray) -> np.ndarray:
-        return (feet[:, 2:12:3] - (tasks[0].foot_radius + np.stack([task._step_ground for task in tasks]))).T
+    def _feet_ahead_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
+        return (feet[:, 2:12:3] - (tasks[0].foot_radius + derived["terrain"].step_ground)).T
 
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
@@ -346,7 +347,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
                 task._command[2] = w
             task._box_window.follow(x, y)
             task._left_tile |= task._off_tile(x, y)
-        obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, derived)
+        # the hooks above (_extra_obs_batch, _feet_batch, ...) read the batch's arrays, not the copies' rows
+        obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, {**derived, "terrain": state})
         info["terrain_level"] = np.array([task._level for task in tasks])
         info["terrain_type"] = np.array([task._type_index for task in tasks])
         info["left_tile"] = np.array([task._left_tile for task in tasks])
