@@ -250,7 +250,7 @@ def test_seeded_reset_draws_the_start_and_a_restored_state_survives_it():
         e.close()
 
 
-def test_terrain_types_choose_the_columns_a_seeded_reset_draws():
+def test_terrain_types_choose_the_columns_a_seeded_reset_spreads_over():
     default, stairs = gym.make(ENV_ID), gym.make(ENV_ID, terrain_types=["stairs_up", "obstacles"])
     kinds, special = set(), set()
     for seed in range(60):
@@ -259,6 +259,17 @@ def test_terrain_types_choose_the_columns_a_seeded_reset_draws():
         kinds.add(COLUMN_TYPES[default.unwrapped.curriculum_state()["column"]])
         special.add(COLUMN_TYPES[stairs.unwrapped.curriculum_state()["column"]])
     assert kinds == set(TERRAIN_TYPES) and special == {"stairs_up", "obstacles"}
+    # 16 consecutive seeds (a vector env's copies) from any start meet every type, each near its share of the columns
+    for env, allowed in ((default, TERRAIN_TYPES), (stairs, ("stairs_up", "obstacles"))):
+        columns = [c for c, t in enumerate(COLUMN_TYPES) if t in allowed]
+        for start in (0, 1, 37, 1000, 2**31 - 16):
+            drawn = []
+            for seed in range(start, start + 16):
+                env.reset(seed=seed)
+                drawn.append(COLUMN_TYPES[env.unwrapped.curriculum_state()["column"]])
+            for kind in allowed:
+                share = 16 * sum(COLUMN_TYPES[c] == kind for c in columns) / len(columns)
+                assert drawn.count(kind) >= 1 and abs(drawn.count(kind) - share) <= 2, (start, kind, drawn)
     # the curriculum keeps a copy on its column: 30 unseeded episodes stay on the drawn type
     for _ in range(30):
         stairs.reset()
@@ -466,5 +477,6 @@ def test_a_trotting_foot_meets_a_flat_heightfield_upright_with_its_own_friction(
                     assert c.friction[0] == m.geom_friction[c.geom2, 0]
                     frictions.add(float(c.friction[0]))
     assert len(normals) > 500 and len(frictions) >= 3
-    assert np.mean(np.array(normals) < np.cos(np.radians(26))) < 0.02  # ~30 % on the feet's soft contact
+    # 0.2-3.4 % per seed of the terrain env's episodes here (seeds 0-11), ~72 % on the feet's soft contact
+    assert np.mean(np.array(normals) < np.cos(np.radians(26))) < 0.05
     env.close()
