@@ -51,9 +51,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     Each copy keeps a column (its terrain type, among ``terrain_types``) and a level (drawn in ``[0, max_init_level]``),
     both set at a seeded reset. ``reset(seed=k)`` takes the column at the fraction ``frac(k / phi)`` (phi the golden
     ratio) of the list of columns that ``terrain_types`` allows, so consecutive seeds spread over them evenly: the copies
-    of a vector env, seeded ``s, s + 1, ...``, meet every type, each within two copies of its share of the columns
-    for any ``s`` (legged_gym spreads its envs over the columns evenly; a random draw left ~60 % of 16-copy runs
-    without some type). Every
+    of a vector env, seeded ``s, s + 1, ...``, meet every type (16 copies: each type within 1.7 copies of its share of
+    the columns, for every ``s`` in 0-5,000; legged_gym spreads its envs over the columns evenly, and a random draw
+    leaves ~60 % of 16-copy runs without some type). Every
     episode starts on its tile's central platform, heading +x, within +-0.25 s m of the centre. At each following reset,
     with ``curriculum`` on: the copy moves up a level when the episode took its trunk more than half a tile
     (horizontal distance from the spawn), down when less than half of the commanded distance (``|cmd_xy|``
