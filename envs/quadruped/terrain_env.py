@@ -362,7 +362,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
                 task._command[2] = w
             task._box_window.follow(x, y)
             task._left_tile |= task._off_tile(x, y)
-        # the hooks above (_extra_obs_batch, _feet_batch, ...) read the batch's arrays, not the copies' rows
+        # the batch hooks (_extra_obs_batch, _feet_batch, _feet_ahead_batch, _trunk_heights) read the batch's arrays;
+        # the copies' rows written above keep each env's own state what its single step would leave
         obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, {**derived, "terrain": state})
         info["terrain_level"] = np.array([task._level for task in tasks])
         info["terrain_type"] = np.array([task._type_index for task in tasks])
