@@ -45,6 +45,7 @@ def _ppo_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
         vf_coef=a.vf_coef,
         max_grad_norm=a.max_grad_norm,
         target_kl=a.target_kl,
+        desired_kl=a.desired_kl,
         policy_kwargs=dict(
             net_arch=dict(pi=list(a.net_arch), vf=list(a.net_arch)),
             activation_fn=ACTIVATIONS[a.activation],

@@ -232,6 +232,29 @@ def test_alpha_zero_is_bit_identical_to_sb3(build, steps):
     assert any(not torch.equal(a, d) for a, d in zip(params(reference), params(nonzero)))
 
 
+@pytest.mark.parametrize("start, desired_kl", [(1e-2, 1e-8), (1e-5, 1.0)])
+def test_desired_kl_moves_the_learning_rate_towards_it_and_a_saved_model_goes_on_from_it(tmp_path, start, desired_kl):
+    """rsl_rl's adaptive rate: updates whose KL is far over ``desired_kl`` lower the rate, far under it raise it,
+    within the bounds; a saved and reloaded model keeps the rate it reached and adapts on from there."""
+    from agents.students.ppo import ADAPTIVE_LR_BOUNDS
+
+    torch.set_num_threads(1)
+    model = _ppo(PPOStudent)
+    model.learning_rate, model.desired_kl = start, desired_kl
+    model._setup_model()  # the optimiser at the starting rate
+    model.learn(256)
+    reached = model.policy.optimizer.param_groups[0]["lr"]
+    lowering = desired_kl < 1e-3
+    assert (reached < start / 10) if lowering else (reached > start * 10), reached
+    assert ADAPTIVE_LR_BOUNDS[0] <= reached <= ADAPTIVE_LR_BOUNDS[1]
+    model.save(tmp_path / "model")
+    loaded = PPOStudent.load(tmp_path / "model", env=model.get_env(), device="cpu")
+    assert loaded.desired_kl == desired_kl and loaded.policy.optimizer.param_groups[0]["lr"] == reached
+    loaded.learn(128, reset_num_timesteps=False)
+    went_on = loaded.policy.optimizer.param_groups[0]["lr"]
+    assert (went_on < reached) if lowering else (went_on > reached), (reached, went_on)
+
+
 def test_sac_fast_update_differs_from_sb3_by_rounding_only():
     """The default update (fused Adam) rounds differently from SB3's Adam, so it is not bit-identical,
     but after 96 gradient steps every parameter is within float32 rounding drift of SB3's."""

@@ -61,6 +61,23 @@ def test_new_run_refuses_a_directory_holding_another_run(run_copy):
     assert {p.name: p.read_bytes() for p in run_copy.glob("*.csv")} == before, "the refused run wrote into the directory"
 
 
+def test_a_resume_goes_on_from_the_adapted_learning_rate_unless_it_sets_one(tmp_path):
+    """With agent.desired_kl the rate adapts per minibatch (agents/students/ppo.py): a resume starts from the rate
+    the checkpoint saved, and one that sets agent.learning_rate restarts the adaptation from that."""
+    run_dir = tmp_path / "run"
+    result = run_train(*SMOKE, "agent.desired_kl=0.01", "train.total_timesteps=2048", f"hydra.run.dir={run_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = PPO.load(checkpoint.latest(run_dir).model, device="cpu").policy.optimizer.param_groups[0]["lr"]
+    assert saved != 3e-4, "the first leg's rate did not adapt"
+    for total, override in ((3072, ()), (5120, ("agent.learning_rate=1e-6",))):
+        result = run_train(f"resume={run_dir}", f"train.total_timesteps={total}", "train.progress_bar=false", *override)
+        assert result.returncode == 0, result.stderr[-3000:]
+    # each update's starting rate, logged with the rows after it
+    started = [(int(step), float(rate)) for step, rate in zip(column(run_dir / "progress.csv", "time/total_timesteps"),
+                                                              column(run_dir / "progress.csv", "train/learning_rate")) if rate]
+    assert started[:3] == [(2048, 3e-4), (3072, saved), (5120, 1e-6)], (saved, started)
+
+
 def test_lock_stops_a_second_process(run_copy):
     with open(run_copy / ".lock", "w") as held:  # the lock a training process holds while it writes
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)

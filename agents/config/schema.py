@@ -45,6 +45,10 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 1.0
     target_kl: Optional[float] = None
+    # rsl_rl's adaptive learning rate (agents/students/ppo.py): from learning_rate, divided or multiplied by 1.5 per
+    # minibatch to keep the KL between the rollout's policy and the updated one near this (legged_gym: 0.01; a resume
+    # goes on from the adapted rate); null: learning_rate throughout (SB3)
+    desired_kl: Optional[float] = None
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "elu"  # tanh | relu | elu
     log_std_init: float = -0.5

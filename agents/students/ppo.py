@@ -10,6 +10,12 @@ minibatch becomes::
 added before gradient clipping; after each optimiser step the teacher is told (EMA update). ``rl_weight`` is the
 teaching stage's ``distill.rl_weight`` (1 by default; 0: pure distillation, rsl_rl's recipe with this project's KL,
 while the critic learns from the rewards: it is warm when RL takes over).
+
+``desired_kl`` (``agent.desired_kl``; default None: SB3's learning-rate schedule) is rsl_rl's adaptive learning rate
+instead. Before each minibatch's optimiser step, but the update's first (its policy is still the rollout's), the rate
+is divided by 1.5 when the minibatch's approximate KL between the rollout's policy and the current one is over twice
+``desired_kl``, and multiplied by 1.5 when it is under half of it, within ``ADAPTIVE_LR_BOUNDS``. It starts from
+``learning_rate``; the optimiser holds it, so a checkpoint keeps it and a resume goes on from it.
 """
 
 from __future__ import annotations
@@ -53,8 +59,30 @@ def _diag_gaussian(distribution) -> DiagGaussian:
     return DiagGaussian(dist.mean, torch.log(dist.stddev))
 
 
+ADAPTIVE_LR_BOUNDS = (1e-5, 1e-2)  # the adaptive learning rate's range (rsl_rl's)
+ADAPTIVE_LR_FACTOR = 1.5  # its change per minibatch (rsl_rl's)
+
+
 class PPOStudent(DistillingStudent, PPO):
-    """``stable_baselines3.PPO`` plus :meth:`attach_distillation`."""
+    """``stable_baselines3.PPO`` plus :meth:`attach_distillation` and the adaptive learning rate ``desired_kl``
+    (module docstring)."""
+
+    def __init__(self, *args, desired_kl: float | None = None, **kwargs):
+        self.desired_kl = desired_kl
+        super().__init__(*args, **kwargs)
+
+    def set_adaptive_learning_rate(self, rate: float) -> None:
+        """Set the rate that ``desired_kl`` adapts from now on (the optimiser's)."""
+        for group in self.policy.optimizer.param_groups:
+            group["lr"] = rate
+
+    def _adapt_learning_rate(self, approx_kl: float) -> None:
+        """rsl_rl's step of the learning rate towards ``desired_kl`` for a minibatch whose KL is ``approx_kl``."""
+        rate = self.policy.optimizer.param_groups[0]["lr"]
+        if approx_kl > 2.0 * self.desired_kl:
+            self.set_adaptive_learning_rate(max(ADAPTIVE_LR_BOUNDS[0], rate / ADAPTIVE_LR_FACTOR))
+        elif approx_kl < 0.5 * self.desired_kl:
+            self.set_adaptive_learning_rate(min(ADAPTIVE_LR_BOUNDS[1], rate * ADAPTIVE_LR_FACTOR))
 
     def attach_distillation(self, distillation: OnlinePolicyDistillation,
                             acting_teacher: ActingTeacher | None = None) -> None:
@@ -100,7 +128,8 @@ class PPOStudent(DistillingStudent, PPO):
     # into train() and _log_update(). Changes: the distillation term is added to each minibatch loss
     # before gradient clipping and the teacher is told after each optimiser step; ``train/rl_loss`` and
     # the ``distill/*`` statistics are logged; a non-finite loss term stops training (check_finite);
-    # Discrete actions are not converted (students act in Box spaces). SB3 private members used:
+    # Discrete actions are not converted (students act in Box spaces); with desired_kl the learning rate adapts
+    # per minibatch instead of following its schedule (_adapt_learning_rate). SB3 private members used:
     # _update_learning_rate, _current_progress_remaining, _n_updates.
     # SB3_TRAIN_SHA256 is the sha256 of inspect.getsource(stable_baselines3.PPO.train) this copy follows;
     # tests/test_sb3_copies.py fails when the installed SB3 differs: diff the two, port the change here,
@@ -110,7 +139,10 @@ class PPOStudent(DistillingStudent, PPO):
     def train(self) -> None:
         """One PPO update over the rollout buffer (``n_epochs`` passes of shuffled minibatches)."""
         self.policy.set_training_mode(True)
-        self._update_learning_rate(self.policy.optimizer)
+        if self.desired_kl is None:
+            self._update_learning_rate(self.policy.optimizer)
+        else:
+            self.logger.record("train/learning_rate", self.policy.optimizer.param_groups[0]["lr"])
         clip_range = self.clip_range(self._current_progress_remaining)
         clip_range_vf = self.clip_range_vf(self._current_progress_remaining) if self.clip_range_vf is not None else None
         progress = 1.0 - self._current_progress_remaining
@@ -157,6 +189,9 @@ class PPOStudent(DistillingStudent, PPO):
                 if self.target_kl is not None and approx_kl > 1.5 * self.target_kl:
                     continue_training = False
                     break
+                first_minibatch = epoch == 0 and len(approx_kls) == 1  # its policy is still the rollout's
+                if self.desired_kl is not None and not first_minibatch:
+                    self._adapt_learning_rate(float(approx_kl))
 
                 distill = self._distill_term(batch, progress)
                 if distill is not None:

@@ -43,6 +43,7 @@ _AGENT_RULES: dict[str, tuple[Any, str]] = {
     "vf_coef": (lambda v: v >= 0, ">= 0"),
     "max_grad_norm": (lambda v: v > 0, "> 0"),
     "target_kl": (lambda v: v is None or v > 0, "> 0 or null"),
+    "desired_kl": (lambda v: v is None or v > 0, "> 0 or null"),
     "net_arch": (lambda v: len(v) > 0 and all(n >= 1 for n in v), "a non-empty list of layer widths >= 1"),
     "buffer_size": (lambda v: v >= 1, ">= 1"),
     "learning_starts": (lambda v: v >= 0, ">= 0"),
