@@ -85,7 +85,7 @@ def flat_teacher(tmp_path_factory):
     return saved_teacher(tmp_path_factory.mktemp("teacher"))
 
 
-CLIMB_TERMS = ("tracking_lin_vel", "termination", "feet_clearance", "feet_clearance_ahead")  # configs/env/reward_terms
+CLIMB_TERMS = ("tracking_lin_vel", "termination", "feet_clearance", "feet_clearance_ahead", "orientation")  # configs/env/reward_terms
 
 
 def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_students_units(tmp_path):
@@ -99,14 +99,14 @@ def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_stud
     assert list(cfg.env.kwargs.action_scale) == [0.5, 0.8, 0.9]
     assert (cfg.distill.name, cfg.distill.schedule_steps) == ("scripted", 1_000_000)
     scales = model.get_env().get_attr("config", indices=[0])[0].reward_scales
-    assert (scales["orientation"], scales["action_rate"]) == (-1.0, -0.01)
-    assert tuple(scales[term] for term in CLIMB_TERMS) == (2.0, -100.0, 0.0, -4.0)
+    assert scales["action_rate"] == -0.01
+    assert tuple(scales[term] for term in CLIMB_TERMS) == (2.0, -100.0, 0.0, -4.0, -1.0)
 
 
 # env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher
 # teaches, the CLIMB_TERMS' scales)
-TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5, 0.0)),
-                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0, -4.0))}
+TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5, 0.0, -5.0)),
+                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0, -4.0, -1.0))}
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
@@ -114,7 +114,7 @@ TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0
 def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, agent):
     """``env=quadruped_terrain_blind`` (5 frames of history, a blind actor, a 5x action_rate term) and
     ``env=quadruped_terrain_perceptive`` (the actor reads the height scan, and the reward has the stairs teacher's
-    tracking, termination and clearance terms; the blind student the quadruped's): the asymmetric critic (PPO), the
+    tracking, termination, clearance and orientation terms; the blind student the quadruped's): the asymmetric critic (PPO), the
     teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps
     (blind) or 1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers
     from the student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers are the
