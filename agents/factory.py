@@ -45,7 +45,6 @@ def _ppo_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
         vf_coef=a.vf_coef,
         max_grad_norm=a.max_grad_norm,
         target_kl=a.target_kl,
-        desired_kl=a.desired_kl,
         policy_kwargs=dict(
             net_arch=dict(pi=list(a.net_arch), vf=list(a.net_arch)),
             activation_fn=ACTIVATIONS[a.activation],
@@ -53,6 +52,8 @@ def _ppo_kwargs(a: DictConfig, venv: VecEnv) -> dict[str, Any]:
             ortho_init=a.ortho_init,
         ),
     )
+    if a.desired_kl is not None:  # OpenClaw's adaptive rate; without it the learner is SB3's PPO (RL Zoo's)
+        kwargs["desired_kl"] = a.desired_kl
     privileged = venv.get_attr("privileged_obs", indices=[0])[0] if venv.has_attr("privileged_obs") else None
     if not privileged:
         check_privileged(a, privileged, "this env")

@@ -194,10 +194,10 @@ def params(model) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.policy.parameters()]
 
 
-def _ppo(cls, seed=3):
+def _ppo(cls, seed=3, **kwargs):
     venv = make_vec_env("OpenClaw/Quadruped-v0", n_envs=2, seed=seed)
     return cls("MlpPolicy", venv, n_steps=64, batch_size=32, n_epochs=2, seed=seed, device="cpu",
-               policy_kwargs=dict(net_arch=[32, 32]))
+               policy_kwargs=dict(net_arch=[32, 32]), **kwargs)
 
 
 def _sac(cls, seed=3, **kwargs):
@@ -239,10 +239,7 @@ def test_desired_kl_moves_the_learning_rate_towards_it_and_a_saved_model_goes_on
     from agents.students.ppo import ADAPTIVE_LR_BOUNDS
 
     torch.set_num_threads(1)
-    model = _ppo(PPOStudent)
-    model.learning_rate, model.desired_kl = start, desired_kl
-    model._setup_model()  # the optimiser at the starting rate
-    model.learn(256)
+    model = _ppo(PPOStudent, learning_rate=start, desired_kl=desired_kl).learn(256)
     reached = model.policy.optimizer.param_groups[0]["lr"]
     lowering = desired_kl < 1e-3
     assert (reached < start / 10) if lowering else (reached > start * 10), reached

@@ -113,8 +113,8 @@ def _add_controller_env_kwargs(cfg: DictConfig, teacher: ControllerTeacher) -> N
 
 def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEnv, BaseAlgorithm]:
     """The newest intact checkpoint of run ``cfg.resume`` on ``venv``: (checkpoint, ``venv`` in its
-    normalisation, learner with this config's ``agent.learning_rate``; with ``agent.desired_kl`` the adapted rate goes on
-unless the resume changes ``agent.learning_rate``). Damaged ones are skipped and named."""
+    normalisation, learner with this config's ``agent.learning_rate``; with ``agent.desired_kl`` the adapted rate
+    goes on unless the resume changes ``agent.learning_rate``). Damaged ones are skipped and named."""
     def load(found: checkpoint.Checkpoint) -> tuple[BaseAlgorithm, VecEnv]:
         check_observation_space(str(found.model), venv)  # a mismatch is not damage: stop, do not skip
         return load_checkpoint(found, cfg.agent.name, venv, cfg.train.device, replay=True)
