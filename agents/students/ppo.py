@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3 import PPO
-from stable_baselines3.common.utils import explained_variance
+from stable_baselines3.common.utils import explained_variance, update_learning_rate
 
 from agents.students.distilling import DistillingStudent
 from agents.students.rollout_buffer import ROLLOUT_EXTENSIONS, TeacherRolloutSamples, with_raw_observations
@@ -73,8 +73,7 @@ class PPOStudent(DistillingStudent, PPO):
 
     def set_adaptive_learning_rate(self, rate: float) -> None:
         """Set the rate that ``desired_kl`` adapts from now on (the optimiser's)."""
-        for group in self.policy.optimizer.param_groups:
-            group["lr"] = rate
+        update_learning_rate(self.policy.optimizer, rate)
 
     def _adapt_learning_rate(self, approx_kl: float) -> None:
         """rsl_rl's step of the learning rate towards ``desired_kl`` for a minibatch whose KL is ``approx_kl``."""
