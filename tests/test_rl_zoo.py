@@ -29,6 +29,8 @@ def test_shipped_files_are_generated_from_the_tuned_configs():
         assert yaml.safe_load(path.read_text()) == entries, f"{path} is stale: run python -m agents.export.rl_zoo"
         for note in notes:
             assert f"# {note}\n" in path.read_text()
+        comments = [line for line in path.read_text().splitlines() if line.startswith("#")]
+        assert len(comments) == len(set(comments)), f"{path} repeats a comment line"
 
 
 def test_each_entry_reproduces_our_learner_settings():
