@@ -85,7 +85,8 @@ def flat_teacher(tmp_path_factory):
     return saved_teacher(tmp_path_factory.mktemp("teacher"))
 
 
-CLIMB_TERMS = ("tracking_lin_vel", "termination", "feet_clearance", "feet_clearance_ahead", "orientation")  # configs/env/reward_terms
+# configs/env/reward_terms
+CLIMB_TERMS = ("tracking_lin_vel", "termination", "feet_clearance", "feet_clearance_ahead", "orientation")
 
 
 def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_students_units(tmp_path):
@@ -114,11 +115,11 @@ TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0
 def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, agent):
     """``env=quadruped_terrain_blind`` (5 frames of history, a blind actor, a 5x action_rate term) and
     ``env=quadruped_terrain_perceptive`` (the actor reads the height scan, and the reward has the stairs teacher's
-    tracking, termination, clearance and orientation terms; the blind student the quadruped's): the asymmetric critic (PPO), the
-    teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first 1.5 M steps
-    (blind) or 1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan it gathers
-    from the student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers are the
-    env's, for a SAC student too."""
+    tracking, termination, clearance and orientation terms; the blind student the quadruped's): the asymmetric critic
+    (PPO), the teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first
+    1.5 M steps (blind) or 1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan
+    it gathers from the student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers
+    are the env's, for a SAC student too."""
     frames, action_rate, perceptive, taught, terms = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
