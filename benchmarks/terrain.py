@@ -12,7 +12,10 @@
            reads the height scan too, ``agent.perceptive_actor=true``: issue 38's perceptive policy); issue 39's blind
            students with 5 frames of history: ``history`` (plain PPO) and ``history_opd`` (OPD from the perceptive
            run ``--teacher``, ``distill=checkpoint``: alpha 1 -> 0 over the first 1 M steps, then RL alone; with 1 or 15
-           frames instead: ``history_opd_k1``, ``history_opd_k15``), and the arms commented beside ``ARMS``. Then, per
+           frames instead: ``history_opd_k1``, ``history_opd_k15``), the documented recipes on their env configs
+           (``stairs_recipe`` and ``perceptive_recipe`` taught by it; ``stairs_recipe_quadruped_terms`` and
+           ``blind_recipe`` taught by that: docs/terrain.md), and
+           the arms commented beside ``ARMS``. Then, per
            run: the mean-level curve
            (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
            the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
@@ -39,6 +42,8 @@ Usage::
     python benchmarks/terrain.py diagnose --arms perceptive --levels 1 3 --episodes 10
     python benchmarks/terrain.py climb --runs runs/benchmarks/terrain/perceptive_noclear_teacher_rewards_s0 --levels 5 --episodes 60
     python benchmarks/terrain.py learn --arms perceptive_wide_anchor --teacher runs/benchmarks/terrain/perceptive_stairs_wide_orient1_s0 --tag orient1
+    python benchmarks/terrain.py learn --arms stairs_recipe --seeds 1
+    python benchmarks/terrain.py learn --arms perceptive_recipe --teacher runs/benchmarks/terrain/stairs_recipe_s1 --seeds 0 1 2 --parallel 2
 """
 
 from __future__ import annotations
@@ -156,6 +161,13 @@ ARMS["opd_teacher_anchor_wide_rate5"] = [
     "{name: checkpoint, label: anchor, teacher: '{teacher}', alpha: 0.1, schedule: constant}]", *_BLIND, _WIDE, _RATE5]
 ARMS["perceptive_wide_anchor"] = [*ARMS["opd_anchor"][:2], "agent.privileged_critic=true", "agent.perceptive_actor=true",
                                   _WIDE]
+# the documented recipes, each its env config (an arm that names an env config first trains on it instead of
+# env=quadruped_terrain): the stairs specialist, then its perceptive and blind students (--teacher: a stairs_recipe run;
+# the blind recipe's teacher is stairs_recipe with the quadruped's terms, stairs_recipe_quadruped_terms)
+ARMS["stairs_recipe"] = ["env=quadruped_terrain_stairs"]
+ARMS["stairs_recipe_quadruped_terms"] = ["env=quadruped_terrain_stairs", "env/reward_terms@env.kwargs.reward_scales=quadruped"]
+ARMS["perceptive_recipe"] = ["env=quadruped_terrain_perceptive", "distill.teacher={teacher}"]
+ARMS["blind_recipe"] = ["env=quadruped_terrain_blind", "distill.teacher={teacher}"]
 FIXED_LEVELS = (0, 3, 6, 9)
 
 
@@ -197,6 +209,15 @@ def run_dir(arm: str, seed: int, tag: str = "") -> Path:
     return ROOT / "runs" / "benchmarks" / "terrain" / (f"{arm}_{tag}_s{seed}" if tag else f"{arm}_s{seed}")
 
 
+def arm_overrides(arm: str, seed: int, steps: int, teacher: Path) -> list[str]:
+    """``train.py``'s overrides for (arm, seed): PPO on ``env=quadruped_terrain`` unless the arm names its env config
+    first, the arm's own (``{teacher}``: ``teacher``), ``steps`` env steps and 20 evaluation episodes every 250 k."""
+    overrides = [override.replace("{teacher}", str(teacher)) for override in ARMS[arm]]
+    env = [] if overrides[0].startswith("env=") else ["env=quadruped_terrain"]
+    return [*env, "agent=ppo", *overrides, f"seed={seed}", f"train.total_timesteps={steps}", "train.eval_freq=250000",
+            "train.eval_episodes=20", "train.video=false", "train.progress_bar=false"]
+
+
 def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str], teacher: Path,
           tag: str = "") -> None:
     """Train every (arm, seed), ``parallel`` processes at a time (``teacher``: the run an OPD arm learns from)."""
@@ -207,10 +228,8 @@ def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: l
             running[0].wait()
             running = [p for p in running if p.poll() is None]
         out = run_dir(arm, seed, tag)
-        cmd = [sys.executable, str(ROOT / "train.py"), "env=quadruped_terrain", "agent=ppo",
-               *(override.replace("{teacher}", str(teacher)) for override in ARMS[arm]), f"seed={seed}",
-               f"train.total_timesteps={steps}", "train.eval_freq=250000", "train.eval_episodes=20", "train.video=false",
-               "train.progress_bar=false", *extra, f"hydra.run.dir={out}"]
+        cmd = [sys.executable, str(ROOT / "train.py"), *arm_overrides(arm, seed, steps, teacher), *extra,
+               f"hydra.run.dir={out}"]
         print(" ".join(cmd[1:]), flush=True)
         running.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL))
     for p in running:

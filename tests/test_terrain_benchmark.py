@@ -1,0 +1,42 @@
+"""``benchmarks/terrain.py``'s arms are command lines ``train.py`` composes (every override names a real key or adds
+one with ``+``), and its recipe arms train the documented env configs with their tuned presets."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_train import ROOT, compose_train
+
+
+@pytest.fixture(scope="module")
+def terrain_benchmark():
+    """The benchmark script as a module (it imports its sibling ``runs``, as ``python benchmarks/terrain.py`` does)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import terrain
+
+        yield terrain
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+        for name in ("terrain", "runs"):
+            sys.modules.pop(name, None)
+
+
+def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_benchmark):
+    teacher = Path("runs/benchmarks/terrain/stairs_recipe_s1")
+    composed = {arm: compose_train(*terrain_benchmark.arm_overrides(arm, 3, 5_000_000, teacher))
+                for arm in terrain_benchmark.ARMS}
+    for arm, cfg in composed.items():
+        assert (cfg.seed, cfg.train.total_timesteps, cfg.agent.name) == (3, 5_000_000, "ppo"), arm
+        if not arm.endswith(("_recipe", "_recipe_quadruped_terms")):
+            assert cfg.env.name == "quadruped_terrain", arm
+    perceptive, stairs, blind = composed["perceptive_recipe"], composed["stairs_recipe"], composed["blind_recipe"]
+    assert (perceptive.env.name, perceptive.distill.teacher) == ("quadruped_terrain_perceptive", str(teacher))
+    assert perceptive.agent.desired_kl == 0.04 and perceptive.agent.perceptive_actor  # its tuned preset
+    assert stairs.env.kwargs.terrain_types == ["stairs_up"] and stairs.agent.desired_kl is None
+    assert blind.env.name == "quadruped_terrain_blind" and blind.agent.desired_kl is None
+    assert composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales.orientation == -1.0
+    assert "feet_clearance_ahead" not in composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales
