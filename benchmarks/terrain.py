@@ -14,11 +14,9 @@
            run ``--teacher``, ``distill=checkpoint``: alpha 1 -> 0 over the first 1 M steps, then RL alone; with 1 or 15
            frames instead: ``history_opd_k1``, ``history_opd_k15``), the documented recipes on their env configs
            (``stairs_recipe`` and ``perceptive_recipe`` taught by it; ``stairs_recipe_quadruped_terms`` and
-           ``blind_recipe`` taught by that: docs/terrain.md), and
-           the arms commented beside ``ARMS``. Then, per
-           run: the mean-level curve
-           (``curriculum/mean_level`` against env steps from ``progress.csv``), the final levels per type, and
-           the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
+           ``blind_recipe`` taught by that: docs/terrain.md), and the arms commented beside ``ARMS``. Then, per
+           run: the mean-level curve (``curriculum/mean_level`` against env steps from ``progress.csv``), the final
+           levels per type, and the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
 ``--tag``   appended to each run directory's name (``runs/benchmarks/terrain/<arm>_<tag>_s<seed>``): one arm taught by
            another ``--teacher`` beside the runs already there.
