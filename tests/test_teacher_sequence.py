@@ -167,7 +167,8 @@ def test_stages_take_the_sections_values_and_their_own_and_must_start_before_the
         ("ema", None, "ema", 1.0, "constant")]
     assert stages[1].distill.teacher == "runs/t" and "stages" not in stages[0].distill
     assert stage_spans(stages, 1000) == [(0, 100), (100, 400), (400, 1000)]
-    with pytest.raises(ValueError, match="stage 'ema' starts at env step 400, at or past the run's end"):
+    with pytest.raises(ValueError, match=r"stage 'ema' starts at env step 400, at or past the run's end .*"
+                                         r"\(distill.stages.0.steps=<N> or distill.stages.1.steps=<N>\)"):
         stage_spans(stages, 400)
 
 

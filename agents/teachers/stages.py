@@ -83,10 +83,12 @@ def stage_spans(stages: list[Stage], total_timesteps: int) -> list[tuple[int, in
     """Each stage's span of env steps ``(start, end)`` in a run of ``total_timesteps``: one after another from 0, a
     stage without steps to the end, none past it. ``ValueError`` when a stage would start at or past the end."""
     spans, start = [], 0
-    for stage in stages:
+    for index, stage in enumerate(stages):
         if start >= total_timesteps:
+            shorten = " or ".join(f"distill.stages.{k}.steps=<N>" for k in range(index) if stages[k].steps is not None)
             raise ValueError(f"distill.stages: stage {stage.label!r} starts at env step {start}, at or past the run's end "
-                             f"(train.total_timesteps={total_timesteps}); shorten the stages before it or lengthen the run")
+                             f"(train.total_timesteps={total_timesteps}); shorten the stages before it ({shorten}) or "
+                             "lengthen the run")
         end = total_timesteps if stage.steps is None else min(start + stage.steps, total_timesteps)
         spans.append((start, end))
         start = end if stage.steps is None else start + stage.steps

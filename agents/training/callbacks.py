@@ -154,6 +154,10 @@ class CurriculumLogger(BaseCallback):
 class EvalAndCheckpoint(BaseCallback):
     """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
 
+    With ``eval_seed`` every evaluation re-seeds the eval envs with it first, so each runs the same episodes (the same
+    tiles, commands and reset noise): the returns compare the policies, and the best checkpoint is the best on those
+    episodes, not the one that drew the easiest ones.
+
     Evaluation results are appended to ``<run_dir>/eval.csv`` (:attr:`FIELDS`, then the metrics the env
     declares; ``wall_time_s`` is the run's training time, continued across resumes) and logged under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
     ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
@@ -174,6 +178,7 @@ class EvalAndCheckpoint(BaseCallback):
         progress: ProgressBar | None = None,
         start_time: float | None = None,
         video_episodes: int = 0,
+        eval_seed: int | None = None,
     ) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
@@ -184,6 +189,7 @@ class EvalAndCheckpoint(BaseCallback):
         self.keep = keep_checkpoints
         self.progress = progress
         self.video_episodes = video_episodes  # recorded per evaluation (eval envs must be ClipRecorders)
+        self.eval_seed = eval_seed
         self.start_time = start_time if start_time is not None else time.time()  # of the run: earlier on a resume
         self.best_return = -np.inf
         self.last_result: EvalResult | None = None
@@ -219,6 +225,8 @@ class EvalAndCheckpoint(BaseCallback):
         if self.last_eval_step == self.num_timesteps and self.last_result is not None:
             return self.last_result
         copy_normalization(self.training_env, self.eval_env)
+        if self.eval_seed is not None:
+            self.eval_env.seed(self.eval_seed)
         prefix = f"step_{self.num_timesteps:012d}"
         with recording(self.eval_env, self.run_dir / "videos", prefix, self.video_episodes) as clips:
             result = evaluate(self.model, self.eval_env, self.eval_episodes)

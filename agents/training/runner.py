@@ -175,7 +175,6 @@ def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
         t = cfg.train
         kwargs, wrapper = recordable(kwargs, t.video_width, t.video_height, shadows=t.video_shadows)
     eval_venv = make_vec_env(cfg.env.id, kwargs, cfg.train.eval_envs, wrapper=wrapper)
-    eval_venv.seed(cfg.seed + EVAL_SEED_OFFSET)  # evaluations are reproducible and differ from training episodes
     return eval_normalization(eval_venv, train_venv)
 
 
@@ -258,6 +257,7 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         run_dir, eval_venv, eval_freq=t.eval_freq, eval_episodes=t.eval_episodes, checkpoint_freq=t.checkpoint_freq,
         keep_checkpoints=t.keep_checkpoints, progress=progress, video_episodes=t.video_episodes if t.video else 0,
         start_time=time.time() - trained_before_s,
+        eval_seed=cfg.seed + EVAL_SEED_OFFSET,  # every evaluation the same episodes, not the training ones
     )
     callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger(), CurriculumLogger()) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
