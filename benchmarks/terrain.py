@@ -13,8 +13,8 @@
            students with 5 frames of history: ``history`` (plain PPO) and ``history_opd`` (OPD from the perceptive
            run ``--teacher``, ``distill=checkpoint``: alpha 1 -> 0 over the first 1 M steps, then RL alone; with 1 or 15
            frames instead: ``history_opd_k1``, ``history_opd_k15``), the documented recipes on their env configs
-           (``stairs_recipe`` and ``perceptive_recipe`` taught by it; ``stairs_recipe_quadruped_terms`` and
-           ``blind_recipe`` taught by that: docs/terrain.md), and the arms commented beside ``ARMS``. Then, per
+           (``stairs_recipe``, and ``perceptive_recipe`` and ``blind_recipe`` taught by it; the older blind teacher
+           ``stairs_recipe_quadruped_terms``: docs/terrain.md), and the arms commented beside ``ARMS``. Then, per
            run: the mean-level curve (``curriculum/mean_level`` against env steps from ``progress.csv``), the final
            levels per type, and the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
@@ -161,7 +161,8 @@ ARMS["perceptive_wide_anchor"] = [*ARMS["opd_anchor"][:2], "agent.privileged_cri
                                   _WIDE]
 # the documented recipes, each its env config (an arm that names an env config first trains on it instead of
 # env=quadruped_terrain): the stairs specialist, then its perceptive and blind students (--teacher: a stairs_recipe run;
-# the blind recipe's teacher is stairs_recipe with the quadruped's terms, stairs_recipe_quadruped_terms)
+# until 2026-12-06 the blind recipe was measured with stairs_recipe_quadruped_terms, the stairs specialist with the
+# quadruped's terms, as its teacher)
 ARMS["stairs_recipe"] = ["env=quadruped_terrain_stairs"]
 ARMS["stairs_recipe_quadruped_terms"] = ["env=quadruped_terrain_stairs", "env/reward_terms@env.kwargs.reward_scales=quadruped"]
 ARMS["perceptive_recipe"] = ["env=quadruped_terrain_perceptive", "distill.teacher={teacher}"]
