@@ -85,7 +85,7 @@ def stage_spans(stages: list[Stage], total_timesteps: int) -> list[tuple[int, in
     spans, start = [], 0
     for index, stage in enumerate(stages):
         if start >= total_timesteps:
-            shorten = " or ".join(f"distill.stages.{k}.steps=<N>" for k in range(index) if stages[k].steps is not None)
+            shorten = " or ".join(f"distill.stages.{k}.steps=<N>" for k in range(index))  # each has steps: not last
             raise ValueError(f"distill.stages: stage {stage.label!r} starts at env step {start}, at or past the run's end "
                              f"(train.total_timesteps={total_timesteps}); shorten the stages before it ({shorten}) or "
                              "lengthen the run")
