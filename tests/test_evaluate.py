@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import imageio.v3 as iio
@@ -18,7 +19,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from agents import checkpoint
 from agents.errors import ConfigError
 from agents.evaluation.run import EvalConfig, run
-from agents.evaluation.protocol import evaluate
+from agents.evaluation.protocol import ResetOptions, evaluate
 from agents.factory import load_agent
 from agents.vec_env import make_vec_env
 from test_train import run_loading
@@ -203,3 +204,34 @@ def test_an_evaluation_stopped_part_way_leaves_the_earlier_outputs_whole(tmp_pat
     assert again.returncode == 0, again.stderr[-2000:]
     assert not list(tmp_path.glob(".eval.partial-*")), "the stopped evaluation's partial outputs were not removed"
     assert json.loads((out / "metrics.json").read_text())["videos"] == [] and not list(out.glob("*.mp4"))
+
+
+def test_reset_options_hold_for_every_episode_and_one_the_env_refuses_stops_before_anything_is_written(tmp_path):
+    """``reset_options`` reach the vector env's automatic resets too (SB3's ``set_options`` reaches only the next
+    ``reset()``): every episode of a curriculum env stays on the tile they name, where the curriculum alone moves it."""
+    tile = {"terrain_type": "stairs_up", "terrain_level": 5}
+    for options in (tile, {}):
+        wrapper = partial(ResetOptions, options=options) if options else None
+        venv = make_vec_env("OpenClaw/QuadrupedTerrain-v1", {"max_episode_steps": 5}, 1, wrapper=wrapper)
+        venv.seed(3)
+        venv.reset()
+        tiles = [venv.env_method("task_context")[0].name]
+        for _ in range(3):  # three episodes, each ended by the time limit and reset by the vector env
+            for _ in range(5):
+                venv.step(np.zeros((1, 12)))
+            tiles.append(venv.env_method("task_context")[0].name)
+        venv.close()
+        if options:
+            assert tiles == ["openclaw_go1/stairs_up/level5"] * 4, tiles
+        else:
+            assert len(set(tiles)) > 1 and "openclaw_go1/stairs_up/level5" not in tiles, tiles
+
+    common = dict(policy="trot", env_id="OpenClaw/QuadrupedTerrain-v1", episodes=2, envs=1, videos=0, tile_episodes=1,
+                  tile_levels=[0], env_kwargs={"max_episode_steps": 10})
+    metrics = run(_config(**common, reset_options=tile, out_dir=str(tmp_path / "ok")))
+    assert metrics["reset_options"] == tile and metrics["episodes"] == 2
+    assert {(r["group"], r["level"]) for r in metrics["tiles"]} == {(g, 0) for g in metrics["highest_level_walked"]}
+    with pytest.raises(ConfigError) as err:
+        run(_config(**common, reset_options={"terrain_typ": "stairs_up"}, out_dir=str(tmp_path / "typo")))
+    assert "reset_options={'terrain_typ': 'stairs_up'}" in str(err.value) and "terrain_type" in str(err.value)
+    assert not (tmp_path / "typo").exists()

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -59,6 +60,20 @@ class EvalResult:
         del out["declared"]
         metrics = out.pop("metrics")
         return {**out, **metrics}
+
+
+class ResetOptions(gym.Wrapper):
+    """Passes ``options`` to every ``reset`` of the env it wraps, the vector env's automatic resets between episodes
+    too (SB3's ``VecEnv.set_options`` reaches only the next ``reset()``); keys given to a ``reset`` call win. E.g.
+    ``{"terrain_type": "stairs_up", "terrain_level": 5}`` puts every episode of ``QuadrupedTerrain-v1`` on that
+    tile, ``{"command": [0.5, 0.0, 0.0]}`` gives every quadruped episode that command (m/s, m/s, rad/s)."""
+
+    def __init__(self, env: gym.Env, options: dict[str, Any]) -> None:
+        super().__init__(env)
+        self.options = dict(options)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        return self.env.reset(seed=seed, options={**self.options, **(options or {})})
 
 
 def declared_metrics(venv: VecEnv) -> tuple[Metric, ...]:

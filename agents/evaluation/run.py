@@ -22,6 +22,7 @@ import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,7 +37,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from agents import checkpoint, saved_config
 from agents.signals import signals_deferred
 from agents.errors import ConfigError, check_seed, env_error
-from agents.evaluation.protocol import EvalResult, Predictor, evaluate
+from agents.evaluation.protocol import EvalResult, Predictor, ResetOptions, evaluate
 from agents.evaluation.tiles import TileResult, evaluate_tiles, highest_levels
 from agents.factory import check_device, check_observation_space, load_checkpoint
 from agents.controller_policy import ControllerPolicy
@@ -63,6 +64,9 @@ class EvalConfig:
     policy: str = LEARNED  # learned (the run's policy) | trot | grasp (scripted controllers)
     env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
+    # options of every episode's reset(options=...), the fixed tiles' too (each tile's own type and level over them):
+    # +reset_options.terrain_type=stairs_up +reset_options.terrain_level=5 (one tile), '+reset_options.command=[0.5,0,0]'
+    reset_options: dict[str, Any] = field(default_factory=dict)
     episodes: int = 10
     envs: int = 2  # evaluation envs stepped together (in this process)
     seed: int = 0
@@ -287,13 +291,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     videos = videos_recorded(cfg)
     if cfg.videos is not None and cfg.videos > videos:
         print(f"warning: videos={cfg.videos} is more than episodes={cfg.episodes}: recording {videos}", file=sys.stderr)
-    make_kwargs, wrapper = kwargs, None
+    options = OmegaConf.to_container(cfg.reset_options, resolve=True)
+    make_kwargs, layers = kwargs, [partial(ResetOptions, options=options)] if options else []
     if videos:
         recorder = dict(fps=cfg.fps, overlay=cfg.overlay, shadows=cfg.shadows)
-        make_kwargs, wrapper = recordable(kwargs, cfg.width, cfg.height, cfg.camera, **recorder)
+        make_kwargs, clip_recorder = recordable(kwargs, cfg.width, cfg.height, cfg.camera, **recorder)
+        layers.append(clip_recorder)
     source = ckpt.named if ckpt is not None else exported.path if exported is not None else None
     foreign = trained if trained is not None and trained[0] != env_id else None
-    venv = _make_envs(env_id, make_kwargs, cfg.envs, wrapper, foreign, source)
+    venv = _make_envs(env_id, make_kwargs, cfg.envs, partial(_wrapped, layers=tuple(layers)) if layers else None,
+                      foreign, source)
+    if options:
+        _check_reset_options(venv, options)
     if exported is not None:  # normalisation is folded into the file: it runs on the raw envs
         policy = exported
     elif learned:
@@ -313,7 +322,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
     with recording(venv, staging, "video", videos) as clips:
         result = evaluate(policy, venv, cfg.episodes)
-    tiles = _tiles(cfg, policy, venv, env_id, kwargs, curriculum)
+    tiles = _tiles(cfg, policy, venv, env_id, kwargs, curriculum, options)
     venv.close()
 
     source = ckpt.named if ckpt is not None else source
@@ -324,6 +333,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "num_timesteps": ckpt.meta.get("num_timesteps") if ckpt is not None else exported.num_timesteps if exported is not None else None,
         "env_id": env_id,
         "env_kwargs": kwargs,
+        "reset_options": options,
         "envs": cfg.envs,
         "seed": cfg.seed,
         **result.as_dict(),
@@ -365,10 +375,28 @@ def _make_envs(env_id: str, kwargs: dict[str, Any], num_envs: int, wrapper: Any,
     return venv
 
 
+def _wrapped(env: gym.Env, layers: tuple[Any, ...]) -> gym.Env:
+    """``env`` in each of ``layers`` (wrapper constructors), the first innermost."""
+    for layer in layers:
+        env = layer(env)
+    return env
+
+
+def _check_reset_options(venv: VecEnv, options: dict[str, Any]) -> None:
+    """:class:`ConfigError` naming the problem when the env refuses the reset ``options`` (one reset of env 0;
+    the evaluation's seeded resets follow)."""
+    try:
+        venv.env_method("reset", indices=[0])
+    except (TypeError, ValueError) as err:
+        venv.close()
+        raise ConfigError(f"reset_options={options}: {env_error(err)}") from None
+
+
 def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs: dict[str, Any],
-           declared: Curriculum | None) -> list[TileResult] | None:
+           declared: Curriculum | None, options: dict[str, Any]) -> list[TileResult] | None:
     """For an env with a curriculum (``declared``), :func:`agents.evaluation.tiles.evaluate_tiles` of ``policy`` on
-    every group at ``cfg.tile_levels``; else (or with ``tile_episodes=0``) None."""
+    every group at ``cfg.tile_levels`` (episodes reset with ``options`` under each tile's own); else (or with
+    ``tile_episodes=0``) None."""
     if declared is None or not cfg.tile_episodes:
         return None
     normalize = venv.normalize_obs if isinstance(venv, VecNormalize) else (lambda obs: obs)
@@ -383,7 +411,7 @@ def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs
 
     levels = [int(level) for level in cfg.tile_levels]
     return evaluate_tiles(None, env_id, kwargs, declared.groups, levels, cfg.tile_episodes, seed=cfg.seed,
-                          make_act=make_act)
+                          make_act=make_act, options=options)
 
 
 def _staging_dir(out: Path) -> Path:
@@ -415,6 +443,8 @@ def format_metrics(m: dict[str, Any]) -> str:
         f"{m['policy']} on {m['env_id']}: {m['episodes']} episodes, return {m['mean_return']:.2f} ± {m['std_return']:.2f}, "
         f"length {m['mean_length']:.0f}"
     ]
+    if m.get("reset_options"):
+        lines.append(f"every episode reset with options={m['reset_options']}")
     reported = [metric.format(m[metric.name]) for metric in m["declared"] if m[metric.name] is not None]
     if reported:
         lines.append(", ".join(reported))

@@ -35,10 +35,11 @@ class TileResult:
 
 
 def evaluate_tiles(act: Act, env_id: str, kwargs: dict, groups: Sequence[str], levels: Sequence[int],
-                   episodes: int = 20, seed: int = 0, make_act: Callable[[BatchedSimulation], Act] | None = None
-                   ) -> list[TileResult]:
-    """:class:`TileResult` of every (group, level); episode ``k`` of a tile is seeded ``seed + k``. ``act``
-    acts for a batch of raw observations; ``make_act(sim)`` (instead) builds it for the tile's envs."""
+                   episodes: int = 20, seed: int = 0, make_act: Callable[[BatchedSimulation], Act] | None = None,
+                   options: dict | None = None) -> list[TileResult]:
+    """:class:`TileResult` of every (group, level); episode ``k`` of a tile is seeded ``seed + k`` and reset with
+    ``options`` (e.g. a fixed command) and the tile's level and group over them. ``act`` acts for a batch of raw
+    observations; ``make_act(sim)`` (instead) builds it for the tile's envs."""
     results = []
     for group in groups:
         for level in levels:
@@ -47,7 +48,8 @@ def evaluate_tiles(act: Act, env_id: str, kwargs: dict, groups: Sequence[str], l
                 declared = sim.tasks[0].CURRICULUM
                 policy = make_act(sim) if make_act is not None else act
                 for k in range(episodes):
-                    sim.reset(k, seed=seed + k, options={declared.level_key: level, declared.group_key: group})
+                    tile = {declared.level_key: level, declared.group_key: group}
+                    sim.reset(k, seed=seed + k, options={**(options or {}), **tile})
                 results.append(_run_tile(sim, policy, group, level))
             finally:
                 sim.close()
