@@ -13,6 +13,7 @@ import pytest
 
 from envs.controllers.trot import TrotController, TrotParams
 from envs.quadruped import QuadrupedEnv
+from envs.quadruped.robots import LEGS
 
 SL = QuadrupedEnv.OBS_SLICES
 FWD = {"command": (0.5, 0.0, 0.0)}
@@ -43,6 +44,26 @@ def test_only_feet_and_trunk_collide():
     robot = [i for i in range(m.ngeom) if m.body_rootid[m.geom_bodyid[i]] == 1]
     colliding = {m.geom(i).name for i in robot if m.geom_conaffinity[i]}
     assert colliding == {"trunk", "FR_foot", "FL_foot", "RR_foot", "RL_foot"}
+
+
+@pytest.mark.parametrize("env_id", ["OpenClaw/Quadruped-v1", "OpenClaw/QuadrupedTerrain-v1"])
+def test_leg_collisions_make_the_legs_meet_the_ground(env_id):
+    """``leg_collisions=True``: lowered until its knees are 2 cm below where its feet stood (flat ground, or a rough
+    tile of the terrain), every calf (not only its foot) touches the ground; without, none does (they pass through)."""
+    legs = {}
+    for on in (False, True):
+        env = gym.make(env_id, leg_collisions=on).unwrapped
+        env.reset(seed=0, options={"terrain_type": "rough", "terrain_level": 0} if "Terrain" in env_id else None)
+        m, d = env.model, env.data
+        knees = [m.body(f"{leg}_calf").id for leg in LEGS]
+        feet = [m.geom(f"{leg}_foot").id for leg in LEGS]
+        ground = float(min(d.geom_xpos[f, 2] - m.geom_size[f, 0] for f in feet))
+        d.qpos[2] -= float(d.xpos[knees, 2].min()) - ground + 0.02
+        mujoco.mj_forward(m, d)
+        touching = {g for c in d.contact[: d.ncon] for g in (c.geom1, c.geom2)} - set(feet)
+        legs[on] = {m.body(int(m.geom_bodyid[g])).name for g in touching} & {f"{leg}_calf" for leg in LEGS}
+    assert not legs[False], legs
+    assert legs[True] == {f"{leg}_calf" for leg in LEGS}, legs
 
 
 # ---------------------------------------------------------------------------------------------- spaces

@@ -96,6 +96,7 @@ class QuadrupedConfig(EnvConfig):
     the defaults, overridden."""
 
     robot: str = "openclaw_go1"
+    leg_collisions: bool = False
     terrain: str = "flat"
     terrain_seed: int = 0
     terrain_bump_height: float = 0.05

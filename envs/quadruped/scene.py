@@ -49,15 +49,15 @@ def add_foot_pairs(spec: mujoco.MjSpec, robot: str) -> None:
                       solref=list(HFIELD_FOOT_SOLREF), solimp=list(HFIELD_FOOT_SOLIMP))
 
 
-def rough_model(robot: str) -> mujoco.MjModel:
+def rough_model(robot: str, leg_collisions: bool = False) -> mujoco.MjModel:
     """:func:`~envs.quadruped.robots.robot_model` with the feet's heightfield pairs, for :func:`add_rough_terrain`
     (a fresh copy each call; built once per process)."""
-    return copy.deepcopy(_rough_model(robot))
+    return copy.deepcopy(_rough_model(robot, leg_collisions))
 
 
 @functools.lru_cache(maxsize=None)
-def _rough_model(robot: str) -> mujoco.MjModel:
-    spec = robot_spec(robot)
+def _rough_model(robot: str, leg_collisions: bool) -> mujoco.MjModel:
+    spec = robot_spec(robot, leg_collisions)
     add_foot_pairs(spec, robot)
     return spec.compile()
 
@@ -89,9 +89,9 @@ def add_rough_terrain(model: mujoco.MjModel, seed: int, bump_height: float) -> N
 
 
 @functools.lru_cache(maxsize=2)
-def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
+def tiles_model(robot: str, seed: int, leg_collisions: bool = False) -> tuple[mujoco.MjModel, TerrainGrid]:
     """The robot in our scene on the tile grid of ``seed`` sized for its legs, and the grid (built once per
-    process; treat the model as read-only: an env runs a copy).
+    process; treat the model as read-only: an env runs a copy); ``leg_collisions``: :func:`~envs.quadruped.robots.robot_spec`'s.
 
     The smooth columns (rough, slopes) are the heightfield ``terrain`` on the 0.1 m collision lattice
     (:func:`~envs.quadruped.terrain.lattice`), the stepped ones (stairs, obstacles) boxes
@@ -104,7 +104,7 @@ def tiles_model(robot: str, seed: int) -> tuple[mujoco.MjModel, TerrainGrid]:
     base = robot_model(robot)
     geometry = LegGeometry.from_model(base, robot_named(robot), 0.02, ACTION_SCALE)
     grid = terrain_grid(seed, size_scale(float(geometry.thigh[0] + np.hypot(*geometry.calf[0]))))
-    spec = robot_spec(robot)
+    spec = robot_spec(robot, leg_collisions)
     smooth = lattice(grid.heights[:, : grid.stepped_from + 1])  # up to the first stepped sample: the ramp to it is smooth
     nx, ny = smooth.shape
     low, high = float(smooth.min()), float(smooth.max())

@@ -168,7 +168,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._bind_terrain()
 
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
-        model, self.tiles = tiles_model(config.robot, int(config.terrain_seed))
+        model, self.tiles = tiles_model(config.robot, int(config.terrain_seed), config.leg_collisions)
         self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
         model = copy.deepcopy(model)
         self._box_window = BoxWindow(model, self.tiles)  # edits this copy
