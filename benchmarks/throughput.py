@@ -17,7 +17,8 @@ threads, from their reset states with the controls held (no Python per env), and
 the fraction of it our vector env reaches.
 
 ``--terrain`` prints the terrain section instead: ``OpenClaw/QuadrupedTerrain-v1`` (height scan, curriculum)
-beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios.
+beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios (``--leg-collisions``: also
+both with ``openclaw_go1``'s legs colliding).
 
 ``--arms`` prints the arms section instead: ``OpenClaw/Claw-v0`` with each ``arm=`` (``gantry``, ``panda``), the
 same three figures as ``--robots`` (the overview camera; the Panda's meshes in view), each beside the gantry's.
@@ -35,6 +36,7 @@ Usage::
     python benchmarks/throughput.py --batched --quick --envs quadruped claw
     python benchmarks/throughput.py --robots --repeats 3
     python benchmarks/throughput.py --terrain --repeats 5
+    python benchmarks/throughput.py --terrain --leg-collisions --repeats 5
     python benchmarks/throughput.py --arms --repeats 5
 
 Results and the machine they were measured on live in ``benchmarks/RESULTS.md``.
@@ -260,8 +262,11 @@ def arms_section(args: argparse.Namespace) -> dict[str, float]:
 
 
 def terrain_section(args: argparse.Namespace) -> dict[str, float]:
-    """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``)."""
+    """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``); with
+    ``--leg-collisions`` also both with the legs colliding (the env argument ``leg_collisions``)."""
     variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": ("OpenClaw/QuadrupedTerrain-v1", {})}
+    if args.leg_collisions:
+        variants.update({f"{name}+legs": (env_id, {"leg_collisions": True}) for name, (env_id, _) in list(variants.items())})
     return compare_variants(args, variants, "env")
 
 
@@ -276,6 +281,7 @@ def main() -> None:
     parser.add_argument("--batched", action="store_true", help="the vector section: every vectorisation incl. ours")
     parser.add_argument("--robots", action="store_true", help="the robots section: every robot= of Quadruped-v1")
     parser.add_argument("--terrain", action="store_true", help="the terrain section: QuadrupedTerrain-v1 vs flat")
+    parser.add_argument("--leg-collisions", action="store_true", help="--terrain: also both with leg_collisions=True")
     parser.add_argument("--arms", action="store_true", help="the arms section: every arm= of Claw-v0")
     parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
