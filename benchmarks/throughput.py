@@ -266,7 +266,7 @@ def terrain_section(args: argparse.Namespace) -> dict[str, float]:
     ``--leg-collisions`` also both with the legs colliding (the env argument ``leg_collisions``)."""
     variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": ("OpenClaw/QuadrupedTerrain-v1", {})}
     if args.leg_collisions:
-        variants.update({f"{name}+legs": (env_id, {"leg_collisions": True}) for name, (env_id, _) in list(variants.items())})
+        variants |= {f"{name}+legs": (env_id, {"leg_collisions": True}) for name, (env_id, _) in variants.items()}
     return compare_variants(args, variants, "env")
 
 

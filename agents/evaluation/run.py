@@ -65,7 +65,7 @@ class EvalConfig:
     env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
     # options of every episode's reset(options=...), the fixed tiles' too (each tile's own type and level over them):
-    # +reset_options.terrain_type=stairs_up +reset_options.terrain_level=5 (one tile), '+reset_options.command=[0.5,0,0]'
+    # +reset_options.terrain_type=stairs_up +reset_options.terrain_level=5 (a tile), '+reset_options.command=[0.5,0,0]'
     reset_options: dict[str, Any] = field(default_factory=dict)
     episodes: int = 10
     envs: int = 2  # evaluation envs stepped together (in this process)

@@ -91,7 +91,8 @@ def add_rough_terrain(model: mujoco.MjModel, seed: int, bump_height: float) -> N
 @functools.lru_cache(maxsize=2)
 def tiles_model(robot: str, seed: int, leg_collisions: bool = False) -> tuple[mujoco.MjModel, TerrainGrid]:
     """The robot in our scene on the tile grid of ``seed`` sized for its legs, and the grid (built once per
-    process; treat the model as read-only: an env runs a copy); ``leg_collisions``: :func:`~envs.quadruped.robots.robot_spec`'s.
+    process; treat the model as read-only: an env runs a copy); ``leg_collisions``: as
+    :func:`~envs.quadruped.robots.robot_spec`'s.
 
     The smooth columns (rough, slopes) are the heightfield ``terrain`` on the 0.1 m collision lattice
     (:func:`~envs.quadruped.terrain.lattice`), the stepped ones (stairs, obstacles) boxes
