@@ -20,7 +20,7 @@ from agents.vec_env import make_vec_env
 from distill.policy import DiagGaussian, PolicyRegistry
 from distill.teachers import CheckpointTeacher, TeacherActions
 from test_privileged_teacher import saved_teacher
-from test_train import compose_train, run_train
+from test_train import cli_here, compose_train, train_here
 from test_user_errors import refused
 
 TERRAIN = "OpenClaw/QuadrupedTerrain-v1"
@@ -83,7 +83,7 @@ def test_a_student_run_logs_the_coverage_of_the_contexts_its_teacher_teaches(tmp
                                   ("sac", "stepped", "[*/stairs_up/*,*/stairs_down/*]")):
         run_dir = tmp_path / f"{agent}_{name}"
         sac = ("agent.buffer_size=4096", "agent.learning_starts=512") if agent == "sac" else ()
-        result = run_train(*PERCEPTIVE, f"agent={agent}", *sac, f"distill.teacher={teacher_dir}",
+        result = train_here(*PERCEPTIVE, f"agent={agent}", *sac, f"distill.teacher={teacher_dir}",
                            f"distill.stages.0.teach_contexts={patterns}", "train.total_timesteps=4096", "seed=1",
                            f"hydra.run.dir={run_dir}")
         assert result.returncode == 0, result.stderr[-3000:]
@@ -113,7 +113,7 @@ def test_teach_contexts_that_cannot_work_are_refused(overrides, named):
 
 
 def test_a_bad_teach_contexts_is_refused_before_anything_is_written(tmp_path):
-    result = run_train(*PERCEPTIVE, "distill.teacher=runs/t", "distill.stages.0.teach_contexts=[]",
-                       f"hydra.run.dir={tmp_path}")
+    result = cli_here("train.py", *PERCEPTIVE, "distill.teacher=runs/t", "distill.stages.0.teach_contexts=[]",
+                      f"hydra.run.dir={tmp_path}")
     refused(result, "teach_contexts=[] is invalid")
     assert not any(tmp_path.iterdir())

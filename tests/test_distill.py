@@ -6,8 +6,6 @@ import ast
 import csv
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ from distill.opd import OnlinePolicyDistillation
 from distill.policy import DiagGaussian, PolicyRegistry
 from distill.schedules import make_schedule
 from distill.teachers import CheckpointTeacher, EMATeacher
-from test_train import SAC_SHORT
+from test_train import SAC_SHORT, train_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -344,11 +342,6 @@ def test_ppo_rollout_buffer_hands_each_sample_its_teacher_action_and_raw_observa
 # ---------------------------------------------------------------- through train.py
 
 
-def run_train(*args):
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-
-
 @pytest.mark.parametrize(
     "teacher_env, student_env, agent",
     [("quadruped", "quadruped_rough", "ppo"), ("claw", "claw", "sac")],
@@ -356,7 +349,7 @@ def run_train(*args):
 def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_env, agent):
     teacher_dir = tmp_path / "teacher"
     short = SAC_SHORT if agent == "sac" else ()
-    first = run_train("train=smoke", f"env={teacher_env}", f"agent={agent}", "distill=ema", "distill.alpha=0.1", *short,
+    first = train_here("train=smoke", f"env={teacher_env}", f"agent={agent}", "distill=ema", "distill.alpha=0.1", *short,
                       f"hydra.run.dir={teacher_dir}")
     assert first.returncode == 0, first.stderr[-3000:]
     header = (teacher_dir / "progress.csv").read_text().splitlines()[0]
@@ -368,7 +361,7 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_e
     assert (teacher_dir / "checkpoints" / latest / "teacher.pt").is_file()
 
     student_dir = tmp_path / "student"
-    second = run_train("train=smoke", f"env={student_env}", f"agent={agent}", "distill=checkpoint", *short,
+    second = train_here("train=smoke", f"env={student_env}", f"agent={agent}", "distill=checkpoint", *short,
                        f"distill.teacher={teacher_dir}", f"hydra.run.dir={student_dir}")
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads((student_dir / "summary.json").read_text())["distill"] == "checkpoint"
@@ -387,7 +380,7 @@ def test_train_with_ema_then_checkpoint_teacher(tmp_path, teacher_env, student_e
     ],
 )
 def test_bad_distill_values(override, expected):
-    result = run_train(*override)
+    result = train_here(*override)
     assert result.returncode == 2 and expected in result.stderr
 
 

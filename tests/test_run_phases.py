@@ -8,32 +8,29 @@ Small real runs through ``train.py`` (``train=smoke``), from the checkout or ano
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 
 import pytest
 import yaml
 
 from test_run_safety import finished_run, in_the_final_evaluation, run_copy  # noqa: F401  (pytest fixtures)
-from test_train import ROOT, run_train
+from test_train import ROOT, cli_here, run_train, train_here
 from test_user_errors import refused
 
 SMOKE = ("train=smoke", "train.progress_bar=false", "train.video=false")
 
 
-def train_in(cwd, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python <checkout>/train.py args`` run from ``cwd``."""
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "HYDRA_FULL_ERROR": "0", **(env or {})})
+def train_in(cwd, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python <checkout>/train.py args`` run from ``cwd``, in this process (:func:`test_train.cli_here`)."""
+    return cli_here("train.py", *args, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="module")
 def terrain_run(tmp_path_factory):
     """A finished smoke run on the terrain (138 observation values, privileged entries)."""
     run_dir = tmp_path_factory.mktemp("runs") / "terrain"
-    result = run_train(*SMOKE, "env=quadruped_terrain", "train.total_timesteps=2048", f"hydra.run.dir={run_dir}")
+    result = train_here(*SMOKE, "env=quadruped_terrain", "train.total_timesteps=2048", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
 
@@ -72,8 +69,7 @@ def test_a_refused_run_writes_nothing_and_the_corrected_one_runs_there(case, fin
         "openai without a key": (("distill=adaptive", "distill.proposer=llm", "llm=openai"),
                                  ("distill=adaptive", "distill.proposer=llm", "llm=default"), NO_KEY, "OPENAI_API_KEY"),
     }[case]
-    result = train_in(ROOT, *SMOKE, *bad, f"hydra.run.dir={run_dir}", env=env)
-    refused(result, named)
+    refused(cli_here("train.py", *SMOKE, *bad, f"hydra.run.dir={run_dir}", env=env), named)
     assert not run_dir.exists() or not any(run_dir.iterdir()), sorted(p.name for p in run_dir.iterdir())
     result = train_in(ROOT, *SMOKE, *good, "train.total_timesteps=2048", f"hydra.run.dir={run_dir}", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -95,11 +91,11 @@ def test_a_relative_controller_parameter_file_is_the_one_the_run_used(tmp_path):
     result = train_in(elsewhere, f"resume={run_dir}", *more)  # reads here/my.json, not elsewhere/my.json
     assert result.returncode == 0, result.stderr[-3000:]
     (here / "my.json").write_text(json.dumps({"params": {"duty_factor": 0.6}}))
-    line = refused(train_in(elsewhere, f"resume={run_dir}", "train.total_timesteps=8192"),
+    line = refused(cli_here("train.py", f"resume={run_dir}", "train.total_timesteps=8192", cwd=elsewhere),
                    f"distill.controller_params={here / 'my.json'}", "changed since the run started")
     assert "restore" in line, line
     (here / "my.json").unlink()
-    refused(train_in(elsewhere, f"resume={run_dir}", "train.total_timesteps=8192"), "no longer exists")
+    refused(cli_here("train.py", f"resume={run_dir}", "train.total_timesteps=8192", cwd=elsewhere), "no longer exists")
 
 
 # ------------------------------------------------------------------------------ 3. a run made before a key existed
@@ -107,7 +103,7 @@ def test_resume_fills_keys_added_since_the_run_was_made_and_says_which(run_copy)
     config = yaml.safe_load((run_copy / "config.yaml").read_text())
     del config["train"]["vec_mode"], config["distill"]["controller_params"], config["env"]["eval_kwargs"]
     (run_copy / "config.yaml").write_text(yaml.safe_dump(config))
-    result = run_train(f"resume={run_copy}", "train.total_timesteps=8192", "train.progress_bar=false")
+    result = train_here(f"resume={run_copy}", "train.total_timesteps=8192", "train.progress_bar=false")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if "train.vec_mode" in line]
     assert len(lines) == 1, result.stderr[-3000:]
@@ -124,13 +120,13 @@ def test_a_resume_finishes_a_final_evaluation_that_kill_9_cut_short(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert not (run_dir / "summary.json").exists()
-    result = run_train(f"resume={run_dir}", "train.eval_episodes=2", "train.progress_bar=false")
+    result = train_here(f"resume={run_dir}", "train.eval_episodes=2", "train.progress_bar=false")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "final evaluation" in result.stderr, result.stderr[-2000:]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["steps"] == 4096 and summary["final_eval_episodes"] == 2, summary
     assert (run_dir / "learning_curve.png").is_file()
-    again = run_train(f"resume={run_dir}", timeout=120)  # now it is finished
+    again = train_here(f"resume={run_dir}")  # now it is finished
     assert again.returncode == 2 and "the run is finished" in again.stderr, again.stderr[-2000:]
 
 
@@ -144,8 +140,8 @@ def test_adaptive_records_land_in_the_run_directory(tmp_path):
 
 
 def test_a_run_without_evaluations_or_ended_episodes_plots_without_a_warning(tmp_path):
-    run_dir = tmp_path / "run"  # 64 steps: no episode ends, no evaluation
-    result = train_in(ROOT, *SMOKE, "train.eval_freq=0", "train.total_timesteps=64", "agent.n_steps=16",
+    run_dir = tmp_path / "run"  # 64 steps: no episode ends, no evaluation; a process of its own shows Python's warnings
+    result = run_train(*SMOKE, "train.eval_freq=0", "train.total_timesteps=64", "agent.n_steps=16",
                       "agent.batch_size=64", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "UserWarning" not in result.stderr, result.stderr[-3000:]

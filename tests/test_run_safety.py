@@ -1,7 +1,8 @@
 """Runs never lose, mix or poison data, and bad values fail before anything is written (issue 12).
 
 Small real runs (``train=smoke``) through ``train.py`` / ``evaluate.py``, and the checkpoint and
-resume helpers on real learners.
+resume helpers on real learners. Most ``train.py`` runs are its ``__main__`` in this process (``train_here``); those about
+another process (a lock it holds, a full disk) start one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from agents import checkpoint
 from agents.config.schema import register_configs
 from agents.training.runner import TrainingFailed, train
 from agents.vec_env import make_vec_env, wrap_normalization
-from test_train import ROOT, run_train
+from test_train import ROOT, run_train, train_here
 
 SMOKE = ("train=smoke", "train.progress_bar=false")
 
@@ -38,7 +39,7 @@ def column(path, name: str) -> list[str]:
 def finished_run(tmp_path_factory):
     """A finished 4096-step PPO smoke run (copy it before changing it)."""
     run_dir = tmp_path_factory.mktemp("runs") / "run"
-    result = run_train(*SMOKE, f"hydra.run.dir={run_dir}")
+    result = train_here(*SMOKE, f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
 
@@ -54,7 +55,7 @@ def run_copy(finished_run, tmp_path):
 # ------------------------------------------------------------------------------ 1. one run per directory
 def test_new_run_refuses_a_directory_holding_another_run(run_copy):
     before = {p.name: p.read_bytes() for p in run_copy.glob("*.csv")}
-    result = run_train(*SMOKE, f"hydra.run.dir={run_copy}", timeout=120)
+    result = train_here(*SMOKE, f"hydra.run.dir={run_copy}")
     assert result.returncode == 2
     assert "already holds another run" in result.stderr and f"resume={run_copy}" in result.stderr
     assert "hydra.run.dir=<new dir>" in result.stderr
@@ -65,12 +66,12 @@ def test_a_resume_goes_on_from_the_adapted_learning_rate_unless_it_sets_one(tmp_
     """With agent.desired_kl the rate adapts per minibatch (agents/students/ppo.py): a resume starts from the rate
     the checkpoint saved, and one that sets agent.learning_rate restarts the adaptation from that."""
     run_dir = tmp_path / "run"
-    result = run_train(*SMOKE, "agent.desired_kl=0.01", "train.total_timesteps=2048", f"hydra.run.dir={run_dir}")
+    result = train_here(*SMOKE, "agent.desired_kl=0.01", "train.total_timesteps=2048", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     saved = PPO.load(checkpoint.latest(run_dir).model, device="cpu").policy.optimizer.param_groups[0]["lr"]
     assert saved != 3e-4, "the first leg's rate did not adapt"
     for total, override in ((3072, ()), (5120, ("agent.learning_rate=1e-6",))):
-        result = run_train(f"resume={run_dir}", f"train.total_timesteps={total}", "train.progress_bar=false", *override)
+        result = train_here(f"resume={run_dir}", f"train.total_timesteps={total}", "train.progress_bar=false", *override)
         assert result.returncode == 0, result.stderr[-3000:]
     # each update's starting rate, logged with the rows after it
     started = [(int(step), float(rate)) for step, rate in zip(column(run_dir / "progress.csv", "time/total_timesteps"),
@@ -89,7 +90,7 @@ def test_lock_stops_a_second_process(run_copy):
 
 
 def test_resume_appends_logs_and_applies_resumable_overrides(run_copy):
-    result = run_train(f"resume={run_copy}", "train.total_timesteps=8192", "agent.learning_rate=1e-5", "train.progress_bar=false")
+    result = train_here(f"resume={run_copy}", "train.total_timesteps=8192", "agent.learning_rate=1e-5", "train.progress_bar=false")
     assert result.returncode == 0, result.stderr[-3000:]
     steps = [int(float(s)) for s in column(run_copy / "progress.csv", "time/total_timesteps")]
     assert steps == [1024 * k for k in range(1, 9)], "progress.csv lost the first leg or repeats steps"
@@ -105,7 +106,7 @@ def test_resume_appends_logs_and_applies_resumable_overrides(run_copy):
 @pytest.mark.parametrize("override, named", [("seed=5", "seed=5"), ("env=claw", "env=claw"),
                                              ("agent=sac", "agent=sac"), ("train.num_envs=8", "train.num_envs=8")])
 def test_resume_refuses_an_override_it_cannot_apply(run_copy, override, named):
-    result = run_train(f"resume={run_copy}", override, timeout=120)
+    result = train_here(f"resume={run_copy}", override)
     assert result.returncode == 2
     assert f"{named}: cannot change when resuming" in result.stderr, result.stderr[-2000:]
 
@@ -128,7 +129,7 @@ def test_resume_and_evaluate_fall_back_to_the_newest_intact_checkpoint(run_copy)
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     assert f"evaluating {intact} instead" in evaluated.stderr and "try checkpoint=latest" not in evaluated.stderr
     assert json.loads((run_copy / "eval" / "metrics.json").read_text())["checkpoint"] == str(intact)
-    resumed = run_train(f"resume={run_copy}", "train.total_timesteps=6144", "train.progress_bar=false")
+    resumed = train_here(f"resume={run_copy}", "train.total_timesteps=6144", "train.progress_bar=false")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming from {intact}" in resumed.stderr and damaged.name in resumed.stderr
     assert json.loads((run_copy / "summary.json").read_text())["steps"] == 6144
@@ -192,7 +193,7 @@ def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
     ],
 )
 def test_bad_values_fail_before_anything_is_written(tmp_path, overrides, expected):
-    result = run_train(*overrides, f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}", timeout=120)
+    result = train_here(*overrides, f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert expected in result.stderr, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
@@ -209,7 +210,7 @@ def test_evaluate_refuses_a_frame_larger_than_the_offscreen_buffer_before_writin
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_cuda_without_a_gpu_is_an_error(tmp_path):
-    result = run_train("train.device=cuda", f"hydra.run.dir={tmp_path / 'run'}", timeout=120)
+    result = train_here("train.device=cuda", f"hydra.run.dir={tmp_path / 'run'}")
     assert result.returncode == 2 and "no usable CUDA GPU" in result.stderr and "train.device=cpu" in result.stderr
 
 
@@ -217,7 +218,7 @@ def test_cuda_without_a_gpu_is_an_error(tmp_path):
 def test_a_teacher_that_never_teaches_is_reported(tmp_path):
     common = (*SMOKE, "distill=adaptive", "llm.hint_model=fault-malformed", "train.eval_freq=0", "train.total_timesteps=2048",
               f"distill.records_dir={tmp_path / 'records'}")
-    warned = run_train(*common, f"hydra.run.dir={tmp_path / 'warn'}")
+    warned = train_here(*common, f"hydra.run.dir={tmp_path / 'warn'}")
     assert warned.returncode == 0, warned.stderr[-3000:]
     summary = json.loads((tmp_path / "warn" / "summary.json").read_text())
     assert summary["teacher_hint_queries"] > 0 and summary["teacher_hints_accepted"] == 0
@@ -225,7 +226,7 @@ def test_a_teacher_that_never_teaches_is_reported(tmp_path):
     assert "teacher_hint_queries" in warned.stdout
     last = warned.stderr.strip().splitlines()[-1]
     assert last.startswith("warning: the teacher gave actions for 0% of the samples") and "none of" in last
-    failed = run_train(*common, "distill.require_coverage=true", f"hydra.run.dir={tmp_path / 'fail'}")
+    failed = train_here(*common, "distill.require_coverage=true", f"hydra.run.dir={tmp_path / 'fail'}")
     assert failed.returncode == 1 and "distill.require_coverage=true" in failed.stderr
     assert (tmp_path / "fail" / "summary.json").is_file()
 
@@ -239,12 +240,12 @@ def snapshot(run_dir) -> dict[str, bytes]:
 
 def test_resuming_a_finished_run_changes_nothing_and_a_larger_budget_continues_it(run_copy):
     before = snapshot(run_copy)
-    result = run_train(f"resume={run_copy}", timeout=120)
+    result = train_here(f"resume={run_copy}")
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.count("error:") == 1 and "the run is finished" in result.stderr
     assert "train.total_timesteps=8192" in result.stderr and "Traceback" not in result.stderr
     assert snapshot(run_copy) == before, "a refused resume wrote into the finished run"
-    more = run_train(f"resume={run_copy}", "train.total_timesteps=6144", *SMOKE[1:])
+    more = train_here(f"resume={run_copy}", "train.total_timesteps=6144", *SMOKE[1:])
     assert more.returncode == 0, more.stderr[-3000:]
     assert json.loads((run_copy / "summary.json").read_text())["steps"] == 6144
     steps = [int(s) for s in column(run_copy / "eval.csv", "step")]
@@ -266,10 +267,10 @@ def test_a_process_refused_for_a_directory_in_use_writes_nothing_into_it(run_cop
 
 def test_the_step_budget_holds_when_it_is_not_a_whole_number_of_rollouts(tmp_path):
     # train=smoke with 64 envs: one PPO rollout is 256 x 64 = 16384 steps, four times the 4096 asked for
-    result = run_train(*SMOKE, "train.num_envs=64", "train.eval_freq=0", f"hydra.run.dir={tmp_path / 'run'}")
+    result = train_here(*SMOKE, "train.num_envs=64", "train.eval_freq=0", f"hydra.run.dir={tmp_path / 'run'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 4096
-    odd = run_train(*SMOKE, "train.total_timesteps=5000", "train.eval_freq=0", f"hydra.run.dir={tmp_path / 'odd'}")
+    odd = train_here(*SMOKE, "train.total_timesteps=5000", "train.eval_freq=0", f"hydra.run.dir={tmp_path / 'odd'}")
     assert odd.returncode == 0, odd.stderr[-3000:]
     assert json.loads((tmp_path / "odd" / "summary.json").read_text())["steps"] == 5000  # 4 envs divide it
 
@@ -283,7 +284,7 @@ def test_resume_from_an_earlier_checkpoint_sets_aside_a_later_best_and_removes_p
     partial = root / ".tmp-step_000000009999-12345"  # left by a process killed while saving
     partial.mkdir()
     (partial / "model.zip").write_bytes(b"half")
-    result = run_train(f"resume={run_copy}", "train.total_timesteps=6144", *SMOKE[1:])
+    result = train_here(f"resume={run_copy}", "train.total_timesteps=6144", *SMOKE[1:])
     assert result.returncode == 0, result.stderr[-3000:]
     assert not partial.exists() and "removed the partial checkpoint" in result.stderr
     assert (root / f"best-discarded-step_{4096:012d}").is_dir() and damaged.name in result.stderr

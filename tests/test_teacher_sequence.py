@@ -24,7 +24,7 @@ from distill.policy import DiagGaussian, PolicyRegistry
 from distill.schedules import SCHEDULES, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import EMATeacher, RecordedActionTeacher, TeacherActions
-from test_train import ROOT, compose_train, run_train
+from test_train import ROOT, cli_here, compose_train, train_here
 from test_user_errors import refused
 
 
@@ -190,8 +190,8 @@ def test_a_teacher_run_that_no_teacher_reads_is_refused(overrides, named):
     ("+distill.stages.1.rl_weight=2", ("distill.stages[1] (ema)", "distill.rl_weight=2", "in [0, 1]")),
 ])
 def test_a_bad_stage_is_refused_before_anything_is_written(tmp_path, override, named):
-    result = run_train("train=smoke", "distill=sequence", "distill.stages.0.steps=1024", override,
-                       f"hydra.run.dir={tmp_path}")
+    result = cli_here("train.py", "train=smoke", "distill=sequence", "distill.stages.0.steps=1024", override,
+                      f"hydra.run.dir={tmp_path}")
     refused(result, *named)
     assert not any(tmp_path.iterdir())
 
@@ -212,7 +212,7 @@ def test_a_run_killed_in_the_middle_of_the_second_teacher_resumes_there(tmp_path
     assert before["begun"] == 1 and before["stages"]["ema"]["updates"] > 0
     assert not (run_dir / "summary.json").exists()
 
-    result = run_train(f"resume={run_dir}", "train.progress_bar=false")
+    result = train_here(f"resume={run_dir}", "train.progress_bar=false")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["steps"] == 8192 and summary["teacher_retired_at_step"] > 4096  # retired at once on resume

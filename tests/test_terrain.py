@@ -20,6 +20,7 @@ from envs.quadruped.config import FOOT_LOOKAHEAD, FOOT_LOOKAHEAD_REACH
 from envs.quadruped.height_scan import TerrainState, scan_points
 from envs.quadruped.terrain import (CELL, COLUMN_TYPES, COLUMNS, LEVELS, STEPPED_TYPES, STRIDE, TERRAIN_TYPES, riser_height,
                                     size_scale, terrain_grid)
+from test_train import cli_here
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_ID = "OpenClaw/QuadrupedTerrain-v1"
@@ -324,8 +325,7 @@ def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
     run = tmp_path / "run"
     common = ["env=quadruped_terrain", "train=smoke", "train.num_envs=4", "agent.privileged_critic=true", "train.video=false",
               f"hydra.run.dir={run}"]
-    first = subprocess.run([sys.executable, str(ROOT / "train.py"), *common], cwd=ROOT, capture_output=True,
-                           text=True, timeout=300)
+    first = cli_here("train.py", *common)
     assert first.returncode == 0, first.stderr[-3000:]
     saved = sorted((run / "checkpoints").glob("step_*"))[-1]
     states = json.loads((saved / "curriculum.json").read_text())
@@ -344,15 +344,12 @@ def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
     venv.close()
 
     steps = int(json.loads((saved / "meta.json").read_text())["num_timesteps"])
-    resumed = subprocess.run([sys.executable, str(ROOT / "train.py"), f"resume={run}",
-                              f"train.total_timesteps={steps + 2048}"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=300)
+    resumed = cli_here("train.py", f"resume={run}", f"train.total_timesteps={steps + 2048}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "start the curriculum again" not in resumed.stderr
 
     # the blind actor exports, and its file ignores the privileged entries (a robot passes zeros there)
-    exported = subprocess.run([sys.executable, str(ROOT / "export.py"), f"run={run}", f"out_dir={tmp_path / 'export'}"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    exported = cli_here("export.py", f"run={run}", f"out_dir={tmp_path / 'export'}")
     assert exported.returncode == 0, exported.stderr[-3000:]
     from agents.export.onnx_policy import OnnxPolicy
 

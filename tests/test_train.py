@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
+import runpy
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,46 @@ def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     )
 
 
+def cli_here(script: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python <script> <args>`` run from ``cwd`` with ``env``'s variables set, in this process: its ``__main__`` block
+    as the command runs it (``runpy``), its streams captured, and the process state it changes (arguments, working
+    directory, variables, the root logger Hydra configures) put back. The same code and messages without a Python
+    start and torch's import (~2.5 s a command); :func:`run_train` keeps the real process where its exit status,
+    signals or locks are the point. An exception that escapes is raised here, as its traceback would end the process."""
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    variables = {"HYDRA_FULL_ERROR": "0", **(env or {})}
+    saved, argv, before = {name: os.environ.get(name) for name in variables}, sys.argv, os.getcwd()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    os.environ.update(variables)
+    sys.argv = [str(ROOT / script), *args]
+    try:
+        os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        if isinstance(stop.code, str):  # sys.exit(message) prints it, as the interpreter would
+            err.write(f"{stop.code}\n")
+    finally:
+        sys.argv = argv
+        os.chdir(before)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name)
+            else:
+                os.environ[name] = value
+        for handler in set(root.handlers) - set(handlers):
+            handler.close()
+        root.handlers[:], root.level = handlers, level
+    return subprocess.CompletedProcess([script, *args], code, out.getvalue(), err.getvalue())
+
+
+def train_here(*args: str) -> subprocess.CompletedProcess:
+    """``python train.py args`` in this process (:func:`cli_here`)."""
+    return cli_here("train.py", *args)
+
+
 def assert_run_artifacts(run_dir: Path) -> dict:
     for name in ("config.yaml", "progress.csv", "eval.csv", "learning_curve.png", "summary.json"):
         assert (run_dir / name).is_file(), f"{name} missing in {run_dir}"
@@ -42,7 +86,7 @@ def assert_run_artifacts(run_dir: Path) -> dict:
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
 def test_smoke_training_end_to_end(tmp_path, env, agent):
     run_dir = tmp_path / "run"
-    result = run_train(f"env={env}", f"agent={agent}", "train=smoke", f"hydra.run.dir={run_dir}")
+    result = train_here(f"env={env}", f"agent={agent}", "train=smoke", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = assert_run_artifacts(run_dir)
     assert summary["steps"] >= 4096
@@ -64,17 +108,17 @@ def test_training_without_observation_normalisation(tmp_path, agent):
     """``env.normalize_obs=false`` (SB3 then keeps no ``obs_rms``): evaluation and checkpoints still work."""
     run_dir = tmp_path / "run"
     short = SAC_SHORT if agent == "sac" else ()
-    result = run_train(f"agent={agent}", "train=smoke", "env.normalize_obs=false", *short, f"hydra.run.dir={run_dir}")
+    result = train_here(f"agent={agent}", "train=smoke", "env.normalize_obs=false", *short, f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert assert_run_artifacts(run_dir)["final_eval_episodes"] == 2
 
 
 def test_resume_continues_step_count(tmp_path):
     run_dir = tmp_path / "run"
-    first = run_train("train=smoke", f"hydra.run.dir={run_dir}")
+    first = train_here("train=smoke", f"hydra.run.dir={run_dir}")
     assert first.returncode == 0, first.stderr[-3000:]
     assert json.loads((run_dir / "summary.json").read_text())["steps"] == 4096
-    second = run_train(f"resume={run_dir}", "train.total_timesteps=8192")
+    second = train_here(f"resume={run_dir}", "train.total_timesteps=8192")
     assert second.returncode == 0, second.stderr[-3000:]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["steps"] == 8192
@@ -86,11 +130,11 @@ def test_resume_continues_step_count(tmp_path):
 
 def test_resume_sac_restores_replay_buffer(tmp_path):
     run_dir = tmp_path / "run"
-    first = run_train("env=claw", "agent=sac", "train=smoke", *SAC_SHORT, f"hydra.run.dir={run_dir}")
+    first = train_here("env=claw", "agent=sac", "train=smoke", *SAC_SHORT, f"hydra.run.dir={run_dir}")
     assert first.returncode == 0, first.stderr[-3000:]
     latest = (run_dir / "checkpoints" / "latest").read_text().strip()
     assert (run_dir / "checkpoints" / latest / "replay_buffer.pkl").stat().st_size > 0
-    second = run_train(f"resume={run_dir}", "train.total_timesteps=4608")
+    second = train_here(f"resume={run_dir}", "train.total_timesteps=4608")
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads((run_dir / "summary.json").read_text())["steps"] == 4608
 
@@ -138,8 +182,7 @@ def test_bad_overrides_fail_clearly(override, expected, tmp_path):
 def test_a_stage_key_the_stage_does_not_set_is_refused_with_the_plus_fix(tmp_path):
     """A teaching stage's key it leaves to the distill section (its alpha schedule's length) is added with +; without it
     the error names that fix and the stage's keys, not the distill section's."""
-    result = run_train("distill=sequence", "distill.stages.0.schedule_steps=1500", f"hydra.run.dir={tmp_path / 'run'}",
-                       timeout=120)
+    result = train_here("distill=sequence", "distill.stages.0.schedule_steps=1500", f"hydra.run.dir={tmp_path / 'run'}")
     assert result.returncode != 0
     fix = "use +distill.stages.0.schedule_steps=1500 (distill.stages.0 set now: alpha, final_alpha, name, schedule, steps)"
     assert fix in result.stderr, result.stderr[-2000:]
@@ -237,8 +280,8 @@ def test_same_seed_reproduces_training_and_evaluation(tmp_path):
         return [line.split(",")[:1] + line.split(",")[2:] for line in lines]  # all but wall time
 
     dirs = [tmp_path / "a", tmp_path / "b"]
-    for run_dir in dirs:
-        result = run_train("train=smoke", "seed=5", f"hydra.run.dir={run_dir}")
+    for run, run_dir in zip((run_train, train_here), dirs):  # a fresh process, and one that has trained before
+        result = run("train=smoke", "seed=5", f"hydra.run.dir={run_dir}")
         assert result.returncode == 0, result.stderr[-3000:]
     assert eval_rows(dirs[0]) == eval_rows(dirs[1])
     assert json.loads((dirs[0] / "summary.json").read_text())["final_eval_return"] == json.loads(

@@ -22,7 +22,8 @@ from envs.claw import ClawConfig, ClawEnv
 from envs.controllers import FAMILIES, GraspParams, TrotParams
 from envs.quadruped import QuadrupedEnv
 from envs.quadruped.config import QuadrupedTerrainConfig
-from test_user_errors import SMOKE, refused, run_cli
+from test_train import cli_here
+from test_user_errors import SMOKE, refused
 
 ROOT = Path(__file__).resolve().parent.parent
 TERRAIN = "OpenClaw/QuadrupedTerrain-v1"
@@ -143,13 +144,13 @@ def test_a_config_not_named_for_a_model_takes_any(overrides):
 ])
 def test_train_refuses_a_mistyped_env_argument_before_writing(args, named, tmp_path):
     run_dir = tmp_path / "run"
-    refused(run_cli("train.py", *SMOKE, *args, f"hydra.run.dir={run_dir}"), *named)
+    refused(cli_here("train.py", *SMOKE, *args, f"hydra.run.dir={run_dir}"), *named)
     assert not run_dir.exists()
 
 
 def test_train_refuses_a_parameter_file_with_a_boolean_number(tmp_path):
     path, run_dir = tmp_path / "trot.json", tmp_path / "run"
     path.write_text(json.dumps({"frequency_hz": True}))
-    refused(run_cli("train.py", *SMOKE, "distill=scripted", f"distill.controller_params={path}",
+    refused(cli_here("train.py", *SMOKE, "distill=scripted", f"distill.controller_params={path}",
                     f"hydra.run.dir={run_dir}"), "distill.controller_params", "frequency_hz=True")
     assert not run_dir.exists()

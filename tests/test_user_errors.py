@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_train import cli_here
+
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ("train=smoke", "train.progress_bar=false", "train.video=false")
 KEY = "sk-proj-" + "Zq7Rk2Lm9Xw4Tb6Yc1Vn8Hd3"  # a fake key, the shape of an OpenAI project key
@@ -142,7 +144,7 @@ def test_damaged_run_config_is_one_line(script, option, how, named, run_copy):
     _damage(run_copy / "config.yaml", how)
     before = snapshot(run_copy)
     args = ["train.total_timesteps=8192"] if script == "train.py" else ["videos=0", "episodes=1"] if script == "evaluate.py" else []
-    result = run_cli(script, f"{option}={run_copy}", *args)
+    result = cli_here(script, f"{option}={run_copy}", *args)
     refused(result, f"{option}={run_copy}", "config.yaml", named, f"{option}=<run dir>")
     assert snapshot(run_copy) == before, "the refused command wrote into the run directory"
 
@@ -150,7 +152,7 @@ def test_damaged_run_config_is_one_line(script, option, how, named, run_copy):
 def test_resume_of_a_config_without_a_section_is_one_line(run_copy):
     _damage(run_copy / "config.yaml", "no train")
     before = snapshot(run_copy)
-    refused(run_cli("train.py", f"resume={run_copy}", "train.total_timesteps=8192"), "'train' section", "resume=<run dir>")
+    refused(cli_here("train.py", f"resume={run_copy}", "train.total_timesteps=8192"), "'train' section", "resume=<run dir>")
     assert snapshot(run_copy) == before
 
 
@@ -158,7 +160,7 @@ def test_resume_of_a_config_without_a_section_is_one_line(run_copy):
 @pytest.mark.parametrize("seed", ["-1", str(2**32), str(2**40)])
 def test_train_refuses_an_out_of_range_seed(seed, tmp_path):
     run_dir = tmp_path / "run"
-    refused(run_cli("train.py", *SMOKE, f"seed={seed}", f"hydra.run.dir={run_dir}"), f"seed={seed}", "[0, 2**32 - 1")
+    refused(cli_here("train.py", *SMOKE, f"seed={seed}", f"hydra.run.dir={run_dir}"), f"seed={seed}", "[0, 2**32 - 1")
     assert not run_dir.exists()
 
 
@@ -196,7 +198,7 @@ KINDS = ["proc", "under a file", "read-only"]
 def test_train_refuses_an_impossible_run_directory(kind, tmp_path):
     out, parent = _unwritable(tmp_path, kind)
     before = _state(parent)
-    refused(run_cli("train.py", *SMOKE, f"hydra.run.dir={out}"), f"hydra.run.dir={out}", "hydra.run.dir=<dir>")
+    refused(cli_here("train.py", *SMOKE, f"hydra.run.dir={out}"), f"hydra.run.dir={out}", "hydra.run.dir=<dir>")
     assert not out.exists()
     assert _state(parent) == before
 
@@ -207,7 +209,7 @@ def test_evaluate_and_export_refuse_an_impossible_out_dir(script, kind, finished
     out, parent = _unwritable(tmp_path, kind)
     before = _state(parent)
     args = ["policy=trot", "episodes=1", "videos=0"] if script == "evaluate.py" else [f"run={finished_run}"]
-    refused(run_cli(script, *args, f"out_dir={out}"), f"out_dir={out}", "out_dir=<dir>")
+    refused(cli_here(script, *args, f"out_dir={out}"), f"out_dir={out}", "out_dir=<dir>")
     assert not out.exists()
     assert _state(parent) == before
 
@@ -225,7 +227,7 @@ def test_export_refuses_an_out_dir_that_is_a_file(finished_run, tmp_path):
                                                    ("grasp", "OpenClaw/Quadruped-v1", "policy=trot")])
 def test_scripted_policy_on_the_other_family(policy, env_id, other, tmp_path):
     out = tmp_path / "eval"
-    result = run_cli("evaluate.py", f"policy={policy}", f"env_id={env_id}", "episodes=1", "videos=0", f"out_dir={out}")
+    result = cli_here("evaluate.py", f"policy={policy}", f"env_id={env_id}", "episodes=1", "videos=0", f"out_dir={out}")
     refused(result, f"policy={policy}", f"env_id={env_id}", other)
     assert not out.exists()
 
@@ -238,7 +240,7 @@ def test_scripted_policy_on_the_other_family(policy, env_id, other, tmp_path):
 def test_unknown_env_argument_lists_each_valid_one_once(script, args, tmp_path):
     out = tmp_path / "out"
     where = f"out_dir={out}" if script == "evaluate.py" else f"hydra.run.dir={out}"
-    line = refused(run_cli(script, *args, where), "['bogus']", "valid arguments are:")
+    line = refused(cli_here(script, *args, where), "['bogus']", "valid arguments are:")
     valid = line.split("valid arguments are: ", 1)[1].split(", ")
     assert len(valid) == len(set(valid)), f"listed twice: {sorted(v for v in set(valid) if valid.count(v) > 1)}"
     for name in ("camera", "height", "render_mode", "width"):
@@ -254,6 +256,6 @@ def test_agent_choices_offer_no_schemas(tmp_path):
     assert "agent: ppo, sac\n" in result.stdout, result.stdout[:600]
     assert "schema" not in result.stdout.split("== Config ==")[0]
     run_dir = tmp_path / "run"
-    line = refused(run_cli("train.py", "agent=ppo_schema", f"hydra.run.dir={run_dir}"), "agent/ppo_schema")
+    line = refused(cli_here("train.py", "agent=ppo_schema", f"hydra.run.dir={run_dir}"), "agent/ppo_schema")
     assert line.endswith("Available options in 'agent': ppo sac"), line
     assert not run_dir.exists()
