@@ -17,8 +17,9 @@ threads, from their reset states with the controls held (no Python per env), and
 the fraction of it our vector env reaches.
 
 ``--terrain`` prints the terrain section instead: ``OpenClaw/QuadrupedTerrain-v1`` (height scan, curriculum)
-beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios (``--leg-collisions``: also
-both with ``openclaw_go1``'s legs colliding).
+beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios, over episodes that start on
+each of the terrain's columns (``terrain_section``), and the terrain's heightfield and box types apart
+(``--leg-collisions``: also both envs with ``openclaw_go1``'s legs colliding).
 
 ``--arms`` prints the arms section instead: ``OpenClaw/Claw-v0`` with each ``arm=`` (``gantry``, ``panda``), the
 same three figures as ``--robots`` (the overview camera; the Panda's meshes in view), each beside the gantry's.
@@ -71,20 +72,25 @@ def _actions(space: gym.Space, n: int, seed: int = 0) -> np.ndarray:
     return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
 
 
-def bench_env(env_id: str, steps: int, unwrapped: bool, **kwargs) -> float:
-    """Env steps/s with uniform random actions, resetting on termination/truncation (``kwargs``: the env's)."""
+def bench_env(env_id: str, steps: int, unwrapped: bool, seeds: int = 1, **kwargs) -> float:
+    """Env steps/s with uniform random actions, resetting on termination/truncation (``kwargs``: the env's), over
+    ``seeds`` stretches of ``steps / seeds`` steps (at least 50), each from an untimed ``reset(seed=k)``,
+    k < ``seeds``."""
     env = gym.make(env_id, **kwargs)
     target = env.unwrapped if unwrapped else env
-    actions = _actions(env.action_space, steps)
-    target.reset(seed=0)
-    t0 = time.perf_counter()
-    for a in actions:
-        _, _, terminated, truncated, _ = target.step(a)
-        if terminated or truncated:
-            target.reset()
-    elapsed = time.perf_counter() - t0
+    per_seed = max(steps // seeds, 50)
+    actions = _actions(env.action_space, per_seed)
+    elapsed = 0.0
+    for seed in range(seeds):
+        target.reset(seed=seed)
+        t0 = time.perf_counter()
+        for a in actions:
+            _, _, terminated, truncated, _ = target.step(a)
+            if terminated or truncated:
+                target.reset()
+        elapsed += time.perf_counter() - t0
     env.close()
-    return steps / elapsed
+    return per_seed * seeds / elapsed
 
 
 def bench_overhead(env_id: str, steps: int) -> tuple[float, float]:
@@ -200,16 +206,22 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
     return results
 
 
-def bench_variant(env_id: str, steps: int, num_envs: int, frames: int, **kwargs) -> dict[str, float]:
-    """``env_id(**kwargs)``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s."""
-    single = bench_env(env_id, steps, unwrapped=False, **kwargs)
+def bench_variant(env_id: str, steps: int, num_envs: int, frames: int, seeds: int = 1, **kwargs) -> dict[str, float]:
+    """``env_id(**kwargs)``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s.
+    The step figures run ``seeds`` stretches (:func:`bench_env`); the batch's k-th starts from an untimed
+    ``reset(seed=k * num_envs)`` (copy i's seed is ``k * num_envs + i``), each ``steps / (num_envs * seeds)`` batch
+    steps (at least 50)."""
+    single = bench_env(env_id, steps, unwrapped=False, seeds=seeds, **kwargs)
     vec = BatchedVecEnv(env_id, num_envs, **kwargs)
-    vec.reset(seed=0)
-    batch = _actions(vec.action_space, max(steps // num_envs, 50))
-    t0 = time.perf_counter()
-    for a in batch:
-        vec.step(a)
-    batched = len(batch) * num_envs / (time.perf_counter() - t0)
+    batch = _actions(vec.action_space, max(steps // (num_envs * seeds), 50))
+    elapsed = 0.0
+    for k in range(seeds):
+        vec.reset(seed=k * num_envs)
+        t0 = time.perf_counter()
+        for a in batch:
+            vec.step(a)
+        elapsed += time.perf_counter() - t0
+    batched = len(batch) * num_envs * seeds / elapsed
     vec.close()
     env = gym.make(env_id, render_mode="rgb_array", width=480, height=480, **kwargs)
     env.reset(seed=0)
@@ -229,10 +241,11 @@ def compare_variants(args: argparse.Namespace, variants: dict[str, tuple[str, di
     the first variant's (speed ratios: 0.5x = half the steps/s of the first); returns the medians by key."""
     n = (args.vec or [16])[0]
     print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
+    print(f"episodes from seeds 0 .. {args.seeds - 1} (one env), copies' seeds 0 .. {n * args.seeds - 1} (batched)")
     samples: dict[str, list[float]] = {}
     for _ in range(args.repeats):  # interleaved
         for name, (env_id, kwargs) in variants.items():
-            for key, value in bench_variant(env_id, args.steps, n, frames=60, **kwargs).items():
+            for key, value in bench_variant(env_id, args.steps, n, frames=60, seeds=args.seeds, **kwargs).items():
                 samples.setdefault(f"{name}/{key}", []).append(value)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}\n")
@@ -262,11 +275,27 @@ def arms_section(args: argparse.Namespace) -> dict[str, float]:
 
 
 def terrain_section(args: argparse.Namespace) -> dict[str, float]:
-    """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``); with
-    ``--leg-collisions`` also both with the legs colliding (the env argument ``leg_collisions``)."""
-    variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": ("OpenClaw/QuadrupedTerrain-v1", {})}
+    """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``), and the terrain with
+    only its heightfield types (rough ground and slopes) or only its box types (stairs, obstacles); with
+    ``--leg-collisions`` also flat and terrain with the legs colliding (the env argument ``leg_collisions``).
+
+    A seeded reset puts a terrain episode on the column its seed hashes to, and an episode stays on its column: one
+    seed times one column, whose type sets the step's cost (on 2 cores: the heightfield types' step ~1.35x the flat
+    one's, the box types' ~1.2x). So each figure runs episodes from seeds 0 .. 21 (``--seeds``; default the number of
+    columns, 22; ``--seeds 1``: seed 0 alone, as before 2026-12-06). One env's episodes take the columns of a 22-copy
+    run seeded 0 (7 of them heightfield columns, of 6 in 22); the x16 batch's copies take 352 seeds' (97 on heightfield
+    columns, 28 %)."""
+    from envs.quadruped.terrain import COLUMN_TYPES, STEPPED_TYPES, TERRAIN_TYPES
+
+    if args.seeds is None:
+        args.seeds = len(COLUMN_TYPES)
+    terrain = "OpenClaw/QuadrupedTerrain-v1"
+    heightfield = [kind for kind in TERRAIN_TYPES if kind not in STEPPED_TYPES]
+    variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": (terrain, {}),
+                "terrain: rough, slopes": (terrain, {"terrain_types": heightfield}),
+                "terrain: stairs, obstacles": (terrain, {"terrain_types": list(STEPPED_TYPES)})}
     if args.leg_collisions:
-        variants |= {f"{name}+legs": (env_id, {"leg_collisions": True}) for name, (env_id, _) in variants.items()}
+        variants |= {f"{name}+legs": (variants[name][0], {"leg_collisions": True}) for name in ("flat", "terrain")}
     return compare_variants(args, variants, "env")
 
 
@@ -282,12 +311,18 @@ def main() -> None:
     parser.add_argument("--robots", action="store_true", help="the robots section: every robot= of Quadruped-v1")
     parser.add_argument("--terrain", action="store_true", help="the terrain section: QuadrupedTerrain-v1 vs flat")
     parser.add_argument("--leg-collisions", action="store_true", help="--terrain: also both with leg_collisions=True")
+    parser.add_argument("--seeds", type=int, help="--robots/--arms/--terrain: episodes from this many seeds per figure "
+                        "(default 1; --terrain: 22, its columns)")
     parser.add_argument("--arms", action="store_true", help="the arms section: every arm= of Claw-v0")
     parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.repeats, args.max_procs = 1000, 3, min(args.max_procs, 8)
+    if args.seeds is not None and args.seeds < 1:
+        parser.error(f"--seeds {args.seeds}: give a whole number >= 1")
+    if not args.terrain:
+        args.seeds = args.seeds or 1
 
     print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
