@@ -1,9 +1,10 @@
 """A user mistake is one line ``error: ...`` naming the value and the fix, exit status 2, before anything is written.
 
-Through the CLIs (``train.py``, ``evaluate.py``, ``export.py``) as a user runs them: a secret on the command
-line or in a config (never written, never echoed), a damaged run ``config.yaml``, an out-of-range seed,
-an output directory that cannot be made, a scripted controller on the wrong env family, an unknown env
-argument, and the ``agent`` choices offered.
+Through the CLIs (``train.py``, ``evaluate.py``, ``export.py``) as a user runs them, most as their ``__main__`` in
+this process (``test_train.cli_here``), the secrets and one refusal per script in a process of their own: a secret on
+the command line or in a config (never written, never echoed), a damaged run ``config.yaml``, an out-of-range seed,
+an output directory that cannot be made, a scripted controller on the wrong env family, an unknown env argument, and
+the ``agent`` choices offered.
 """
 
 from __future__ import annotations
