@@ -321,6 +321,8 @@ def main() -> None:
         args.steps, args.repeats, args.max_procs = 1000, 3, min(args.max_procs, 8)
     if args.seeds is not None and args.seeds < 1:
         parser.error(f"--seeds {args.seeds}: give a whole number >= 1")
+    if args.seeds is not None and not (args.robots or args.arms or args.terrain):
+        parser.error("--seeds applies to the --robots, --arms and --terrain sections; add one of them")
     if not args.terrain:
         args.seeds = args.seeds or 1
 
