@@ -285,10 +285,8 @@ def terrain_section(args: argparse.Namespace) -> dict[str, float]:
     columns, 22; ``--seeds 1``: seed 0 alone, as before 2026-12-06). One env's episodes take the columns of a 22-copy
     run seeded 0 (7 of them heightfield columns, of 6 in 22); the x16 batch's copies take 352 seeds' (97 on heightfield
     columns, 28 %)."""
-    from envs.quadruped.terrain import COLUMN_TYPES, STEPPED_TYPES, TERRAIN_TYPES
+    from envs.quadruped.terrain import STEPPED_TYPES, TERRAIN_TYPES
 
-    if args.seeds is None:
-        args.seeds = len(COLUMN_TYPES)
     terrain = "OpenClaw/QuadrupedTerrain-v1"
     heightfield = [kind for kind in TERRAIN_TYPES if kind not in STEPPED_TYPES]
     variants = {"flat": ("OpenClaw/Quadruped-v1", {}), "terrain": (terrain, {}),
@@ -323,8 +321,10 @@ def main() -> None:
         parser.error(f"--seeds {args.seeds}: give a whole number >= 1")
     if args.seeds is not None and not (args.robots or args.arms or args.terrain):
         parser.error("--seeds applies to the --robots, --arms and --terrain sections; add one of them")
-    if not args.terrain:
-        args.seeds = args.seeds or 1
+    if args.seeds is None:  # the terrain: one seed per column (terrain_section)
+        from envs.quadruped.terrain import COLUMN_TYPES
+
+        args.seeds = len(COLUMN_TYPES) if args.terrain else 1
 
     print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")

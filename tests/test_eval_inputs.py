@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from test_train import cli_here
-from test_user_errors import SMOKE, refused, run_cli
+from test_train import cli_here, run_cli
+from test_user_errors import SMOKE, refused
 from test_run_safety import finished_run, run_copy  # noqa: F401  (pytest fixtures)
 
 SHORT = ("+env_kwargs.max_episode_steps=20", "width=64", "height=64", "envs=1")  # a quick evaluation
@@ -75,7 +75,7 @@ def exported(run_copy) -> Path:
 def test_an_onnx_policy_on_another_env_names_the_env_it_was_trained_on(exported, env_id, named, tmp_path):
     out = tmp_path / "eval"
     result = cli_here("evaluate.py", f"checkpoint={exported}", f"env_id={env_id}", "episodes=1", "videos=0",
-                     f"out_dir={out}")
+                      f"out_dir={out}")
     line = refused(result, f"env_id={env_id}", "trained on OpenClaw/Quadruped-v1", "57 observation values", named)
     assert "command_vx" not in line and "valid arguments" not in line, line
     assert not out.exists()
@@ -106,7 +106,7 @@ def test_a_model_zip_under_another_name_is_evaluated(run_copy, tmp_path):
     shutil.copy(mine / "renamed.zip", elsewhere / "policy_v2.zip")
     shutil.copy(mine / "vecnormalize.pkl", elsewhere / "vecnormalize.pkl")
     result = cli_here("evaluate.py", f"run={run_copy}", f"checkpoint={elsewhere / 'policy_v2.zip'}", "episodes=1",
-                     "videos=0", *SHORT, f"out_dir={tmp_path / 'eval'}")
+                      "videos=0", *SHORT, f"out_dir={tmp_path / 'eval'}")
     assert result.returncode == 0, result.stderr[-3000:]
     refused(cli_here("evaluate.py", f"checkpoint={elsewhere / 'policy_v2.zip'}", "videos=0"),
             f"checkpoint={elsewhere / 'policy_v2.zip'}", "pass run=")
@@ -115,7 +115,7 @@ def test_a_model_zip_under_another_name_is_evaluated(run_copy, tmp_path):
 def test_a_checkpoint_is_named_within_its_run_and_a_missing_one_lists_what_the_run_holds(run_copy, tmp_path):
     steps = sorted(p.name for p in (run_copy / "checkpoints").glob("step_*"))
     result = cli_here("evaluate.py", f"run={run_copy}", f"checkpoint={steps[0]}", "episodes=1", "videos=0", *SHORT,
-                     f"out_dir={tmp_path / 'eval'}")
+                      f"out_dir={tmp_path / 'eval'}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["checkpoint"] == str(run_copy / "checkpoints" / steps[0])
     line = refused(cli_here("export.py", f"run={run_copy}", "checkpoint=step_000000000001", f"out_dir={tmp_path / 'x'}"),

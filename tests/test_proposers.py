@@ -23,6 +23,7 @@ from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams
 from envs.quadruped import default_leg_geometry
+from test_train import ROOT, cli_here
 
 SCHEMA = ParameterSchema("toy", {"a": (0.0, 1.0), "b": (-2.0, 2.0), "n": (1, 20), "xy": (-0.5, 0.5)}, frozenset({"n"}))
 START = {"a": 0.5, "b": 0.0, "n": 10, "xy": [0.0, 0.0]}
@@ -277,19 +278,9 @@ def test_a_pooled_table_teaches_every_context_with_one_set_checked_on_episodes_o
 
 # ---------------------------------------------------------------- through train.py, resume and export
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
-
-
-def run_py(script: str, *args: str):
-    """``python <script> args``, in this process (:func:`test_train.cli_here`)."""
-    from test_train import cli_here
-
-    return cli_here(script, *args)
-
-
 def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
     run = tmp_path / "run"
-    first = run_py("train.py", "train=smoke", "train.progress_bar=false", "train.video=false", "distill=adaptive",
+    first = cli_here("train.py", "train=smoke", "train.progress_bar=false", "train.video=false", "distill=adaptive",
                    "distill.proposer=cma", "distill.controller_params=untuned", "distill.segment_steps=20",
                    "distill.verify_budget_s_per_min=null", f"distill.records_dir={tmp_path / 'rec'}",
                    f"hydra.run.dir={run}")
@@ -305,14 +296,14 @@ def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
     assert entry["teaching"] and entry["version"] == summary["teacher_hints_adopted"] == len(entry["history"])
 
     steps = int(json.loads((saved / "meta.json").read_text())["num_timesteps"])
-    resumed = run_py("train.py", f"resume={run}", f"train.total_timesteps={steps + 2048}")
+    resumed = cli_here("train.py", f"resume={run}", f"train.total_timesteps={steps + 2048}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = json.loads((sorted((run / "checkpoints").glob("step_*"))[-1] / "context_params.json").read_text())
     again = after["contexts"]["openclaw_go1"]
     assert again["history"][:len(entry["history"])] == entry["history"]  # continued, not started again
     assert again["version"] >= entry["version"]
 
-    exported = run_py("export.py", f"run={run}", f"out_dir={tmp_path / 'export'}")
+    exported = cli_here("export.py", f"run={run}", f"out_dir={tmp_path / 'export'}")
     assert exported.returncode == 0, exported.stderr[-3000:]
     beside = json.loads((tmp_path / "export" / "context_params.json").read_text())
     assert beside["contexts"].keys() == after["contexts"].keys()
@@ -328,7 +319,7 @@ def test_cma_teacher_trains_saves_its_table_resumes_it_and_exports_it(tmp_path):
                                                  "tuned or untuned", "JSON file"]),
 ])
 def test_bad_proposer_settings_stop_before_training_naming_the_fix(tmp_path, override, named):
-    result = run_py("train.py", "train=smoke", "distill=adaptive", override, f"hydra.run.dir={tmp_path / 'r'}")
+    result = cli_here("train.py", "train=smoke", "distill=adaptive", override, f"hydra.run.dir={tmp_path / 'r'}")
     assert result.returncode == 2 and all(n in result.stderr for n in named), result.stderr[-2000:]
     assert not (tmp_path / "r").exists()
 
@@ -347,7 +338,7 @@ def test_the_controller_teacher_starts_from_a_parameter_file_and_a_wrong_one_sto
     assert starting_params(FAMILIES["claw"], str(wrapped)).close_steps == 7
     trot_file = ROOT / "envs" / "controllers" / "trot_params" / "go2.json"
     assert starting_params(FAMILIES["quadruped"], str(trot_file)) == TrotParams.for_robot("go2")
-    result = run_py("train.py", "train=smoke", "env=claw", "distill=scripted", f"distill.controller_params={trot_file}",
-                    f"hydra.run.dir={tmp_path / 'r'}")
+    result = cli_here("train.py", "train=smoke", "env=claw", "distill=scripted",
+                      f"distill.controller_params={trot_file}", f"hydra.run.dir={tmp_path / 'r'}")
     assert result.returncode == 2 and "unknown GraspParams field" in result.stderr, result.stderr[-2000:]
     assert "JSON file of the claw controller's parameters" in result.stderr and not (tmp_path / "r").exists()

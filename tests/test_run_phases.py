@@ -15,15 +15,10 @@ import pytest
 import yaml
 
 from test_run_safety import finished_run, in_the_final_evaluation, run_copy  # noqa: F401  (pytest fixtures)
-from test_train import ROOT, cli_here, run_train, train_here
+from test_train import cli_here, run_train, train_here
 from test_user_errors import refused
 
 SMOKE = ("train=smoke", "train.progress_bar=false", "train.video=false")
-
-
-def train_in(cwd, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python <checkout>/train.py args`` run from ``cwd``, in this process (:func:`test_train.cli_here`)."""
-    return cli_here("train.py", *args, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +66,7 @@ def test_a_refused_run_writes_nothing_and_the_corrected_one_runs_there(case, fin
     }[case]
     refused(cli_here("train.py", *SMOKE, *bad, f"hydra.run.dir={run_dir}", env=env), named)
     assert not run_dir.exists() or not any(run_dir.iterdir()), sorted(p.name for p in run_dir.iterdir())
-    result = train_in(ROOT, *SMOKE, *good, "train.total_timesteps=2048", f"hydra.run.dir={run_dir}", env=env)
+    result = cli_here("train.py", *SMOKE, *good, "train.total_timesteps=2048", f"hydra.run.dir={run_dir}", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (run_dir / "summary.json").is_file()
 
@@ -82,13 +77,13 @@ def test_a_relative_controller_parameter_file_is_the_one_the_run_used(tmp_path):
     here.mkdir(), elsewhere.mkdir()
     (here / "my.json").write_text(json.dumps({"params": {"duty_factor": 0.55}}))
     (elsewhere / "my.json").write_text(json.dumps({"params": {"duty_factor": 0.7}}))  # same name, other values
-    result = train_in(here, *SMOKE, "distill=scripted", "distill.controller_params=my.json", "train.total_timesteps=2048",
-                      f"hydra.run.dir={run_dir}")
+    result = cli_here("train.py", *SMOKE, "distill=scripted", "distill.controller_params=my.json",
+                      "train.total_timesteps=2048", f"hydra.run.dir={run_dir}", cwd=here)
     assert result.returncode == 0, result.stderr[-3000:]
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())["distill"]
     assert saved["controller_params"] == str(here / "my.json") and saved["controller_params_sha256"], saved
     more = ("train.total_timesteps=4096", "train.progress_bar=false")
-    result = train_in(elsewhere, f"resume={run_dir}", *more)  # reads here/my.json, not elsewhere/my.json
+    result = cli_here("train.py", f"resume={run_dir}", *more, cwd=elsewhere)  # reads here/my.json, not elsewhere's
     assert result.returncode == 0, result.stderr[-3000:]
     (here / "my.json").write_text(json.dumps({"params": {"duty_factor": 0.6}}))
     line = refused(cli_here("train.py", f"resume={run_dir}", "train.total_timesteps=8192", cwd=elsewhere),
@@ -133,7 +128,8 @@ def test_a_resume_finishes_a_final_evaluation_that_kill_9_cut_short(tmp_path):
 def test_adaptive_records_land_in_the_run_directory(tmp_path):
     cwd, run_dir = tmp_path / "cwd", tmp_path / "run"
     cwd.mkdir()
-    result = train_in(cwd, *SMOKE, "distill=adaptive", "distill.proposer=random", f"hydra.run.dir={run_dir}")
+    result = cli_here("train.py", *SMOKE, "distill=adaptive", "distill.proposer=random", f"hydra.run.dir={run_dir}",
+                      cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     assert not any(cwd.iterdir()), sorted(str(p) for p in cwd.rglob("*"))
     assert list((run_dir / "records").glob("*.jsonl")), sorted(str(p) for p in run_dir.rglob("*"))
@@ -142,7 +138,7 @@ def test_adaptive_records_land_in_the_run_directory(tmp_path):
 def test_a_run_without_evaluations_or_ended_episodes_plots_without_a_warning(tmp_path):
     run_dir = tmp_path / "run"  # 64 steps: no episode ends, no evaluation; a process of its own shows Python's warnings
     result = run_train(*SMOKE, "train.eval_freq=0", "train.total_timesteps=64", "agent.n_steps=16",
-                      "agent.batch_size=64", f"hydra.run.dir={run_dir}")
+                       "agent.batch_size=64", f"hydra.run.dir={run_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "UserWarning" not in result.stderr, result.stderr[-3000:]
     assert (run_dir / "learning_curve.png").is_file()

@@ -20,23 +20,23 @@ ROOT = Path(__file__).resolve().parent.parent
 SAC_SHORT = ("agent.learning_starts=3584",)
 
 
-def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python <script> <args>`` in a process of its own, from the checkout."""
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    return subprocess.run([sys.executable, str(ROOT / script), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python train.py args`` in a process of its own (:func:`run_cli`)."""
+    return run_cli("train.py", *args, timeout=timeout)
 
 
 def cli_here(script: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python <script> <args>`` run from ``cwd`` with ``env``'s variables set, in this process: its ``__main__`` block
     as the command runs it (``runpy``), its streams captured, and the process state it changes (arguments, working
     directory, variables, the root logger Hydra configures) put back. The same code and messages without a Python
-    start and torch's import (~2.5 s a command); :func:`run_train` keeps the real process where its exit status,
+    start and torch's import (~2.5 s a command); :func:`run_cli` keeps the real process where its exit status,
     signals or locks are the point. An exception that escapes is raised here, as its traceback would end the process."""
     out, err, code = io.StringIO(), io.StringIO(), 0
     variables = {"HYDRA_FULL_ERROR": "0", **(env or {})}

@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from test_train import cli_here
+from test_train import cli_here, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ("train=smoke", "train.progress_bar=false", "train.video=false")
 KEY = "sk-proj-" + "Zq7Rk2Lm9Xw4Tb6Yc1Vn8Hd3"  # a fake key, the shape of an OpenAI project key
-
-
-def run_cli(script: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, str(ROOT / script), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=env)
 
 
 def refused(result: subprocess.CompletedProcess, *names: str) -> str:
