@@ -13,7 +13,7 @@ import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.batched import BatchedSimulation
 from envs.controllers.trot import TrotController
 from envs.quadruped.terrain import CELL, COLUMN_TYPES, LEVELS, STEPPED_TYPES, terrain_grid
-from envs.quadruped.terrain_boxes import _as_slice, _z_order, rectangles, stepped_boxes
+from envs.quadruped.terrain_boxes import _morton_key, rectangles, stepped_boxes
 from test_terrain import ENV_ID, GO1_SCALE, env  # noqa: F401  (env: a pytest fixture)
 
 
@@ -63,18 +63,9 @@ def test_morton_keys_interleave_x_and_y_bits():
     qx = np.array([0, 1, 0, 2, 255, 0, 0b1010_0101, 3])
     qy = np.array([0, 0, 1, 0, 255, 255, 0b0101_1010, 3])
     expected = [sum((((x >> b) & 1) << (2 * b)) | (((y >> b) & 1) << (2 * b + 1)) for b in range(8)) for x, y in zip(qx, qy)]
-    assert _z_order(raster(qx), raster(qy), half).tolist() == expected == [0, 1, 2, 4, 65535, 43690, 26265, 15]
-    assert _z_order(np.array([-5.0, 5.0]), np.array([0.0, 0.0]), half).tolist() == [32768, 54613]  # clipped to 0 / 255
-
-
-def test_box_slots_are_written_through_the_same_entries_as_their_indices():
-    """A run of consecutive indices becomes its slice (the fast write), anything else stays the index array."""
-    assert _as_slice(np.array([2, 3, 4, 5])) == slice(2, 6)
-    for index in (np.array([0, 2, 3]), np.array([3, 2, 1]), np.array([], dtype=int)):
-        assert _as_slice(index) is index
-    target, index = np.zeros(8), np.array([3, 4, 5])
-    target[_as_slice(index)] = (1.0, 2.0, 3.0)
-    assert target.tolist() == [0, 0, 0, 1, 2, 3, 0, 0]
+    keys = [_morton_key(x, y, half) for x, y in zip(raster(qx).tolist(), raster(qy).tolist())]
+    assert keys == expected == [0, 1, 2, 4, 65535, 43690, 26265, 15]
+    assert [_morton_key(-5.0, 0.0, half), _morton_key(5.0, 0.0, half)] == [32768, 54613]  # clipped to 0 / 255
 
 
 def test_boxes_are_seeded_and_only_for_stepped_tiles():
@@ -161,6 +152,55 @@ def test_box_window_follows_the_robot(env):
     for x in np.linspace(0.0, u.tiles.extent[0], 40):  # no window anywhere holds more boxes than the model's slots
         for y in np.linspace(u.tiles.stepped_from * CELL, u.tiles.extent[1], 60):
             window.follow(float(x), float(y), reset=True)
+
+
+def test_box_window_refits_the_collision_tree(env):
+    """After any re-placement, every node of the world body's tree bounds exactly its leaves: a slot's leaf its box
+    (centre +- half sizes, world frame), another geom's leaf as compiled. The midphase prunes with these boxes, so a
+    node too small would drop contacts."""
+    u = env.unwrapped
+    m, window = u.model, u._box_window
+    compiled = m.bvh_aabb.copy()
+    slots = {int(g) for g in window.slots}
+    rng = np.random.default_rng(3)
+    ex, ey = u.tiles.extent
+
+    def bounds(node: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+        geom = int(m.bvh_nodeid[node])
+        if geom >= 0:
+            centre, half = (m.geom_pos[geom], m.geom_size[geom]) if geom in slots else (compiled[node, 0:3], compiled[node, 3:6])
+            low, high = centre - half, centre + half
+        else:
+            (low0, high0), (low1, high1) = (bounds(root + int(c), root) for c in m.bvh_child[node])
+            low, high = np.minimum(low0, low1), np.maximum(high0, high1)
+        np.testing.assert_allclose(m.bvh_aabb[node], np.hstack([(low + high) / 2, (high - low) / 2]), rtol=0, atol=1e-12)
+        return low, high
+
+    root, met = int(m.body_bvhadr[0]), 0
+    for _ in range(30):
+        window.follow(float(rng.uniform(0.0, ex)), float(rng.uniform(u.tiles.stepped_from * CELL - 1.0, ey)), reset=True)
+        bounds(root, root)
+        met += bool(m.geom_contype[window.slots].any())
+    assert met >= 20  # windows that held boxes
+
+
+def test_midphase_on_or_off_steps_the_same_bits():
+    """The scene turns MuJoCo's collision midphase off (``assets/quadruped.xml``: a speed choice); with it on, the
+    refitted trees prune, and a walk across obstacle tiles whose box window moves steps to the same bits."""
+    options = {"terrain_type": "obstacles", "terrain_level": 6, "command": (0.8, 0.0, 0.0), "heading": 0.0}
+    off, on = gym.make(ENV_ID), gym.make(ENV_ID)
+    assert off.unwrapped.model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_MIDPHASE
+    on.unwrapped.model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_MIDPHASE)
+    obs, _ = off.reset(seed=4, options=options)
+    assert np.array_equal(obs, on.reset(seed=4, options=options)[0])
+    trot, window, centres = TrotController(spec=off.unwrapped.controller_spec), on.unwrapped._box_window, set()
+    for _ in range(150):
+        action = trot.act(obs)
+        obs, reward, *_ = off.step(action)
+        obs_on, reward_on, *_ = on.step(action)
+        assert np.array_equal(obs, obs_on) and reward == reward_on
+        centres.add(window.centre)
+    assert len(centres) >= 3  # the windows moved
 
 
 def test_batched_steps_match_single_envs_while_the_windows_move():

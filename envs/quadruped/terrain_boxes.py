@@ -26,9 +26,11 @@ every reset); the spare slots sit inert (``contype`` 0, 1 mm) beside the last bo
 Go1: 0.72 m) is the farthest a foot or the trunk gets from the trunk origin along x or y, ``slots`` the most
 boxes any window meets (:func:`window_slots`); the model keeps both in its numeric ``terrain_box_window``
 (half side, slack; m). Static geoms that move need the world body's bounding-volume tree refitted (MuJoCo
-built it at compile time for the collision midphase): every node's box becomes the union of its range of
-leaves, the slots taking the boxes in Morton order of their centres so that a node's leaves lie together.
-Everything is written to the env's own model copy, the same way by the single env and the batched one.
+built it at compile time for the collision midphase, which our scene turns off, ``assets/quadruped.xml``; refitted
+all the same, so that a model with the midphase on collides right): every node's box becomes the union of its range
+of leaves, the slots taking the boxes in Morton order of their centres so that a node's leaves lie together. The
+placement and the refit are one compiled call (:func:`_place_window`, numba: ~6 us a re-placement, against ~42 us
+in numpy). Everything is written to the env's own model copy, the same way by the single env and the batched one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import functools
 
 import mujoco
+import numba
 import numpy as np
 
 from envs.quadruped.robots import LegGeometry
@@ -127,20 +130,55 @@ _SPREAD = np.array([sum(((v >> bit) & 1) << (2 * bit) for bit in range(8)) for v
 """``_SPREAD[v]``: the 8 bits of ``v`` moved to the even bit positions (0, 2, ..., 14), for Morton keys."""
 
 
-def _z_order(x: np.ndarray, y: np.ndarray, half: float) -> np.ndarray:
-    """Morton keys of points ``(x, y)`` within ``+-half`` (clipped) on a 256 x 256 raster (x's bits at the even
+@numba.njit(cache=True, nogil=True)
+def _morton_key(x: float, y: float, half: float) -> int:
+    """The Morton key of point ``(x, y)`` within ``+-half`` (clipped) on a 256 x 256 raster (x's bits at the even
     positions, y's at the odd ones): sorted by them, every run of points is spatially compact (tight boxes for the
     tree's nodes)."""
-    qx, qy = (np.minimum(np.maximum((c + half) * (128 / half), 0), 255).astype(np.int64) for c in (x, y))
+    qx = int(min(max((x + half) * (128 / half), 0.0), 255.0))
+    qy = int(min(max((y + half) * (128 / half), 0.0), 255.0))
     return _SPREAD[qx] | (_SPREAD[qy] << 1)
 
 
-def _as_slice(index: np.ndarray) -> slice | np.ndarray:
-    """``index`` (integers) as the slice it spans when it is a run of consecutive ones (numpy writes through a slice
-    ~2x faster), else itself."""
-    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
-        return slice(int(index[0]), int(index[0]) + len(index))
-    return index
+@numba.njit(cache=True, nogil=True)
+def _place_window(candidates, x, y, half, slots, slot_leaves, leaf_corners, nodes, ranges, contype, pos, size, aabb,
+                  rbound, bvh_aabb):
+    """:meth:`BoxWindow.follow`'s placement, written into the model's arrays (``contype`` ... ``bvh_aabb``: its
+    ``geom_contype``, ``geom_pos``, ``geom_size``, ``geom_aabb``, ``geom_rbound``, ``bvh_aabb``): the ``candidates``
+    (rows of centre and half sizes, m) within ``half`` of ``(x, y)`` along x and y go to the ``slots`` (geom ids, in
+    leaf order) in Morton order of their centres around ``(x, y)`` (stable), the spares to the last one's centre, 1 mm
+    and inert; then every tree node in ``nodes`` gets the box around its range of leaves (``ranges``: (start, end)
+    rows into ``leaf_corners``, the compiled low and high corners of every leaf, whose ``slot_leaves`` rows the slots
+    replace). Returns how many candidates are near, and writes nothing when they are more than the slots."""
+    near = np.flatnonzero((np.abs(candidates[:, 0] - x) < candidates[:, 3] + half)
+                          & (np.abs(candidates[:, 1] - y) < candidates[:, 4] + half))
+    count = len(near)
+    if count > len(slots):
+        return count
+    keys = np.empty(count, dtype=np.int64)
+    for k in range(count):
+        keys[k] = _morton_key(candidates[near[k], 0] - x, candidates[near[k], 1] - y, half)
+    placed = near[np.argsort(keys, kind="mergesort")]
+    corners = leaf_corners.copy()
+    centre, sizes = np.array((x, y, PARKED)), np.empty(3)
+    for k in range(len(slots)):
+        g, leaf = slots[k], slot_leaves[k]
+        for i in range(3):
+            if k < count:
+                centre[i], sizes[i] = candidates[placed[k], i], candidates[placed[k], 3 + i]
+            else:
+                sizes[i] = 1e-3
+            pos[g, i], size[g, i], aabb[g, 3 + i] = centre[i], sizes[i], sizes[i]
+            corners[leaf, i], corners[leaf, 3 + i] = centre[i] - sizes[i], centre[i] + sizes[i]
+        contype[g] = k < count
+        rbound[g] = np.sqrt(sizes[0] * sizes[0] + sizes[1] * sizes[1] + sizes[2] * sizes[2])
+    for n in range(len(nodes)):
+        for i in range(3):
+            low, high = corners[ranges[n, 0], i], corners[ranges[n, 0], 3 + i]
+            for leaf in range(ranges[n, 0] + 1, ranges[n, 1]):
+                low, high = min(low, corners[leaf, i]), max(high, corners[leaf, 3 + i])
+            bvh_aabb[nodes[n], i], bvh_aabb[nodes[n], 3 + i] = (low + high) / 2, (high - low) / 2
+    return count
 
 
 class BoxWindow:
@@ -177,41 +215,23 @@ class BoxWindow:
         if len(self.leaves) != len(slots):
             raise RuntimeError("the collision trees do not hold every terrain_box_<k> geom")
         self.slots = geoms[self.leaves]  # geom ids, in leaf order
-        self._slot_geoms, self._slot_leaves = _as_slice(self.slots), _as_slice(self.leaves)  # the same, for writes
-        self._ranks = np.arange(len(self.slots))
         compiled = model.bvh_aabb[leaves]
-        self.corners = np.zeros((len(leaves) + 1, 6))  # low and high corners of every leaf, + a row for the last range's end
-        self.corners[:-1, 0:3], self.corners[:-1, 3:6] = compiled[:, 0:3] - compiled[:, 3:6], compiled[:, 0:3] + compiled[:, 3:6]
+        self.corners = np.hstack([compiled[:, 0:3] - compiled[:, 3:6], compiled[:, 0:3] + compiled[:, 3:6]])  # every leaf's
         self.nodes = np.array(nodes)
-        self.bounds = np.array(ranges).ravel()  # reduceat indices: (start, end) of every node
+        self.ranges = np.array(ranges)  # (start, end) of every node's leaves
 
     def follow(self, x: float, y: float, reset: bool = False) -> None:
         """Re-place the boxes around trunk position ``(x, y)`` (m, world) if it moved ``slack`` from the window's
-        centre, or when ``reset`` (a new episode: the trunk may be anywhere)."""
+        centre, or when ``reset`` (a new episode: the trunk may be anywhere); compiled (:func:`_place_window`)."""
         centre = self.centre
         if not reset and centre is not None and abs(x - centre[0]) <= self.slack and abs(y - centre[1]) <= self.slack:
             return
+        m = self.model
+        near = _place_window(self._candidates(x, y), x, y, self.half, self.slots, self.leaves, self.corners, self.nodes,
+                             self.ranges, m.geom_contype, m.geom_pos, m.geom_size, m.geom_aabb, m.geom_rbound, m.bvh_aabb)
+        if near > len(self.slots):
+            raise RuntimeError(f"{near} terrain boxes near ({x:.2f}, {y:.2f}) m, the model holds {len(self.slots)}")
         self.centre = (x, y)
-        b, h = self._candidates(x, y), self.half
-        near = b[(np.abs(b[:, 0] - x) < b[:, 3] + h) & (np.abs(b[:, 1] - y) < b[:, 4] + h)]
-        if len(near) > len(self.slots):
-            raise RuntimeError(f"{len(near)} terrain boxes near ({x:.2f}, {y:.2f}) m, the model holds {len(self.slots)}")
-        boxes = np.empty((len(self.slots), 6))  # per slot in leaf order: neighbours in the tree get neighbouring boxes
-        boxes[: len(near)] = near[np.argsort(_z_order(near[:, 0] - x, near[:, 1] - y, h), kind="stable")]
-        boxes[len(near) :] = boxes[len(near) - 1] if len(near) else (x, y, PARKED, 0, 0, 0)  # spares: inert, in place
-        boxes[len(near) :, 3:6] = 1e-3
-        m, g, sizes = self.model, self._slot_geoms, boxes[:, 3:6]
-        m.geom_contype[g] = self._ranks < len(near)
-        m.geom_pos[g] = boxes[:, 0:3]
-        m.geom_size[g] = sizes
-        m.geom_aabb[g, 3:6] = sizes
-        m.geom_rbound[g] = np.sqrt((sizes**2).sum(axis=1))
-        corners = self.corners.copy()
-        corners[self._slot_leaves, 0:3], corners[self._slot_leaves, 3:6] = boxes[:, 0:3] - sizes, boxes[:, 0:3] + sizes
-        low = np.minimum.reduceat(corners[:, 0:3], self.bounds, axis=0)[::2]
-        high = np.maximum.reduceat(corners[:, 3:6], self.bounds, axis=0)[::2]
-        m.bvh_aabb[self.nodes, 0:3] = (low + high) / 2
-        m.bvh_aabb[self.nodes, 3:6] = (high - low) / 2
 
     def _candidates(self, x: float, y: float) -> np.ndarray:
         """The boxes of the tiles a window at ``(x, y)`` (m) may meet (each tile's boxes reach half a cell past it)."""
