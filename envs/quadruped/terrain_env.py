@@ -128,6 +128,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
         self._step_ground = np.zeros(4)  # m, world: the higher of that and the ground ahead of the foot (height_scan)
         self._bind_terrain()
+        self._batch_terrain: dict[int, TerrainState] = {}  # finish_batch's state of N copies, by N
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -161,6 +162,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_terrain", None)
+        state["_batch_terrain"] = {}
         return state
 
     def __setstate__(self, state) -> None:
@@ -350,7 +352,10 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         first = tasks[0]
         heading = np.array([task._heading for task in tasks])
         feet = derived["sensordata"][:, first._sensor_slices[-1]]
-        state = TerrainState(first.tiles, first.scan_points, first.command_yaw_rate, len(tasks))
+        state = first._batch_terrain.get(len(tasks))
+        if state is None:  # one per batch size, kept by the batch's first copy (its arrays are read within the step)
+            state = first._batch_terrain[len(tasks)] = TerrainState(first.tiles, first.scan_points,
+                                                                     first.command_yaw_rate, len(tasks))
         state.update(qpos, heading, feet)
         for task, row, g, w, under, step, (x, y) in zip(tasks, state.scan, state.ground.tolist(), state.yaw_rate.tolist(),
                                                         state.foot_ground, state.step_ground, qpos[:, 0:2].tolist()):
