@@ -185,12 +185,15 @@ def test_box_window_refits_the_collision_tree(env):
 
 
 def test_midphase_on_or_off_steps_the_same_bits():
-    """The scene turns MuJoCo's collision midphase off (``assets/quadruped.xml``: a speed choice); with it on, the
-    refitted trees prune, and a walk across obstacle tiles whose box window moves steps to the same bits."""
+    """MuJoCo's collision midphase is a speed choice (``envs.quadruped.scene``): off for our Go1, whose bodies collide
+    with one geom each, on when a leg's body has several. With it on, the refitted trees prune, and a walk across
+    obstacle tiles whose box window moves steps to the same bits as with it off."""
+    midphase = mujoco.mjtDisableBit.mjDSBL_MIDPHASE
+    assert not gym.make(ENV_ID, leg_collisions=True).unwrapped.model.opt.disableflags & midphase
     options = {"terrain_type": "obstacles", "terrain_level": 6, "command": (0.8, 0.0, 0.0), "heading": 0.0}
     off, on = gym.make(ENV_ID), gym.make(ENV_ID)
-    assert off.unwrapped.model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_MIDPHASE
-    on.unwrapped.model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_MIDPHASE)
+    assert off.unwrapped.model.opt.disableflags & midphase
+    on.unwrapped.model.opt.disableflags &= ~int(midphase)
     obs, _ = off.reset(seed=4, options=options)
     assert np.array_equal(obs, on.reset(seed=4, options=options)[0])
     trot, window, centres = TrotController(spec=off.unwrapped.controller_spec), on.unwrapped._box_window, set()

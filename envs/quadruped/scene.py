@@ -17,6 +17,14 @@ with its training noise it fell in 13 of 40 episodes there and in 0 of 40 on a p
 feet sink 0.8 mm (median), 4 % of their contacts lean more than 26 deg and none more than 60, and the same noisy
 policy falls in 0 of 40 (``benchmarks/RESULTS.md``, issue 38: "the heightfield's prism walls"). A pair's friction
 is its foot's: the env writes both at once (``Randomization._set_foot_friction``).
+
+**The collision midphase** (MuJoCo's walk down two bodies' trees of geom bounds) is off in the scene
+(``assets/quadruped.xml``): its world holds two geoms, the plane and the heightfield, and testing each geom pair is
+cheaper (3-7 us an env step on every robot). The tile grid's world holds ~46 (the box slots, the borders, the
+heightfield), and the midphase pays there when a robot body holds several colliding geoms (legs that collide, the
+package robots' collision geoms: 18-31 us an env step less with it), not when each holds one (our Go1's feet and
+trunk: 5 us more), so :func:`tiles_model` turns it back on for the first. Either way the contacts, their order and so
+the trajectories are the same to the bit (``benchmarks/RESULTS.md``, issue 38: "the terrain step's margin").
 """
 
 from __future__ import annotations
@@ -142,4 +150,13 @@ def tiles_model(robot: str, seed: int, leg_collisions: bool = False) -> tuple[mu
         spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=(cx, cy, -0.5), size=(hx, hy, 0.5),
                                 material="floor", contype=1, conaffinity=0, condim=3)
     spec.modelname = f"{spec.modelname}_terrain"
-    return spec.compile(), grid
+    model = spec.compile()
+    if _several_colliding_geoms_in_a_body(model):  # the midphase pays against the box slots (module docstring)
+        model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_MIDPHASE)
+    return model, grid
+
+
+def _several_colliding_geoms_in_a_body(model: mujoco.MjModel) -> bool:
+    """Whether a body other than the world holds more than one geom that collides (``contype`` or ``conaffinity``)."""
+    colliding = (model.geom_contype | model.geom_conaffinity) > 0
+    return bool((np.bincount(model.geom_bodyid[colliding], minlength=model.nbody)[1:] > 1).any())
