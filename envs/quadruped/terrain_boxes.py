@@ -26,9 +26,9 @@ every reset); the spare slots sit inert (``contype`` 0, 1 mm) beside the last bo
 Go1: 0.72 m) is the farthest a foot or the trunk gets from the trunk origin along x or y, ``slots`` the most
 boxes any window meets (:func:`window_slots`); the model keeps both in its numeric ``terrain_box_window``
 (half side, slack; m). Static geoms that move need the world body's bounding-volume tree refitted (MuJoCo
-built it at compile time for the collision midphase, which our scene turns off, ``assets/quadruped.xml``; refitted
-all the same, so that a model with the midphase on collides right): every node's box becomes the union of its range
-of leaves, the slots taking the boxes in Morton order of their centres so that a node's leaves lie together. The
+built it at compile time for the collision midphase, which the tile grid's model runs when a robot body holds several
+colliding geoms, ``envs.quadruped.scene``): every node's box becomes the union of its range of leaves, the slots
+taking the boxes in Morton order of their centres so that a node's leaves lie together. The
 placement and the refit are one compiled call (:func:`_place_window`, numba: ~6 us a re-placement, against ~42 us
 in numpy). Everything is written to the env's own model copy, the same way by the single env and the batched one.
 """
