@@ -150,15 +150,16 @@ def _place_window(candidates, x, y, half, slots, slot_leaves, leaf_corners, node
     and inert; then every tree node in ``nodes`` gets the box around its range of leaves (``ranges``: (start, end)
     rows into ``leaf_corners``, the compiled low and high corners of every leaf, whose ``slot_leaves`` rows the slots
     replace). Returns how many candidates are near, and writes nothing when they are more than the slots."""
-    near = np.flatnonzero((np.abs(candidates[:, 0] - x) < candidates[:, 3] + half)
-                          & (np.abs(candidates[:, 1] - y) < candidates[:, 4] + half))
-    count = len(near)
+    placed, keys, count = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64), 0
+    for b in range(len(candidates)):
+        if abs(candidates[b, 0] - x) < candidates[b, 3] + half and abs(candidates[b, 1] - y) < candidates[b, 4] + half:
+            key, k = _morton_key(candidates[b, 0] - x, candidates[b, 1] - y, half), count
+            while k > 0 and keys[k - 1] > key:  # insertion sort: stable, and a window holds a few dozen boxes
+                placed[k], keys[k] = placed[k - 1], keys[k - 1]
+                k -= 1
+            placed[k], keys[k], count = b, key, count + 1
     if count > len(slots):
         return count
-    keys = np.empty(count, dtype=np.int64)
-    for k in range(count):
-        keys[k] = _morton_key(candidates[near[k], 0] - x, candidates[near[k], 1] - y, half)
-    placed = near[np.argsort(keys, kind="mergesort")]
     corners = leaf_corners.copy()
     centre, sizes = np.array((x, y, PARKED)), np.empty(3)
     for k in range(len(slots)):
