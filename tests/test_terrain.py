@@ -361,6 +361,28 @@ def test_training_checkpoints_levels_and_resume_restores_them(tmp_path):
     assert np.array_equal(policy(obs), policy(blind))
 
 
+def test_perceptive_actor_exports_with_the_scan_as_a_named_input(tmp_path):
+    """Issue 38: the perceptive actor's ONNX takes the height scan, named in its metadata's layout, and ignores only
+    the entries a robot cannot measure (friction, true velocity): its action moves with the scan, not with them."""
+    run = tmp_path / "run"
+    trained = cli_here("train.py", "env=quadruped_terrain", "train=smoke", "train.num_envs=4", "train.video=false",
+                       "agent.privileged_critic=true", "agent.perceptive_actor=true", f"hydra.run.dir={run}")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    exported = cli_here("export.py", f"run={run}", f"out_dir={tmp_path / 'export'}")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    from agents.export.onnx_policy import OnnxPolicy
+
+    policy = OnnxPolicy(tmp_path / "export" / "policy.onnx")
+    layout = json.loads(policy.metadata["observation_layout"])
+    assert json.loads(policy.metadata["ignored_inputs"]) == ["friction", "true_lin_vel"]
+    obs = np.random.default_rng(0).normal(size=(5, 138)).astype(np.float32)
+    unmeasured, scan = obs.copy(), obs.copy()
+    unmeasured[:, layout["friction"][0] : layout["true_lin_vel"][1]] = 0.0
+    scan[:, slice(*layout["height_scan"])] += 0.2
+    assert np.array_equal(policy(obs), policy(unmeasured))
+    assert not np.allclose(policy(obs), policy(scan))
+
+
 def test_terrain_aware_trot_walks_down_stairs_where_the_blind_one_falls():
     from dataclasses import fields
 
