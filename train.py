@@ -42,10 +42,13 @@ def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:
     """The config that will run: with ``resume=``, the saved config with this command's overrides
     (those a resume may change; others are refused); otherwise ``cfg``, once ``hydra.run.dir`` (when
     given) is known to hold no other run. Either way the run directory (and a sweep's ``hydra.sweep.dir``)
-    must be one this process can create and write."""
+    must be one this process can create and write. ``run_dir=`` is refused: Hydra's output directory sets it."""
     from agents import saved_config
     from agents.training.run_dir import check_new, resumed_config
 
+    if any(a.lstrip("+").startswith("run_dir=") for a in argv):
+        raise ConfigError("run_dir is where this run writes, and train.py sets it from Hydra's output directory, so "
+                          "run_dir=<dir> would be ignored: give hydra.run.dir=<dir> instead")
     run_dir = _given(argv, "hydra.run.dir")
     if cfg.resume:
         resumed = resumed_config(cfg, argv)  # a damaged config.yaml is named first

@@ -197,6 +197,15 @@ def test_train_refuses_an_impossible_run_directory(kind, tmp_path):
     assert _state(parent) == before
 
 
+@pytest.mark.parametrize("also", [[], ["hydra.run.dir=given"]])
+def test_train_refuses_run_dir_which_hydra_sets(also, tmp_path):
+    """``run_dir`` is a field of the schema that train.py fills from Hydra's output directory: ``run_dir=<dir>`` would
+    be taken and then ignored (the run written to runs/<env>-<agent>/<date>), so it is refused, naming the option to
+    use, before anything is written."""
+    refused(cli_here("train.py", *SMOKE, "run_dir=mine", *also, cwd=tmp_path), "run_dir", "hydra.run.dir=<dir>")
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("script", ["evaluate.py", "export.py"])
 def test_evaluate_and_export_refuse_an_impossible_out_dir(script, kind, finished_run, tmp_path):
