@@ -162,9 +162,11 @@ ARMS["perceptive_wide_anchor"] = [*ARMS["opd_anchor"][:2], "agent.privileged_cri
 # the documented recipes, each its env config (an arm that names an env config first trains on it instead of
 # env=quadruped_terrain): the stairs specialist, then its perceptive and blind students (--teacher: a stairs_recipe run;
 # until 2026-12-06 the blind recipe was measured with stairs_recipe_quadruped_terms, the stairs specialist with the
-# quadruped's terms, as its teacher)
+# quadruped's terms, as its teacher; the stairs specialist trains at agent.desired_kl=0.02 since 2026-12-06 21:00, at
+# SB3's fixed rate before)
 ARMS["stairs_recipe"] = ["env=quadruped_terrain_stairs"]
-ARMS["stairs_recipe_quadruped_terms"] = ["env=quadruped_terrain_stairs", "env/reward_terms@env.kwargs.reward_scales=quadruped"]
+ARMS["stairs_recipe_quadruped_terms"] = ["env=quadruped_terrain_stairs",  # at SB3's fixed rate, as it was measured
+                                         "env/reward_terms@env.kwargs.reward_scales=quadruped", "agent.desired_kl=null"]
 ARMS["perceptive_recipe"] = ["env=quadruped_terrain_perceptive", "distill.teacher={teacher}"]
 ARMS["blind_recipe"] = ["env=quadruped_terrain_blind", "distill.teacher={teacher}"]
 FIXED_LEVELS = (0, 3, 6, 9)

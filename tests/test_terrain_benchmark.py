@@ -36,7 +36,8 @@ def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_b
     perceptive, stairs, blind = composed["perceptive_recipe"], composed["stairs_recipe"], composed["blind_recipe"]
     assert (perceptive.env.name, perceptive.distill.teacher) == ("quadruped_terrain_perceptive", str(teacher))
     assert perceptive.agent.desired_kl == 0.04 and perceptive.agent.perceptive_actor  # its tuned preset
-    assert stairs.env.kwargs.terrain_types == ["stairs_up"] and stairs.agent.desired_kl is None
+    assert stairs.env.kwargs.terrain_types == ["stairs_up"] and stairs.agent.desired_kl == 0.02
+    assert composed["stairs_recipe_quadruped_terms"].agent.desired_kl is None  # the older teacher, as measured
     assert blind.env.name == "quadruped_terrain_blind" and blind.agent.desired_kl is None
     assert composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales.orientation == -1.0
     assert "feet_clearance_ahead" not in composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales
