@@ -104,7 +104,8 @@ def test_a_student_run_logs_the_coverage_of_the_contexts_its_teacher_teaches(tmp
     (("distill=sequence", "distill.stages=[{name: scripted, steps: 100}, {name: checkpoint, teacher: runs/t, "
       "teach_contexts: ['*']}]"), "cannot be combined with a scripted teacher"),
     (("distill=sequence", "distill.stages=[{name: checkpoint, steps: 100, teacher: runs/t, teach_contexts: ['a']}, "
-      "{name: checkpoint, label: again, teacher: runs/t, teach_contexts: ['b']}]"), "2 stages set teach_contexts"),
+      "{name: checkpoint, label: again, teacher: runs/t, teach_contexts: ['b']}]"),
+     "the stages 'checkpoint' and 'again' set teach_contexts"),
 ])
 def test_teach_contexts_that_cannot_work_are_refused(overrides, named):
     with pytest.raises(ConfigError) as err:

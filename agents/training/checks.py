@@ -324,8 +324,9 @@ def _validate_teach_contexts(d: DictConfig) -> None:
             raise ConfigError(f"{where}: teach_contexts cannot be combined with a scripted teacher in the same run (both "
                               "record a weight with each sample): drop the scripted stage or teach_contexts")
     if len(stages) > 1:
-        raise ConfigError(f"distill.stages: {len(stages)} stages set teach_contexts; one stage at most may (its weights "
-                          "travel with the samples): keep it on one checkpoint stage")
+        labels = " and ".join(repr(stage.label) for stage in stages)
+        raise ConfigError(f"distill.stages: the stages {labels} set teach_contexts; one stage at most may (its weights "
+                          "travel with the samples): keep it on one checkpoint stage and set the others' to null")
 
 
 def _validate_distill(d: DictConfig) -> None:
