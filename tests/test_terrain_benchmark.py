@@ -39,9 +39,10 @@ def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_b
     assert stairs.env.kwargs.terrain_types == ["stairs_up"] and stairs.agent.desired_kl == 0.02
     assert composed["stairs_recipe_quadruped_terms"].agent.desired_kl is None  # the older teacher, as measured
     assert [stage.name for stage in perceptive.distill.stages] == ["checkpoint", "ema"]
-    kept = composed["perceptive_stairskeep"].distill.stages[1]  # the specialist on the stairs-up samples only
-    assert (kept.name, kept.label, list(kept.teach_contexts), kept.alpha, kept.schedule) == (
-        "checkpoint", "stairs_keep", ["*/stairs_up/*"], 0.1, "constant")
+    for arm in ("perceptive_stairskeep", "blind_stairskeep"):
+        kept = composed[arm].distill.stages[1]  # the specialist on the stairs-up samples only
+        assert (kept.name, kept.label, list(kept.teach_contexts), kept.alpha, kept.schedule) == (
+            "checkpoint", "stairs_keep", ["*/stairs_up/*"], 0.1, "constant"), arm
     assert blind.env.name == "quadruped_terrain_blind" and blind.agent.desired_kl is None
     assert composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales.orientation == -1.0
     assert "feet_clearance_ahead" not in composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales
