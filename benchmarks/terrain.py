@@ -26,8 +26,9 @@
            climber back, per type and level.
 ``climb``  stairs up on fixed tiles (``--levels``) for the run directories ``--runs``: the episodes split by the
            commanded speed, and per group the falls while on the tile, the share that climbed out of the pit, the
-           median seconds it took, and the front feet's swing apex in the episodes that climbed out and in those that
-           stalled (a policy that walks a level by the tracking test may still stall at a riser).
+           median seconds it took, the front feet's swing apex in the episodes that climbed out and in those that
+           stalled (a policy that walks a level by the tracking test may still stall at a riser), and what ended the
+           falls (the trunk on a step, level or tilted, or a roll).
 
 Usage::
 
@@ -176,6 +177,10 @@ _STAIRS_KEEP = ["+distill.stages.1.label=stairs_keep", "distill.stages.1.name=ch
                 "+distill.stages.1.teach_contexts=[*/stairs_up/*]"]
 ARMS["perceptive_stairskeep"] = [*ARMS["perceptive_recipe"], *_STAIRS_KEEP]
 ARMS["blind_stairskeep"] = [*ARMS["blind_recipe"], *_STAIRS_KEEP]
+# the perceptive student charged for its trunk's touch zone coming within 5 cm of the ground under or ahead of it (the
+# trunk_clearance term; RESULTS, issue 38: "the trunk's clearance"): every stairs-up fall of the documented students
+# at level 5 is the trunk's front edge running into a step
+ARMS["perceptive_trunkclear"] = [*ARMS["perceptive_recipe"], "+env.kwargs.reward_scales.trunk_clearance=-40.0"]
 FIXED_LEVELS = (0, 3, 6, 9)
 
 
@@ -227,21 +232,31 @@ def arm_overrides(arm: str, seed: int, steps: int, teacher: Path) -> list[str]:
 
 
 def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: list[str], teacher: Path,
-          tag: str = "") -> None:
-    """Train every (arm, seed), ``parallel`` processes at a time (``teacher``: the run an OPD arm learns from)."""
+          tag: str = "") -> list[str]:
+    """Train every (arm, seed), ``parallel`` processes at a time (``teacher``: the run an OPD arm learns from); the run
+    directories of the runs that failed (train.py printed why on stderr)."""
     jobs = [(arm, seed) for seed in seeds for arm in arms]
-    running: list[subprocess.Popen] = []
+    running: list[tuple[subprocess.Popen, Path]] = []
+    failed: list[str] = []
+
+    def reap(block: bool) -> None:
+        nonlocal running
+        if block:
+            running[0][0].wait()
+        failed.extend(str(out) for p, out in running if p.poll() not in (None, 0))
+        running = [(p, out) for p, out in running if p.poll() is None]
+
     for arm, seed in jobs:
         while len(running) >= parallel:
-            running[0].wait()
-            running = [p for p in running if p.poll() is None]
+            reap(block=True)
         out = run_dir(arm, seed, tag)
         cmd = [sys.executable, str(ROOT / "train.py"), *arm_overrides(arm, seed, steps, teacher), *extra,
                f"hydra.run.dir={out}"]
         print(" ".join(cmd[1:]), flush=True)
-        running.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL))
-    for p in running:
-        p.wait()
+        running.append((subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL), out))
+    while running:
+        reap(block=True)
+    return failed
 
 
 def level_curve(run: Path) -> list[tuple[int, float]]:
@@ -354,7 +369,9 @@ def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]
             env.close()
 
 
-SPEEDS = ((0.5, np.inf, ">= 0.5 m/s"), (0.3, 0.5, "0.3-0.5 m/s"), (0.0, 0.3, "< 0.3 m/s"))  # commanded |v_xy| groups
+SPEEDS = ((0.75, np.inf, ">= 0.75 m/s"), (0.5, 0.75, "0.5-0.75 m/s"), (0.3, 0.5, "0.3-0.5 m/s"), (0.0, 0.3, "< 0.3 m/s"),
+          (0.0, np.inf, "all"))  # commanded |v_xy| groups (and all the episodes)
+CAUSES = ("upright touch", "tilted touch", "tilt or low")  # what ended a fall (climb's docstring)
 RIM_MARGIN = 0.1  # m: out of the pit once the scan's mean ground is within this of the rim (world z = 0)
 
 
@@ -365,33 +382,20 @@ def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
     the rim, or the trunk off the tile) within the episode's 20 s, the median seconds to it, and the front feet's
     swing apex (cm: the env's ``swing_apex_FR`` and ``swing_apex_FL``, each foot's mean rise above its lift-off
     height over the episode's swings; the median over the group's episodes that climbed out and over those that
-    neither climbed out nor fell). An episode ends where :func:`agents.evaluation.tiles.evaluate_tiles`' does: a
-    fall, the time limit, or leaving the tile."""
-    import gymnasium as gym
-
+    neither climbed out nor fell), and what ended the falls: the trunk's touch zone on a step with the trunk within
+    37 deg of level (projected gravity z below -0.8: it ran into the step), or tilted more, or a tilt past the fall's
+    60 deg or the trunk below its fall height with no touch. A level's episodes run side by side, and an episode ends
+    where :func:`agents.evaluation.tiles.evaluate_tiles`' does: a fall, the time limit, or leaving the tile."""
     import envs  # noqa: F401
 
     for run in runs_:
         act, kwargs, step = policy_act(run)
-        env = gym.make(ENV_ID, **kwargs)  # with its time limit
-        sim = env.unwrapped
         for level in levels:
-            rows = []  # (speed, fell, seconds to out or inf, the episode's FR and FL swing apex in cm)
-            for k in range(episodes):
-                obs, _ = env.reset(seed=10_000 + k, options={"terrain_level": level, "terrain_type": "stairs_up"})
-                speed, out, done, fell, t = float(np.hypot(*sim._command[0:2])), np.inf, False, False, 0
-                while not done:
-                    obs, _, terminated, truncated, info = env.step(act(obs[None])[0])
-                    t += 1
-                    if np.isinf(out) and (info["left_tile"] or sim._ground >= -RIM_MARGIN):
-                        out = t * sim.dt
-                    fell = terminated and not info["left_tile"]
-                    done = terminated or truncated or info["left_tile"]
-                rows.append((speed, fell, out, [info["swing_apex_FR"], info["swing_apex_FL"]]))
+            rows = _climbs(act, kwargs, level, episodes)
             print(f"\n## {run.name} (step {step}), stairs up level {level}, {episodes} episodes")
             print("| command | episodes | falls | climbed out | median s to out | FR / FL swing apex, cm: out "
-                  "| stalled |")
-            print("|---|---|---|---|---|---|---|")
+                  "| stalled | falls: upright touch / tilted touch / tilt or low |")
+            print("|---|---|---|---|---|---|---|---|")
             for low, high, name in SPEEDS:
                 group = [r for r in rows if low <= r[0] < high]
                 if not group:
@@ -402,8 +406,43 @@ def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
                 parts = ([r for r in group if np.isfinite(r[2])], [r for r in group if np.isinf(r[2]) and not r[1]])
                 apex = [" / ".join(f"{v:.1f}" for v in np.median([r[3] for r in part], axis=0)) if part else "-"
                         for part in parts]
-                print(f"| {name} | {len(group)} | {falls:.0%} | {share:.0%} | {median:.1f} | {apex[0]} | {apex[1]} |")
-        env.close()
+                causes = " / ".join(str(sum(r[4] == c for r in group)) for c in CAUSES)
+                print(f"| {name} | {len(group)} | {falls:.0%} | {share:.0%} | {median:.1f} | {apex[0]} | {apex[1]} "
+                      f"| {causes} |")
+
+
+def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[tuple]:
+    """:func:`climb`'s episodes on one level, run side by side (one batch, as the tile evaluation runs them): per
+    episode (commanded speed m/s, fell, seconds to out of the pit or inf, its FR and FL swing apex in cm, what ended
+    the fall or "")."""
+    from envs.batched import BatchedSimulation
+
+    sim = BatchedSimulation(ENV_ID, episodes, **kwargs)
+    for k in range(episodes):
+        sim.reset(k, seed=10_000 + k, options={"terrain_level": level, "terrain_type": "stairs_up"})
+    tasks = sim.tasks
+    speed = [float(np.hypot(*task._command[0:2])) for task in tasks]
+    out, fell, apex, cause = np.full(episodes, np.inf), np.zeros(episodes, bool), [None] * episodes, [""] * episodes
+    alive, t = np.ones(episodes, bool), 0
+    actions = np.zeros((episodes, *tasks[0].action_space.shape))
+    while alive.any():
+        ids = np.flatnonzero(alive)
+        actions[ids] = act(sim.obs[ids])
+        result = sim.step(actions, ids)
+        info, t = result.infos.arrays(), t + 1
+        for j, i in enumerate(ids.tolist()):
+            left, task = bool(info["left_tile"][j]), tasks[i]
+            if np.isinf(out[i]) and (left or task._ground >= -RIM_MARGIN):
+                out[i] = t * task.dt
+            if result.terminated[j] and not left:
+                fell[i] = True
+                cause[i] = ("tilt or low" if task._s_touch[4] <= 0.0
+                            else "upright touch" if task._s_base[8] < -0.8 else "tilted touch")
+            if result.terminated[j] or result.truncated[j] or left:
+                alive[i] = False
+                apex[i] = [float(info["swing_apex_FR"][j]), float(info["swing_apex_FL"][j])]
+    sim.close()
+    return list(zip(speed, fell.tolist(), out.tolist(), apex, cause))
 
 
 def main() -> None:
@@ -426,7 +465,9 @@ def main() -> None:
     if a.task == "reach":
         reach(a.episodes, a.levels, a.blind)
     elif a.task == "learn":
-        learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher, a.tag)
+        failed = learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher, a.tag)
+        if failed:
+            sys.exit(f"error: {len(failed)} run(s) failed, so no report (train.py's error is above): {', '.join(failed)}")
         report(a.arms, a.seeds, a.episodes, a.tag)
     elif a.task == "diagnose":
         diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag)

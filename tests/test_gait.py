@@ -11,7 +11,8 @@ from envs.array_math import BatchMath, ScalarMath
 from envs.controllers.trot import QuadrupedScore, TrotController
 from envs.quadruped import QuadrupedEnv
 from envs.quadruped.gait import GAIT_METRICS, advance_gait, foot_motion, gait_info, new_gait_state
-from envs.quadruped.rewards import reward_feet_clearance, reward_feet_clearance_ahead, reward_feet_slip
+from envs.quadruped.rewards import (reward_feet_clearance, reward_feet_clearance_ahead, reward_feet_slip,
+                                    reward_trunk_clearance)
 
 R = 0.02  # m, a foot sphere's radius
 
@@ -67,6 +68,17 @@ def test_clearance_ahead_charges_only_feet_below_the_margin():
     batch = reward_feet_clearance_ahead(-2.0, [np.array([0.0, 0.04])] * 4, [np.array(v) for v in speed2], 0.04,
                                         BatchMath)
     assert batch.tolist() == [reward_feet_clearance_ahead(-2.0, [0.0] * 4, speed2, 0.04, ScalarMath), 0.0]
+
+
+def test_trunk_clearance_charges_only_a_trunk_below_the_margin():
+    """One-sided: the trunk's shortfall under the margin (m) times the scale; clear of it, nothing; floats and a batch
+    give the same bits."""
+    assert reward_trunk_clearance(-40.0, 0.05, 0.05, ScalarMath) == 0.0
+    assert reward_trunk_clearance(-40.0, np.inf, 0.05, ScalarMath) == 0.0  # not measured
+    assert reward_trunk_clearance(-40.0, 0.02, 0.05, ScalarMath) == pytest.approx(-1.2)
+    assert reward_trunk_clearance(-40.0, -0.1, 0.05, ScalarMath) == pytest.approx(-6.0)  # into a riser
+    batch = reward_trunk_clearance(-40.0, np.array([0.02, 0.3, -0.1]), 0.05, BatchMath)
+    assert batch.tolist() == [reward_trunk_clearance(-40.0, c, 0.05, ScalarMath) for c in (0.02, 0.3, -0.1)]
 
 
 def test_a_standing_robot_has_duty_one_and_no_slip():

@@ -198,6 +198,8 @@ def test_clear_errors_for_bad_arguments():
         gym.make("OpenClaw/Quadruped-v0", not_an_argument=1)
     with pytest.raises(ValueError, match="low <= high"):
         QuadrupedEnv(command_vx=(1.0, -1.0))
+    with pytest.raises(ValueError, match=r"reward_scales.trunk_clearance=-1.0: .*terrain env .*set it to 0"):
+        QuadrupedEnv(reward_scales={"trunk_clearance": -1.0})  # measured over the terrain env's tiles only
     with pytest.raises(ValueError, match="terrain"):
         QuadrupedEnv(terrain="lava")
     with pytest.raises(ValueError, match="command"):

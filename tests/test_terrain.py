@@ -187,13 +187,53 @@ def test_the_ground_ahead_of_a_foot_is_where_its_velocity_takes_it():
     feet = np.zeros((5, 36))
     feet[:, 0:12:3], feet[:, 1:12:3] = edge - 0.03, cy
     feet[:, 12] = (1.0, -1.0, 0.0, 0.2, 50.0)  # FR's x velocity (m/s): at, away, still, slow, very fast
-    state.update(qpos, np.zeros(5), feet)
+    state.update(qpos, np.zeros(5), feet, np.zeros((5, 18)))
     assert np.array_equal(state.foot_ground, np.full((5, 4), bottom))
     assert state.step_ground[:, 0].tolist() == [top, bottom, bottom, bottom, top]
     assert np.array_equal(state.step_ground[:, 1:], state.foot_ground[:, 1:])
     feet[:, 0] = edge - 0.03 - FOOT_LOOKAHEAD_REACH - 0.01  # out of reach even at 50 m/s
-    state.update(qpos, np.zeros(5), feet)
+    state.update(qpos, np.zeros(5), feet, np.zeros((5, 18)))
     assert state.step_ground[4, 0] == bottom
+
+
+def test_the_trunk_clearance_is_its_touch_zones_lowest_corner_over_the_ground_ahead():
+    """The trunk_clearance term's input: the lowest bottom corner of the trunk's touch zone (the box site where a
+    contact is a fall) over the higher of the ground under it and where the trunk's velocity takes it within
+    FOOT_LOOKAHEAD. Against MuJoCo's own kinematics on a tumbling robot; then a trunk 3 cm short of a riser sees the
+    tread above only while it moves at the riser."""
+    env = gym.make(ENV_ID)
+    base = env.unwrapped
+    model, data = base.model, mujoco.MjData(base.model)
+    site = model.site("trunk_touch").id
+    env.reset(seed=3, options={"terrain_type": "stairs_up", "terrain_level": 9})
+    rng = np.random.default_rng(0)
+    for _ in range(80):
+        *_, terminated, _, info = env.step(rng.uniform(-1.5, 1.5, 12).astype(np.float32))
+        data.qpos[:] = base.data.qpos
+        mujoco.mj_kinematics(model, data)
+        box = data.site_xpos[site] + np.array([(sx, sy, -1.0) for sx in (1, -1) for sy in (1, -1)]) \
+            * model.site_size[site] @ data.site_xmat[site].reshape(3, 3).T
+        reach = np.clip(FOOT_LOOKAHEAD * base.data.qvel[0:2], -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+        ground = np.maximum(base.tiles.heights_at(box[:, 0], box[:, 1]),
+                            base.tiles.heights_at(box[:, 0] + reach[0], box[:, 1] + reach[1]))
+        assert base._trunk_clearance() == pytest.approx((box[:, 2] - ground).min(), abs=1e-12)
+        assert info["reward_trunk_clearance"] == 0.0  # the env's default scale
+        if terminated:
+            break
+    grid = base.tiles
+    cx, cy, bottom = grid.origins[9, COLUMN_TYPES.index("stairs_up")]
+    x = cx + np.arange(0.0, 2.0, 0.001)
+    edge = x[np.argmax(grid.heights_at(x, np.full_like(x, cy)) > bottom + 0.01)]  # the first riser along +x
+    front = base._trunk_corners[0, 0]  # the touch zone's front (m, body frame); level: its bottom at 0.1 m + bottom
+    state = TerrainState(grid, scan_points(GO1_SCALE), (-1.0, 1.0), copies=3, trunk_corners=base._trunk_corners)
+    qpos = np.zeros((3, 19))
+    qpos[:, 0:4] = (edge - 0.03 - front, cy, bottom + 0.1 - base._trunk_corners[0, 2], 1.0)
+    qvel = np.zeros((3, 18))
+    qvel[:, 0] = (1.0, -1.0, 0.0)  # m/s along x: at the riser, away, still
+    state.update(qpos, np.zeros(3), np.zeros((3, 36)), qvel)
+    top = grid.heights_at(edge + 0.05, cy)
+    assert state.trunk_clearance == pytest.approx([bottom + 0.1 - top, 0.1, 0.1])
+    env.close()
 
 
 def test_curriculum_moves_levels_as_legged_gym():

@@ -43,6 +43,8 @@ def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_b
         kept = composed[arm].distill.stages[1]  # the specialist on the stairs-up samples only
         assert (kept.name, kept.label, list(kept.teach_contexts), kept.alpha, kept.schedule) == (
             "checkpoint", "stairs_keep", ["*/stairs_up/*"], 0.1, "constant"), arm
+    clear = composed["perceptive_trunkclear"].env.kwargs.reward_scales  # the documented recipe's, and the trunk's term
+    assert clear.trunk_clearance == -40.0 and clear == {**perceptive.env.kwargs.reward_scales, "trunk_clearance": -40.0}
     assert blind.env.name == "quadruped_terrain_blind" and blind.agent.desired_kl is None
     assert composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales.orientation == -1.0
     assert "feet_clearance_ahead" not in composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales

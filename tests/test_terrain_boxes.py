@@ -226,3 +226,28 @@ def test_batched_steps_match_single_envs_while_the_windows_move():
         assert not any(s[2] or s[3] for s in steps)
     assert moves >= 4  # the windows moved mid-episode, in the batch's models too
     sim.close()
+
+
+def test_the_trunk_clearance_term_is_the_same_bits_single_and_batched():
+    """A charged trunk_clearance term (the perceptive student's) on a robot collapsing onto a stairs-up flight: the
+    single envs and the batch give the same rewards and terms, and the term does charge."""
+    kwargs = {"reward_scales": {"trunk_clearance": -40.0}}
+    options = {"terrain_type": "stairs_up", "terrain_level": 9, "command": (1.0, 0.0, 0.0)}
+    singles = [gym.make(ENV_ID, **kwargs) for _ in range(2)]
+    sim = BatchedSimulation(ENV_ID, 2, **kwargs)
+    for i, env_ in enumerate(singles):
+        assert np.array_equal(env_.reset(seed=7 + i, options=options)[0], sim.reset(i, seed=7 + i, options=options)[0])
+    rng, charged, live = np.random.default_rng(1), 0, [0, 1]
+    for _ in range(150):
+        actions = rng.uniform(-1.5, 1.5, (2, 12))
+        result = sim.step(actions, live)
+        for j, i in enumerate(live):
+            _, reward, terminated, _, info = singles[i].step(actions[i])
+            assert reward == result.rewards[j] and terminated == result.terminated[j]
+            assert info["reward_trunk_clearance"] == result.infos.dicts()[j]["reward_trunk_clearance"]
+            charged += info["reward_trunk_clearance"] < 0.0
+        live = [i for j, i in enumerate(live) if not result.terminated[j]]
+        if not live:
+            break
+    assert charged >= 3, charged
+    sim.close()

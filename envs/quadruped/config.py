@@ -32,6 +32,7 @@ FOOT_CLEARANCE_TARGET = 0.08  # m: feet_clearance's swing height of a foot's low
 FOOT_STEP_MARGIN = 0.04  # m: feet_clearance_ahead's least height of a moving foot's lowest point over the ground ahead
 FOOT_LOOKAHEAD = 0.1  # s: the ground ahead of a foot is where its horizontal velocity takes it in this time ...
 FOOT_LOOKAHEAD_REACH = 0.1  # m: ... at most this far in x and in y (world)
+TRUNK_MARGIN = 0.05  # m: trunk_clearance's least height of the trunk's touch zone over the ground under and ahead of it
 FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
 
 # domain_randomization's per-episode draws (uniform ranges): foot friction coefficient, link mass and inertia
@@ -61,6 +62,7 @@ DEFAULT_REWARD_SCALES = {
     "feet_slip": -0.25,
     "feet_clearance": -0.5,
     "feet_clearance_ahead": 0.0,
+    "trunk_clearance": 0.0,
     "base_height": -10.0,
     "termination": -50.0,
 }
@@ -121,6 +123,7 @@ class QuadrupedConfig(EnvConfig):
     camera: str | int | None = "tracking"
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("flat", "rough")  # the env's choices of ``terrain``
+    UNMEASURED_TERMS: ClassVar[tuple[str, ...]] = ("trunk_clearance",)  # reward terms this env cannot measure
     MODELS: ClassVar[dict[str, tuple[str, ...]]] = {"robot": tuple(ROBOTS)}
 
     def check(self) -> None:
@@ -140,6 +143,10 @@ class QuadrupedConfig(EnvConfig):
                 f"unknown reward term(s) {unknown} in reward_scales; valid names are: {', '.join(REWARD_TERMS)}"
             )
         self.reward_scales = {**DEFAULT_REWARD_SCALES, **(self.reward_scales or {})}
+        for term in self.UNMEASURED_TERMS:
+            if self.reward_scales[term]:
+                raise ValueError(f"reward_scales.{term}={self.reward_scales[term]}: this env does not measure it (the "
+                                 "terrain env does: OpenClaw/QuadrupedTerrain-v1, env=quadruped_terrain); set it to 0")
         if not self.tracking_sigma > 0:
             raise ValueError(f"tracking_sigma={self.tracking_sigma} must be > 0")
         if self.reset_noise_scale < 0:
@@ -201,6 +208,7 @@ class QuadrupedTerrainConfig(QuadrupedConfig):
     terrain_types: tuple[str, ...] | None = None
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
+    UNMEASURED_TERMS: ClassVar[tuple[str, ...]] = ()
 
     def check(self) -> None:
         super().check()

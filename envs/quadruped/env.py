@@ -14,6 +14,7 @@ Longer than ~450 lines for its docstring: the env's spec (about 175 lines of tab
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -152,6 +153,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
                           (the terrain env: h above the ground under the foot)
     feet_clearance_ahead  sum_feet max(0, 0.04 m - c) sqrt(|v_xy|): c the foot's height over the    0.0
                           higher ground: under it or where v_xy takes it in 0.1 s (flat: h)
+    trunk_clearance       max(0, 0.05 m - c): c the lowest bottom corner of the trunk's touch zone    0.0
+                          over the higher ground: under it or where the trunk's v_xy takes it in
+                          0.1 s (the terrain env only; a scale elsewhere is refused)
     base_height           (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
     termination           1 on the step the robot falls                                         -50.0 (= -1)
     ====================  ====================================================================  =============
@@ -262,6 +266,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     CONTACT_FORCE_THRESHOLD = defaults.CONTACT_FORCE_THRESHOLD  # N
     FOOT_CLEARANCE_TARGET = defaults.FOOT_CLEARANCE_TARGET  # m
     FOOT_STEP_MARGIN = defaults.FOOT_STEP_MARGIN  # m
+    TRUNK_MARGIN = defaults.TRUNK_MARGIN  # m
     FALL_GRAVITY_Z = defaults.FALL_GRAVITY_Z  # projected gravity z above this = tilt > 60 deg
     OBS_SLICES = OBS_SLICES
     OBS_DIM = OBS_DIM
@@ -461,8 +466,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         # the base's self._action still holds the previous action here
         reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(
             self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._feet(), self._feet_ahead(),
-            self._trunk_height(), self._act_force, action, self._action, self._air_time, self._last_contact,
-            self._gait, self._qvel.item(0), self, ScalarMath)
+            self._trunk_clearance(), self._trunk_height(), self._act_force, action, self._action, self._air_time,
+            self._last_contact, self._gait, self._qvel.item(0), self, ScalarMath)
         return reward, fell, info
 
     def _feet(self) -> list:
@@ -484,6 +489,16 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     def _feet_ahead_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray | None:
         """:meth:`_feet_ahead` of N copies at once (``feet`` (N, 36)): (4, N) or None."""
         return None
+
+    def _trunk_clearance(self) -> float:
+        """The trunk's clearance over the ground (m) that ``trunk_clearance`` reads; inf here, where it is not
+        measured (the term is 0: the config refuses a scale for it)."""
+        return math.inf
+
+    @classmethod
+    def _trunk_clearance_batch(cls, tasks, derived: dict[str, Any]) -> np.ndarray:
+        """:meth:`_trunk_clearance` of N copies at once: (N,)."""
+        return np.full(len(tasks), math.inf)
 
     def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
         """Arrays (views kept current) appended to the observation after the clock; none here."""
@@ -534,7 +549,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         gait = np.array([task._gait for task in tasks]).T
         reward, fell, info, air, last, gait = step_outcome(
             base.T, command.T, touch.T, cls._feet_batch(tasks, feet, derived),
-            cls._feet_ahead_batch(tasks, feet, derived), cls._trunk_heights(tasks, trunk_z[:, 0], derived),
+            cls._feet_ahead_batch(tasks, feet, derived), cls._trunk_clearance_batch(tasks, derived),
+            cls._trunk_heights(tasks, trunk_z[:, 0], derived),
             derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
         for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
                                                               np.array(last).T.tolist(), np.array(gait).T.tolist()):

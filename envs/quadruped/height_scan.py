@@ -49,27 +49,38 @@ class TerrainState:
       error wrapped to [-pi, pi];
     * ``foot_ground`` (N, 4): the ground height under each foot (m, world; FR, FL, RR, RL);
     * ``step_ground`` (N, 4): the higher of that and the ground where the foot's horizontal velocity takes it in
-      ``FOOT_LOOKAHEAD`` s (at most ``FOOT_LOOKAHEAD_REACH`` m in x and in y; the ground ahead of the foot).
+      ``FOOT_LOOKAHEAD`` s (at most ``FOOT_LOOKAHEAD_REACH`` m in x and in y; the ground ahead of the foot);
+    * ``trunk_clearance`` (N,): the lowest of the ``trunk_corners`` (K, 3) (m, trunk body frame: the trunk touch
+      zone's bottom corners) over the higher of the ground under it and where the trunk's horizontal velocity takes
+      it in the same lookahead (m; inf with no corners).
 
+    The feet's and the trunk's rows are written by an :meth:`update` given the foot readings (after a step).
     ``out`` (optional) names arrays to write into instead of new ones (e.g. views into an env's observation)."""
 
     def __init__(self, grid: TerrainGrid, points: np.ndarray, yaw_range: tuple[float, float], copies: int = 1,
-                 **out: np.ndarray) -> None:
+                 trunk_corners: np.ndarray = np.zeros((0, 3)), **out: np.ndarray) -> None:
         self.grid, self.points, self.yaw_range = grid, np.ascontiguousarray(points, dtype=np.float64), yaw_range
+        self.trunk_corners = np.ascontiguousarray(trunk_corners, dtype=np.float64)
         shapes = {"scan": (copies, len(points)), "ground": (copies,), "yaw_rate": (copies,),
-                  "foot_ground": (copies, 4), "step_ground": (copies, 4)}
+                  "foot_ground": (copies, 4), "step_ground": (copies, 4), "trunk_clearance": (copies,)}
         for name, shape in shapes.items():
             array = out.get(name, np.zeros(shape))
             assert array.shape == shape, f"{name} must have shape {shape}, not {array.shape}"
             setattr(self, name, array)
+        self.trunk_clearance[:] = np.inf
 
-    def update(self, qpos: np.ndarray, heading: np.ndarray, feet: np.ndarray | None) -> None:
-        """From ``qpos`` (N, nq) (the free joint first), ``heading`` (N,) (rad, world) and ``feet`` (N, 36): the foot
-        sensor readings (``envs.quadruped.gait``: positions (m, world) then linear velocities (m/s, world); None:
-        not current, e.g. before the first step, and the feet's ground is left as it was)."""
-        _terrain_state(self.grid.padded, self.grid.stepped_from, self.points, qpos, heading, *self.yaw_range,
-                       _NO_FEET if feet is None else feet, self.scan, self.ground, self.yaw_rate, self.foot_ground,
-                       self.step_ground)
+    def update(self, qpos: np.ndarray, heading: np.ndarray, feet: np.ndarray | None = None,
+               qvel: np.ndarray | None = None) -> None:
+        """From ``qpos`` (N, nq) (the free joint first), ``heading`` (N,) (rad, world), ``feet`` (N, 36): the foot
+        sensor readings (``envs.quadruped.gait``: positions (m, world) then linear velocities (m/s, world)) and
+        ``qvel`` (N, nv) (the free joint first: its linear velocity is in the world frame); without them (e.g. before
+        the first step, when the sensors are not current) the feet's ground and the trunk's clearance are left as
+        they were."""
+        if feet is None:
+            feet, qvel = _NO_FEET, _NO_FEET
+        _terrain_state(self.grid.padded, self.grid.stepped_from, self.points, self.trunk_corners, qpos, qvel, heading,
+                       *self.yaw_range, feet, self.scan, self.ground, self.yaw_rate, self.foot_ground, self.step_ground,
+                       self.trunk_clearance)
 
 
 _NO_FEET = np.zeros((0, 36))
@@ -104,9 +115,32 @@ def _mean(values: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _terrain_state(padded, stepped_from, points, qpos, heading, yaw_low, yaw_high, feet, scan, ground, yaw_rate,
-                   foot_ground, step_ground):
-    """:meth:`TerrainState.update`'s arithmetic (``feet`` with no rows: the feet left out)."""
+def _lowest_corner(padded, stepped_from, corners, pose, vx, vy):
+    """The lowest of ``corners`` (K, 3) (m, trunk body frame) over the higher of the ground under it and where the
+    trunk's horizontal velocity (``vx``, ``vy``: m/s, world) takes it in ``FOOT_LOOKAHEAD`` s (m); ``pose``: the free
+    joint's position (m, world) and quaternion (w, x, y, z)."""
+    x, y, z, qw, qx, qy, qz = pose[0], pose[1], pose[2], pose[3], pose[4], pose[5], pose[6]
+    rx = (1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy - qw * qz), 2.0 * (qx * qz + qw * qy))  # rows of R
+    ry = (2.0 * (qx * qy + qw * qz), 1.0 - 2.0 * (qx * qx + qz * qz), 2.0 * (qy * qz - qw * qx))
+    rz = (2.0 * (qx * qz - qw * qy), 2.0 * (qy * qz + qw * qx), 1.0 - 2.0 * (qx * qx + qy * qy))
+    reach_x = _clip(FOOT_LOOKAHEAD * vx, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+    reach_y = _clip(FOOT_LOOKAHEAD * vy, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+    lowest = np.inf
+    for k in range(corners.shape[0]):
+        bx, by, bz = corners[k, 0], corners[k, 1], corners[k, 2]
+        px = x + rx[0] * bx + rx[1] * by + rx[2] * bz
+        py = y + ry[0] * bx + ry[1] * by + ry[2] * bz
+        pz = z + rz[0] * bx + rz[1] * by + rz[2] * bz
+        under = ground_in_samples(padded, stepped_from, px / CELL, py / CELL)
+        ahead = ground_in_samples(padded, stepped_from, (px + reach_x) / CELL, (py + reach_y) / CELL)
+        lowest = min(lowest, pz - max(under, ahead))
+    return lowest
+
+
+@numba.njit(cache=True, nogil=True)
+def _terrain_state(padded, stepped_from, points, corners, qpos, qvel, heading, yaw_low, yaw_high, feet, scan, ground,
+                   yaw_rate, foot_ground, step_ground, trunk_clearance):
+    """:meth:`TerrainState.update`'s arithmetic (``feet`` with no rows: the feet and the trunk's corners left out)."""
     n = points.shape[0]
     heights = np.empty(n)
     for r in range(qpos.shape[0]):
@@ -131,3 +165,4 @@ def _terrain_state(padded, stepped_from, points, qpos, heading, yaw_low, yaw_hig
                 ay = py + _clip(FOOT_LOOKAHEAD * vy, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
                 foot_ground[r, f] = under
                 step_ground[r, f] = np.maximum(under, ground_in_samples(padded, stepped_from, ax / CELL, ay / CELL))
+            trunk_clearance[r] = _lowest_corner(padded, stepped_from, corners, qpos[r], qvel[r, 0], qvel[r, 1])

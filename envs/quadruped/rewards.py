@@ -103,6 +103,15 @@ def reward_feet_clearance_ahead(scale: float, clearance: list, speed2: list, mar
     return scale * total
 
 
+def reward_trunk_clearance(scale: float, clearance: float, margin: float, m: type[ScalarMath] | type[BatchMath]) -> float:
+    """``scale * max(0, margin - c)``: how far the trunk is below ``margin`` (m) over the ground, ``c`` (m: the lowest
+    of its touch zone's bottom corners over the higher of the ground under the corner and where the trunk's horizontal
+    velocity takes it in ``FOOT_LOOKAHEAD``; the terrain env's :class:`~envs.quadruped.height_scan.TerrainState`).
+    One-sided: a trunk running its front into a riser, or its belly onto a step's edge, is charged before the touch
+    ends the episode; one ``margin`` clear of the ground is not. A float, or an (N,) array."""
+    return scale * m.maximum(margin - clearance, 0.0)
+
+
 def reward_termination(scale: float, fell: bool) -> float:
     """``scale`` on the step the robot falls, else 0."""
     return scale * fell
@@ -129,7 +138,7 @@ def feet_air_time(touch, air, last, command_xy2, env, m: type[ScalarMath] | type
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
 
 
-def step_outcome(base, command, touch, feet, ahead, z, torques, action, previous, air, last, gait, x_velocity, env,
+def step_outcome(base, command, touch, feet, ahead, trunk_clear, z, torques, action, previous, air, last, gait, x_velocity, env,
                  m: type[ScalarMath] | type[BatchMath]):
     """Reward, fall flag, info, new feet air times, contacts and gait state of one env's step or of N at
     once: the single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on
@@ -138,7 +147,9 @@ def step_outcome(base, command, touch, feet, ahead, z, torques, action, previous
     ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
     values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
     (N); ``feet``: the 36 foot sensor readings (:mod:`envs.quadruped.gait`); ``ahead``: the feet's clearance over
-    the ground ahead (:func:`reward_feet_clearance_ahead`; four values, m), or None where the ground is flat; ``z``: trunk height (m, world); ``torques`` (N·m) and
+    the ground ahead (:func:`reward_feet_clearance_ahead`; four values, m), or None where the ground is flat;
+    ``trunk_clear``: the trunk's clearance over the ground (:func:`reward_trunk_clearance`, m; inf where it is not
+    measured); ``z``: trunk height (m, world); ``torques`` (N·m) and
     the clipped ``action`` and ``previous`` action: (12,) vectors or (N, 12); ``air``/``last``: see
     :func:`feet_air_time`; ``gait``: the gait state (:func:`~envs.quadruped.gait.advance_gait`);
     ``x_velocity``: world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with
@@ -167,8 +178,9 @@ def step_outcome(base, command, touch, feet, ahead, z, torques, action, previous
     r9 = reward_feet_clearance(k["feet_clearance"], height, speed2, env.FOOT_CLEARANCE_TARGET, m)
     r10 = reward_feet_clearance_ahead(k["feet_clearance_ahead"], height if ahead is None else ahead, speed2,
                                       env.FOOT_STEP_MARGIN, m)
-    r11 = reward_base_height(k["base_height"], z - env.base_height_target)
-    r12 = reward_termination(k["termination"], fell)
+    r11 = reward_trunk_clearance(k["trunk_clearance"], trunk_clear, env.TRUNK_MARGIN, m)
+    r12 = reward_base_height(k["base_height"], z - env.base_height_target)
+    r13 = reward_termination(k["termination"], fell)
     info = {  # the reward terms in REWARD_TERMS order, as summed below
         "reward_tracking_lin_vel": r0,
         "reward_tracking_ang_vel": r1,
@@ -181,12 +193,13 @@ def step_outcome(base, command, touch, feet, ahead, z, torques, action, previous
         "reward_feet_slip": r8,
         "reward_feet_clearance": r9,
         "reward_feet_clearance_ahead": r10,
-        "reward_base_height": r11,
-        "reward_termination": r12,
+        "reward_trunk_clearance": r11,
+        "reward_base_height": r12,
+        "reward_termination": r13,
         "tracking_error": m.sqrt(err2),
         "x_velocity": x_velocity,
         "fell": fell,
         **gait_info(gait, m),
     }
-    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11 + r12
+    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11 + r12 + r13
     return reward, fell, info, air, last, gait

@@ -127,6 +127,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self.scan_points = scan_points(self.tiles.scale)
         self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
         self._step_ground = np.zeros(4)  # m, world: the higher of that and the ground ahead of the foot (height_scan)
+        self._trunk_corners = self._touch_zone_bottom()
+        self._trunk_clear = np.zeros(1)  # m: the trunk's clearance over the ground at the last step (height_scan)
         self._bind_terrain()
         self._batch_terrain: dict[int, TerrainState] = {}  # finish_batch's state of N copies, by N
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
@@ -153,11 +155,24 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._spawn_noise = 0.25 * self.tiles.scale  # m
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
 
+    def _touch_zone_bottom(self) -> np.ndarray:
+        """The four bottom corners of the trunk's touch zone (the ``trunk_touch`` box site: a contact in it is a fall),
+        (4, 3) (m, trunk body frame)."""
+        m = self.model
+        site = m.site("trunk_touch")
+        rotation = np.zeros(9)
+        mujoco.mju_quat2Mat(rotation, site.quat)
+        sx, sy, sz = site.size
+        box = np.array([[ax * sx, ay * sy, -sz] for ax in (1.0, -1.0) for ay in (1.0, -1.0)])
+        return site.pos + box @ rotation.reshape(3, 3).T
+
     def _bind_terrain(self) -> None:
-        """The scan's state, writing into this env's scan and feet's ground (views, so rebuilt after unpickling)."""
+        """The scan's state, writing into this env's scan, feet's ground and trunk's clearance (views, so rebuilt after
+        unpickling)."""
         self._terrain = TerrainState(self.tiles, self.scan_points, self.command_yaw_rate,
-                                     scan=self._scan_friction[None, :-1],
-                                     foot_ground=self._foot_ground[None], step_ground=self._step_ground[None])
+                                     trunk_corners=self._trunk_corners, scan=self._scan_friction[None, :-1],
+                                     foot_ground=self._foot_ground[None], step_ground=self._step_ground[None],
+                                     trunk_clearance=self._trunk_clear)
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -296,7 +311,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         """The scan, the ground under the trunk and (``feet``: after a step, when the foot sensors are current) under
         each foot, and the heading's yaw command."""
         state = self._terrain  # writes the scan, the feet's ground (views of this env's arrays)
-        state.update(self.data.qpos[None], np.array((self._heading,)), self._s_feet[None] if feet else None)
+        state.update(self.data.qpos[None], np.array((self._heading,)), self._s_feet[None] if feet else None,
+                     self.data.qvel[None] if feet else None)
         self._ground = state.ground.item()
         if self.heading_command:
             self._command[2] = state.yaw_rate.item()
@@ -334,6 +350,13 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def _feet_ahead_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
         return (feet[:, 2:12:3] - (tasks[0].foot_radius + derived["terrain"].step_ground)).T
 
+    def _trunk_clearance(self) -> float:
+        return self._trunk_clear.item()
+
+    @classmethod
+    def _trunk_clearance_batch(cls, tasks, derived: dict[str, Any]) -> np.ndarray:
+        return derived["terrain"].trunk_clearance
+
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         reward, fell, info = super()._step_outcome(action)
         self._left_tile |= self._off_tile(*self.data.qpos[0:2].tolist())
@@ -355,12 +378,15 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         state = first._batch_terrain.get(len(tasks))
         if state is None:  # one per batch size, kept by the batch's first copy (its arrays are read within the step)
             state = first._batch_terrain[len(tasks)] = TerrainState(first.tiles, first.scan_points,
-                                                                     first.command_yaw_rate, len(tasks))
-        state.update(qpos, heading, feet)
-        for task, row, g, w, under, step, (x, y) in zip(tasks, state.scan, state.ground.tolist(), state.yaw_rate.tolist(),
-                                                        state.foot_ground, state.step_ground, qpos[:, 0:2].tolist()):
+                                                                     first.command_yaw_rate, len(tasks),
+                                                                     trunk_corners=first._trunk_corners)
+        state.update(qpos, heading, feet, qvel)
+        for task, row, g, w, under, step, clear, (x, y) in zip(
+                tasks, state.scan, state.ground.tolist(), state.yaw_rate.tolist(), state.foot_ground, state.step_ground,
+                state.trunk_clearance.tolist(), qpos[:, 0:2].tolist()):
             task._foot_ground[:] = under
             task._step_ground[:] = step
+            task._trunk_clear[0] = clear
             task._scan_friction[:-1] = row
             task._ground = g
             if first.heading_command:
