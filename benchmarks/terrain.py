@@ -369,8 +369,8 @@ def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]
             env.close()
 
 
-SPEEDS = ((0.75, np.inf, ">= 0.75 m/s"), (0.5, 0.75, "0.5-0.75 m/s"), (0.3, 0.5, "0.3-0.5 m/s"), (0.0, 0.3, "< 0.3 m/s"),
-          (0.0, np.inf, "all"))  # commanded |v_xy| groups (and all the episodes)
+SPEEDS = ((0.75, np.inf, ">= 0.75 m/s"), (0.5, 0.75, "0.5-0.75 m/s"), (0.3, 0.5, "0.3-0.5 m/s"),
+          (0.0, 0.3, "< 0.3 m/s"), (0.0, np.inf, "all"))  # commanded |v_xy| groups (and all the episodes)
 CAUSES = ("upright touch", "tilted touch", "tilt or low")  # what ended a fall (climb's docstring)
 RIM_MARGIN = 0.1  # m: out of the pit once the scan's mean ground is within this of the rim (world z = 0)
 
@@ -467,7 +467,8 @@ def main() -> None:
     elif a.task == "learn":
         failed = learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher, a.tag)
         if failed:
-            sys.exit(f"error: {len(failed)} run(s) failed, so no report (train.py's error is above): {', '.join(failed)}")
+            sys.exit(f"error: {len(failed)} run(s) failed, so no report (train.py's error is above): "
+                     + ", ".join(failed))
         report(a.arms, a.seeds, a.episodes, a.tag)
     elif a.task == "diagnose":
         diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag)

@@ -58,9 +58,10 @@ class TerrainState:
     ``out`` (optional) names arrays to write into instead of new ones (e.g. views into an env's observation)."""
 
     def __init__(self, grid: TerrainGrid, points: np.ndarray, yaw_range: tuple[float, float], copies: int = 1,
-                 trunk_corners: np.ndarray = np.zeros((0, 3)), **out: np.ndarray) -> None:
+                 trunk_corners: np.ndarray | None = None, **out: np.ndarray) -> None:
         self.grid, self.points, self.yaw_range = grid, np.ascontiguousarray(points, dtype=np.float64), yaw_range
-        self.trunk_corners = np.ascontiguousarray(trunk_corners, dtype=np.float64)
+        corners = np.zeros((0, 3)) if trunk_corners is None else trunk_corners
+        self.trunk_corners = np.ascontiguousarray(corners, dtype=np.float64)
         shapes = {"scan": (copies, len(points)), "ground": (copies,), "yaw_rate": (copies,),
                   "foot_ground": (copies, 4), "step_ground": (copies, 4), "trunk_clearance": (copies,)}
         for name, shape in shapes.items():

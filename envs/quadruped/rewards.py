@@ -103,7 +103,8 @@ def reward_feet_clearance_ahead(scale: float, clearance: list, speed2: list, mar
     return scale * total
 
 
-def reward_trunk_clearance(scale: float, clearance: float, margin: float, m: type[ScalarMath] | type[BatchMath]) -> float:
+def reward_trunk_clearance(scale: float, clearance: float, margin: float,
+                           m: type[ScalarMath] | type[BatchMath]) -> float:
     """``scale * max(0, margin - c)``: how far the trunk is below ``margin`` (m) over the ground, ``c`` (m: the lowest
     of its touch zone's bottom corners over the higher of the ground under the corner and where the trunk's horizontal
     velocity takes it in ``FOOT_LOOKAHEAD``; the terrain env's :class:`~envs.quadruped.height_scan.TerrainState`).
@@ -138,8 +139,8 @@ def feet_air_time(touch, air, last, command_xy2, env, m: type[ScalarMath] | type
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
 
 
-def step_outcome(base, command, touch, feet, ahead, trunk_clear, z, torques, action, previous, air, last, gait, x_velocity, env,
-                 m: type[ScalarMath] | type[BatchMath]):
+def step_outcome(base, command, touch, feet, ahead, trunk_clear, z, torques, action, previous, air, last, gait,
+                 x_velocity, env, m: type[ScalarMath] | type[BatchMath]):
     """Reward, fall flag, info, new feet air times, contacts and gait state of one env's step or of N at
     once: the single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on
     (N,) arrays (``m=BatchMath``), so both give the same bits.
