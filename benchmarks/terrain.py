@@ -236,27 +236,19 @@ def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: l
     """Train every (arm, seed), ``parallel`` processes at a time (``teacher``: the run an OPD arm learns from); the run
     directories of the runs that failed (train.py printed why on stderr)."""
     jobs = [(arm, seed) for seed in seeds for arm in arms]
-    running: list[tuple[subprocess.Popen, Path]] = []
-    failed: list[str] = []
-
-    def reap(block: bool) -> None:
-        nonlocal running
-        if block:
-            running[0][0].wait()
-        failed.extend(str(out) for p, out in running if p.poll() not in (None, 0))
-        running = [(p, out) for p, out in running if p.poll() is None]
-
+    started: list[tuple[subprocess.Popen, Path]] = []
     for arm, seed in jobs:
-        while len(running) >= parallel:
-            reap(block=True)
+        while True:
+            running = [p for p, _ in started if p.poll() is None]
+            if len(running) < parallel:
+                break
+            running[0].wait()
         out = run_dir(arm, seed, tag)
         cmd = [sys.executable, str(ROOT / "train.py"), *arm_overrides(arm, seed, steps, teacher), *extra,
                f"hydra.run.dir={out}"]
         print(" ".join(cmd[1:]), flush=True)
-        running.append((subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL), out))
-    while running:
-        reap(block=True)
-    return failed
+        started.append((subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL), out))
+    return [str(out) for p, out in started if p.wait() != 0]
 
 
 def level_curve(run: Path) -> list[tuple[int, float]]:

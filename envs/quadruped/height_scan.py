@@ -116,6 +116,13 @@ def _mean(values: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
+def _reach(v: float) -> float:
+    """How far (m) a velocity component ``v`` (m/s, world) carries a point in ``FOOT_LOOKAHEAD`` s, at most
+    ``FOOT_LOOKAHEAD_REACH`` either way: where the feet's and the trunk's lookahead read the ground."""
+    return _clip(FOOT_LOOKAHEAD * v, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+
+
+@numba.njit(cache=True, nogil=True)
 def _lowest_corner(padded, stepped_from, corners, pose, vx, vy):
     """The lowest of ``corners`` (K, 3) (m, trunk body frame) over the higher of the ground under it and where the
     trunk's horizontal velocity (``vx``, ``vy``: m/s, world) takes it in ``FOOT_LOOKAHEAD`` s (m); ``pose``: the free
@@ -124,8 +131,7 @@ def _lowest_corner(padded, stepped_from, corners, pose, vx, vy):
     rx = (1.0 - 2.0 * (qy * qy + qz * qz), 2.0 * (qx * qy - qw * qz), 2.0 * (qx * qz + qw * qy))  # rows of R
     ry = (2.0 * (qx * qy + qw * qz), 1.0 - 2.0 * (qx * qx + qz * qz), 2.0 * (qy * qz - qw * qx))
     rz = (2.0 * (qx * qz - qw * qy), 2.0 * (qy * qz + qw * qx), 1.0 - 2.0 * (qx * qx + qy * qy))
-    reach_x = _clip(FOOT_LOOKAHEAD * vx, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
-    reach_y = _clip(FOOT_LOOKAHEAD * vy, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+    reach_x, reach_y = _reach(vx), _reach(vy)
     lowest = np.inf
     for k in range(corners.shape[0]):
         bx, by, bz = corners[k, 0], corners[k, 1], corners[k, 2]
@@ -162,8 +168,7 @@ def _terrain_state(padded, stepped_from, points, corners, qpos, qvel, heading, y
             for f in range(4):
                 px, py, vx, vy = feet[r, 3 * f], feet[r, 3 * f + 1], feet[r, 12 + 3 * f], feet[r, 13 + 3 * f]
                 under = ground_in_samples(padded, stepped_from, px / CELL, py / CELL)
-                ax = px + _clip(FOOT_LOOKAHEAD * vx, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
-                ay = py + _clip(FOOT_LOOKAHEAD * vy, -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
+                ax, ay = px + _reach(vx), py + _reach(vy)
                 foot_ground[r, f] = under
                 step_ground[r, f] = np.maximum(under, ground_in_samples(padded, stepped_from, ax / CELL, ay / CELL))
             trunk_clearance[r] = _lowest_corner(padded, stepped_from, corners, qpos[r], qvel[r, 0], qvel[r, 1])
