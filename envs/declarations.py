@@ -3,7 +3,9 @@
 :class:`Metric` (``METRICS``: what evaluations report), :class:`Curriculum` (``CURRICULUM``: how an env
 with a difficulty curriculum reports it), :class:`TaskContext` (``env.task_context()``: the class of task
 an episode belongs to), :class:`ControllerSpec` (``env.controller_spec``: what a scripted controller is
-told) and :func:`action_units` (``ACTION_SCALE``: what a unit of action moves, read by export and the teachers).
+told), :func:`action_units` (``ACTION_SCALE``: what a unit of action moves, read by export and the teachers) and
+:func:`observation_points` (``OBSERVATION_POINTS``: where an observation entry samples the world, read by the
+teachers).
 """
 
 from __future__ import annotations
@@ -105,3 +107,11 @@ def action_units(env: Any) -> np.ndarray | None:
     scale = getattr(env, "ACTION_SCALE", None)
     size = int(np.prod(env.action_space.shape))
     return None if scale is None else np.broadcast_to(np.asarray(scale, dtype=float), (size,))
+
+
+def observation_points(env: Any) -> dict[str, np.ndarray]:
+    """Where the (unwrapped) ``env``'s observation entries that sample the world read it: its
+    ``OBSERVATION_POINTS`` (entry name -> an array of points, e.g. a height scan's (P, 2) points in m), ``{}`` for
+    an env that declares none. Two envs whose entry of one name and width samples other points observe other
+    things there."""
+    return dict(getattr(env, "OBSERVATION_POINTS", {}))

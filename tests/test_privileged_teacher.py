@@ -105,9 +105,11 @@ def test_the_stairs_teacher_config_is_a_perceptive_stairs_specialist_in_the_stud
 
 
 # env config: (history frames, action_rate scale, the PPO actor reads the scan, env steps the checkpoint teacher
-# teaches, the CLIMB_TERMS' scales)
-TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5, 0.0, -5.0)),
-                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0, -4.0, -1.0))}
+# teaches, the CLIMB_TERMS' scales, the second stage's teacher and the task contexts it teaches in)
+TERRAIN_STUDENTS = {"quadruped_terrain_blind": (5, -0.05, False, 1_500_000, (1.0, -50.0, -0.5, 0.0, -5.0),
+                                                CheckpointTeacher, ["*/stairs_up/*"]),
+                    "quadruped_terrain_perceptive": (1, -0.01, True, 1_000_000, (2.0, -100.0, 0.0, -4.0, -1.0),
+                                                     EMATeacher, None)}
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
@@ -118,9 +120,9 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     tracking, termination, clearance and orientation terms; the blind student the quadruped's): the asymmetric critic
     (PPO), the teacher's wider thigh and knee range, the checkpoint teacher named on the command line for the first
     1.5 M steps (blind) or 1 M (perceptive), its alpha falling from 1 to 0 over them (its actor reads the height scan
-    it gathers from the student's observation; the teacher run's last checkpoint), then an EMA anchor; the teachers
-    are the env's, for a SAC student too."""
-    frames, action_rate, perceptive, taught, terms = TERRAIN_STUDENTS[env]
+    it gathers from the student's observation; the teacher run's last checkpoint), then at alpha 0.1 the same teacher
+    on the stairs-up samples (blind) or an EMA anchor (perceptive); the teachers are the env's, for a SAC student too."""
+    frames, action_rate, perceptive, taught, terms, second, contexts = TERRAIN_STUDENTS[env]
     (tmp_path / "teacher").mkdir()
     run_dir, teacher = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs")  # the README's teacher
     with warnings.catch_warnings():
@@ -138,7 +140,8 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
         assert cfg.agent.privileged_critic and cfg.agent.perceptive_actor == perceptive
     distillation = build_distillation(cfg, model)
     first, anchor = distillation.sequence.stages
-    assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, EMATeacher)
+    assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, second)
+    assert (cfg.distill.stages[0].get("teach_contexts"), cfg.distill.stages[1].get("teach_contexts")) == (None, contexts)
     assert first.end == anchor.start == taught / cfg.train.total_timesteps
     assert (first.alpha(0.0), first.alpha(first.end / 2), anchor.alpha(0.5), anchor.alpha(1.0)) == (1.0, 0.5, 0.1, 0.1)
     assert distillation.sequence.select(0.0) is first
@@ -149,6 +152,23 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     targets = distillation.teacher.targets(torch.as_tensor(venv.normalize_obs(raw)), torch.as_tensor(raw))
     expected = policy_entry(teacher).distribution(torch_normalize_obs(teacher.get_env(), torch.as_tensor(raw[:, :138])))
     assert torch.equal(targets.dist.mean, expected.mean)
+
+
+def test_a_teacher_whose_scan_samples_other_points_is_refused_naming_the_kwargs(tmp_path):
+    """A stairs teacher on a scan of other spacing observes a space of the same shape as the student's, but its
+    height_scan entries are other points: refused before training, naming the entry and the env kwargs that differ;
+    the student given the teacher's scan learns from it."""
+    (tmp_path / "teacher").mkdir()
+    run_dir, _ = saved_teacher(tmp_path / "teacher", "env=quadruped_terrain_stairs", "+env.kwargs.scan_spacing=0.1")
+    student = ["env=quadruped_terrain_perceptive", f"distill.teacher={run_dir}"]
+    cfg, model = learner(tmp_path / "student", *student, distill="")
+    with pytest.raises(ConfigError) as err:
+        build_distillation(cfg, model)
+    for named in (f"distill.teacher={run_dir}", "height_scan samples the world at other points",
+                  "scan_spacing (teacher 0.1, student None)", "give the student the teacher's env kwargs"):
+        assert named in str(err.value), str(err.value)
+    cfg, model = learner(tmp_path / "same", *student, "+env.kwargs.scan_spacing=0.1", distill="")
+    assert isinstance(build_distillation(cfg, model).sequence.stages[0].teacher, CheckpointTeacher)
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])

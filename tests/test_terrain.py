@@ -17,7 +17,7 @@ import torch
 import envs  # noqa: F401  (registers OpenClaw/*)
 from envs.quadruped import QuadrupedTerrainEnv
 from envs.quadruped.config import FOOT_LOOKAHEAD, FOOT_LOOKAHEAD_REACH
-from envs.quadruped.height_scan import TerrainState, scan_points
+from envs.quadruped.height_scan import TerrainState, _sum, scan_points
 from envs.quadruped.terrain import (CELL, COLUMN_TYPES, COLUMNS, LEVELS, STEPPED_TYPES, STRIDE, TERRAIN_TYPES, riser_height,
                                     size_scale, terrain_grid)
 from test_train import cli_here
@@ -61,7 +61,7 @@ def test_stair_edges_rise_within_one_cell_and_levels_get_harder():
 
 def test_observation_layout_and_spec(env):
     u = env.unwrapped
-    assert env.observation_space.shape == (QuadrupedTerrainEnv.TERRAIN_OBS_DIM,) == (138,)
+    assert env.observation_space.shape == (138,)
     assert list(u.privileged_obs) == ["height_scan", "friction", "true_lin_vel"]
     assert u.privileged_obs["height_scan"] == slice(57, 134)
     assert QuadrupedTerrainEnv.__doc__.count("height_scan") >= 1
@@ -84,6 +84,36 @@ def test_height_scan_matches_ray_casts_on_the_heightfield(env):
             hit[k] = 3.0 - distance
         scan = obs[u.privileged_obs["height_scan"]]
         assert np.abs((z - hit) - scan).max() < 1e-6, kind
+
+
+def test_a_finer_scan_holds_the_default_scans_points_and_reads_the_same_ground(env):
+    """``scan_grid=(21, 13)``, ``scan_spacing=0.075``: the same window at twice the resolution. Its every second point
+    along x and y is a default scan point, read to the same bits on every type; the entries after the scan move along
+    and the scan's points are declared (the teachers compare them) and exported."""
+    fine = gym.make(ENV_ID, scan_grid=(21, 13), scan_spacing=0.075)
+    u, f = env.unwrapped, fine.unwrapped
+    assert fine.observation_space.shape == (57 + 21 * 13 + 4,)
+    assert f.privileged_obs == {"height_scan": slice(57, 330), "friction": slice(330, 331),
+                                "true_lin_vel": slice(331, 334)}
+    assert np.allclose(np.diff(np.unique(f.scan_points[:, 0])), 0.075 * u.tiles.scale)
+    assert np.array_equal(f.scan_points.reshape(21, 13, 2)[::2, ::2], u.scan_points.reshape(11, 7, 2))
+    assert np.array_equal(f.OBSERVATION_POINTS["height_scan"], f.scan_points)
+    assert f.deploy_metadata()["observation_terms"]["height_scan"]["points"] == f.scan_points.tolist()
+    for kind in TERRAIN_TYPES:
+        options = {"terrain_type": kind, "terrain_level": 7}
+        (coarse, _), (dense, _) = env.reset(seed=5, options=options), fine.reset(seed=5, options=options)
+        scan = dense[f.privileged_obs["height_scan"]].reshape(21, 13)
+        assert np.array_equal(scan[::2, ::2].ravel(), coarse[u.privileged_obs["height_scan"]]), kind
+        assert np.array_equal(dense[f.privileged_obs["true_lin_vel"]], coarse[u.privileged_obs["true_lin_vel"]])
+    fine.close()
+
+
+def test_the_scans_mean_ground_has_numpys_bits_for_any_number_of_points():
+    """The compiled pairwise sum (the mean ground of a scan of any size: above 128 points numpy splits in halves)."""
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 8, 77, 128, 129, 136, 273, 1681):
+        values = rng.normal(size=n) * 3.0
+        assert _sum(values) == values.sum(), n
 
 
 @pytest.mark.parametrize("kind", [t for t in TERRAIN_TYPES if t not in STEPPED_TYPES])
@@ -181,7 +211,7 @@ def test_the_ground_ahead_of_a_foot_is_where_its_velocity_takes_it():
     edge = x[np.argmax(grid.heights_at(x, np.full_like(x, cy)) > bottom + 0.01)]  # the first riser along +x
     top = grid.heights_at(edge + 0.05, cy)
     assert top - bottom == pytest.approx(riser_height(9, GO1_SCALE))
-    state = TerrainState(grid, scan_points(GO1_SCALE), (-1.0, 1.0), copies=5)
+    state = TerrainState(grid, scan_points(GO1_SCALE, (11, 7), 0.15), (-1.0, 1.0), copies=5)
     qpos = np.zeros((5, 19))
     qpos[:, 0:4] = (cx, cy, bottom + 0.3, 1.0)
     feet = np.zeros((5, 36))
@@ -225,7 +255,8 @@ def test_the_trunk_clearance_is_its_touch_zones_lowest_corner_over_the_ground_ah
     x = cx + np.arange(0.0, 2.0, 0.001)
     edge = x[np.argmax(grid.heights_at(x, np.full_like(x, cy)) > bottom + 0.01)]  # the first riser along +x
     front = base._trunk_corners[0, 0]  # the touch zone's front (m, body frame); level: its bottom at 0.1 m + bottom
-    state = TerrainState(grid, scan_points(GO1_SCALE), (-1.0, 1.0), copies=3, trunk_corners=base._trunk_corners)
+    state = TerrainState(grid, scan_points(GO1_SCALE, (11, 7), 0.15), (-1.0, 1.0), copies=3,
+                         trunk_corners=base._trunk_corners)
     qpos = np.zeros((3, 19))
     qpos[:, 0:4] = (edge - 0.03 - front, cy, bottom + 0.1 - base._trunk_corners[0, 2], 1.0)
     qvel = np.zeros((3, 18))
@@ -331,6 +362,12 @@ def test_bad_arguments_name_the_fix():
         gym.make(ENV_ID, terrain="rough")
     with pytest.raises(ValueError, match="gait_clock"):
         gym.make(ENV_ID, gait_clock=False)
+    for bad in ((10, 7), (11, 0), (43, 7)):
+        with pytest.raises(ValueError, match=r"scan_grid=.*two odd counts.*\[1, 41\].*e\.g\. \[11, 7\]"):
+            gym.make(ENV_ID, scan_grid=bad)
+    for grid, spacing in (((11, 7), 0.0), ((41, 7), 0.1)):
+        with pytest.raises(ValueError, match=r"scan_spacing=.*keep the spacing > 0 and the window within 1.5 s m"):
+            gym.make(ENV_ID, scan_grid=grid, scan_spacing=spacing)
 
 
 def test_masked_policy_hides_privileged_entries():

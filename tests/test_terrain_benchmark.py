@@ -39,10 +39,13 @@ def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_b
     assert stairs.env.kwargs.terrain_types == ["stairs_up"] and stairs.agent.desired_kl == 0.02
     assert composed["stairs_recipe_quadruped_terms"].agent.desired_kl is None  # the older teacher, as measured
     assert [stage.name for stage in perceptive.distill.stages] == ["checkpoint", "ema"]
-    for arm in ("perceptive_stairskeep", "blind_stairskeep"):
+    for arm in ("perceptive_stairskeep", "blind_stairskeep", "blind_recipe"):
         kept = composed[arm].distill.stages[1]  # the specialist on the stairs-up samples only
         assert (kept.name, kept.label, list(kept.teach_contexts), kept.alpha, kept.schedule) == (
             "checkpoint", "stairs_keep", ["*/stairs_up/*"], 0.1, "constant"), arm
+    anchor = composed["blind_ema_anchor"].distill.stages  # the blind recipe before 2026-12-07
+    assert [dict(stage) for stage in anchor] == [{"name": "checkpoint", "steps": 1_500_000, "schedule_steps": 1_500_000},
+                                                 {"name": "ema", "alpha": 0.1, "schedule": "constant"}]
     clear = composed["perceptive_trunkclear"].env.kwargs.reward_scales  # the documented recipe's, and the trunk's term
     assert clear.trunk_clearance == -40.0 and clear == {**perceptive.env.kwargs.reward_scales, "trunk_clearance": -40.0}
     assert blind.env.name == "quadruped_terrain_blind" and blind.agent.desired_kl is None

@@ -38,7 +38,7 @@ from distill.schedules import AlphaSchedule, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
 from envs.controllers import family_of
-from envs.declarations import action_units
+from envs.declarations import action_units, observation_points
 
 
 def _unpickled(path: Path) -> VecNormalize:
@@ -78,7 +78,8 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     :func:`~agents.teachers.observation_map.teacher_input_index` over the two envs' named entries (the student's:
     ``student_env`` = env id and kwargs; the teacher's: its run's config). ``student``: the student's observation
     and action spaces. :class:`ConfigError` when the teacher acts in another action space or in other units
-    (:func:`envs.declarations.action_units`), or its observation cannot be built from the student's (naming the entries and the fix)."""
+    (:func:`envs.declarations.action_units`), its observation cannot be built from the student's, or an entry of both
+    samples the world at other points (:func:`envs.declarations.observation_points`), naming them and the fix."""
     index, saved = None, saved_config.load(run_dir, "distill.teacher")
     if teacher.observation_space != student[0]:
         layout = observation_entries(saved.env.id, env_kwargs(saved))
@@ -89,23 +90,36 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     if teacher.action_space.shape != student[1].shape:
         raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
                           f"({teacher.action_space.shape} and {student[1].shape}); pick a teacher run of this env")
-    units = _action_units(saved.env.id, env_kwargs(saved)), _action_units(*student_env)
-    if not np.array_equal(*units):
+    (t_units, t_points), (s_units, s_points) = _declared(saved.env.id, env_kwargs(saved)), _declared(*student_env)
+    if not np.array_equal(t_units, s_units):
         raise ConfigError(f"distill.teacher={run_dir}: one unit of the teacher's action moves its env's targets by "
-                          f"{units[0].tolist()}, the student's by {units[1].tolist()} (env.kwargs.action_scale): give "
+                          f"{t_units.tolist()}, the student's by {s_units.tolist()} (env.kwargs.action_scale): give "
                           "the student the teacher's env.kwargs.action_scale, or pick a teacher run with the student's")
+    read = set(t_points) & set(s_points)
+    moved = sorted(name for name in read if not np.array_equal(t_points[name], s_points[name]))
+    if moved:
+        differ = _differing(env_kwargs(saved), student_env[1])
+        raise ConfigError(f"distill.teacher={run_dir}: the teacher's {', '.join(moved)} samples the world at other "
+                          f"points than the student's (env kwargs that differ: {differ}); give the student the "
+                          "teacher's env kwargs that place them, or pick a teacher run with the student's")
     return index
 
 
-def _action_units(env_id: str, kwargs: dict[str, Any]) -> np.ndarray:
-    """:func:`envs.declarations.action_units` of ``gym.make(env_id, **kwargs)`` (empty for an env that declares
-    none, so two such envs compare equal)."""
+def _declared(env_id: str, kwargs: dict[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """:func:`envs.declarations.action_units` (empty for an env that declares none, so two such envs compare
+    equal) and :func:`~envs.declarations.observation_points` of ``gym.make(env_id, **kwargs)``."""
     env = gym.make(env_id, **kwargs)
     try:
         units = action_units(env.unwrapped)
-        return np.empty(0) if units is None else units
+        return (np.empty(0) if units is None else units), observation_points(env.unwrapped)
     finally:
         env.close()
+
+
+def _differing(teacher: dict[str, Any], student: dict[str, Any]) -> str:
+    """The keys of two env kwargs whose values differ, with both values (``"none"`` when they are equal)."""
+    keys = sorted(k for k in set(teacher) | set(student) if teacher.get(k) != student.get(k))
+    return ", ".join(f"{k} (teacher {teacher.get(k)!r}, student {student.get(k)!r})" for k in keys) or "none"
 
 
 def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Observation] | None,

@@ -32,6 +32,8 @@ FOOT_CLEARANCE_TARGET = 0.08  # m: feet_clearance's swing height of a foot's low
 FOOT_STEP_MARGIN = 0.04  # m: feet_clearance_ahead's least height of a moving foot's lowest point over the ground ahead
 FOOT_LOOKAHEAD = 0.1  # s: the ground ahead of a foot is where its horizontal velocity takes it in this time ...
 FOOT_LOOKAHEAD_REACH = 0.1  # m: ... at most this far in x and in y (world)
+MAX_SCAN_POINTS = 41  # most height-scan points along one axis (scan_grid)
+MAX_SCAN_REACH = 1.5  # m, times the robot's size scale: farthest a scan point may lie from the trunk along x or y
 TRUNK_MARGIN = 0.05  # m: trunk_clearance's least height of the trunk's touch zone over the ground under and ahead of it
 FALL_GRAVITY_Z = -0.5  # projected gravity z above this = tilt > 60 deg
 
@@ -206,6 +208,8 @@ class QuadrupedTerrainConfig(QuadrupedConfig):
     ground_friction: tuple[float, float] = (0.5, 1.25)
     heading_command: bool = True
     terrain_types: tuple[str, ...] | None = None
+    scan_grid: tuple[int, int] = (11, 7)
+    scan_spacing: float = 0.15
 
     TERRAINS: ClassVar[tuple[str, ...]] = ("tiles",)
     UNMEASURED_TERMS: ClassVar[tuple[str, ...]] = ()
@@ -222,3 +226,11 @@ class QuadrupedTerrainConfig(QuadrupedConfig):
             if unknown or not self.terrain_types:
                 raise ValueError(f"terrain_types={list(self.terrain_types)!r} must name one or more of: "
                                  f"{', '.join(TERRAIN_TYPES)} (null: all of them)")
+        if any(n < 1 or n > MAX_SCAN_POINTS or n % 2 == 0 for n in self.scan_grid):
+            raise ValueError(f"scan_grid={list(self.scan_grid)!r} must be two odd counts of points (along x, along y) "
+                             f"in [1, {MAX_SCAN_POINTS}], so that the scan is centred on the trunk; e.g. [11, 7]")
+        half = max(self.scan_grid) // 2 * self.scan_spacing
+        if not (0 < self.scan_spacing and half <= MAX_SCAN_REACH):
+            raise ValueError(f"scan_spacing={self.scan_spacing} with scan_grid={list(self.scan_grid)} puts points "
+                             f"{half:g} s m from the trunk; keep the spacing > 0 and the window within "
+                             f"{MAX_SCAN_REACH} s m (s: the robot's size scale, Go1 0.671)")

@@ -15,9 +15,6 @@ from envs.quadruped.config import FOOT_LOOKAHEAD, FOOT_LOOKAHEAD_REACH
 from envs.quadruped.robots import LegGeometry
 from envs.quadruped.terrain import CELL, TerrainGrid, ground_in_samples
 
-SCAN_X = 11  # height-scan points along the body's x (forward)
-SCAN_Y = 7  # and y (left)
-SCAN_SPACING = 0.15  # m between scan points, times the robot's size scale (Go1: 0.1 m)
 HEADING_GAIN = 0.5  # yaw-rate command per rad of heading error (legged_gym)
 
 
@@ -31,11 +28,13 @@ class TerrainLegGeometry(LegGeometry):
     scan_obs: slice
 
 
-def scan_points(scale: float) -> np.ndarray:
-    """The (SCAN_X * SCAN_Y, 2) scan points (m, trunk yaw frame), x-major: point ``k`` is
-    ``(i - 5, j - 3) * SCAN_SPACING * scale`` for ``k = i * SCAN_Y + j``."""
-    i, j = np.meshgrid(np.arange(SCAN_X) - SCAN_X // 2, np.arange(SCAN_Y) - SCAN_Y // 2, indexing="ij")
-    return np.stack([i.ravel(), j.ravel()], axis=1) * SCAN_SPACING * scale
+def scan_points(scale: float, grid: tuple[int, int], spacing: float) -> np.ndarray:
+    """The (nx * ny, 2) scan points (m, trunk yaw frame) of a ``grid`` = (nx, ny) of points (odd counts, along x
+    forward and y left) ``spacing * scale`` m apart, centred under the trunk, x-major: point ``k`` is
+    ``(i - nx // 2, j - ny // 2) * spacing * scale`` for ``k = i * ny + j``."""
+    nx, ny = grid
+    i, j = np.meshgrid(np.arange(nx) - nx // 2, np.arange(ny) - ny // 2, indexing="ij")
+    return np.stack([i.ravel(), j.ravel()], axis=1) * spacing * scale
 
 
 class TerrainState:
@@ -94,15 +93,19 @@ def _clip(x: float, low: float, high: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _mean(values: np.ndarray) -> float:
-    """``values.sum() / len(values)`` with numpy's bits for up to 128 values (its pairwise sum: eight running
-    sums combined in pairs, then the rest in order), so the scan's mean ground is the one numpy gives."""
+def _sum(values: np.ndarray) -> float:
+    """``values.sum()`` with numpy's bits (its pairwise sum: below 8 values in order; up to 128, eight running sums
+    combined in pairs, then the rest in order; above, the two halves split at a multiple of 8, summed alike)."""
     n = values.shape[0]
+    if n > 128:
+        half = n // 2
+        half -= half % 8
+        return _sum(values[:half]) + _sum(values[half:])
     if n < 8:
         total = 0.0
         for k in range(n):
             total += values[k]
-        return total / n
+        return total
     r = values[:8].copy()
     k = 8
     while k < n - n % 8:
@@ -112,7 +115,7 @@ def _mean(values: np.ndarray) -> float:
     while k < n:
         total += values[k]
         k += 1
-    return total / n
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -160,7 +163,7 @@ def _terrain_state(padded, stepped_from, points, corners, qpos, qvel, heading, y
             u, v = (x + (c * ahead - s * left)) / CELL, (y + (s * ahead + c * left)) / CELL
             heights[k] = ground_in_samples(padded, stepped_from, u, v)
             scan[r, k] = _clip(z - heights[k], -1.0, 1.0)
-        ground[r] = _mean(heights)
+        ground[r] = _sum(heights) / n
         error = heading[r] - math.atan2(fy, fx)
         error = error - 2.0 * math.pi * (error > math.pi) + 2.0 * math.pi * (error < -math.pi)
         yaw_rate[r] = _clip(HEADING_GAIN * error, yaw_low, yaw_high)

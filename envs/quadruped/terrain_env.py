@@ -20,7 +20,7 @@ from envs import headless
 from envs.declarations import Curriculum, TaskContext
 from envs.quadruped.config import QuadrupedTerrainConfig
 from envs.quadruped.env import QuadrupedEnv
-from envs.quadruped.height_scan import SCAN_X, SCAN_Y, TerrainLegGeometry, TerrainState, scan_points
+from envs.quadruped.height_scan import TerrainLegGeometry, TerrainState, scan_points
 from envs.quadruped.robots import LegGeometry
 from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
@@ -72,7 +72,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     observation's command is the current one), so that a robot walks across tiles instead of in circles.
     ``vx``, ``vy`` come from the usual ranges (body frame).
 
-    ## Observation space: ``Box(-inf, inf, (138,), float32)``
+    ## Observation space: ``Box(-inf, inf, (138,), float32)`` (the default scan)
 
     Indices 0-56 are the quadruped's (``OpenClaw/Quadruped-v1``'s layout, ``QuadrupedEnv``'s docstring): the
     *proprioceptive* part, which a blind policy reads and a robot measures. The rest is *privileged*
@@ -81,13 +81,14 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     =======  ============  ==========================================================================  =====
     indices  name          meaning                                                                     unit
     =======  ============  ==========================================================================  =====
-    57-133   height_scan   trunk z minus the ground height at 11 x 7 points ``scan_points(s)``, 0.15 s   m
-                           m apart (Go1: 0.1 m; a 1.0 m x 0.6 m window), in the trunk's yaw frame, x
-                           major; clipped to [-1, 1]
+    57-133   height_scan   trunk z minus the ground height at ``scan_grid`` = 11 x 7 points            m
+                           ``scan_points``, ``scan_spacing`` = 0.15 s m apart (Go1: 0.1 m; a 1.0 m x
+                           0.6 m window), in the trunk's yaw frame, x major; clipped to [-1, 1]
     134      friction      the episode's foot-ground friction coefficient                              -
     135-137  true_lin_vel  trunk linear velocity (IMU site, body frame), without observation noise    m/s
     =======  ============  ==========================================================================  =====
 
+    Another ``scan_grid`` (nx, ny) gives ``nx * ny`` scan entries, and the entries after them move along.
     With ``history_steps=k`` > 1 the proprioceptive history follows, from index 138 (``QuadrupedEnv``'s docstring).
 
     The scan is legged_gym's 1.6 m x 1.0 m window of 17 x 11 points scaled by ``s``, sampled at 0.15 s m
@@ -113,18 +114,20 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     heading_command  True          yaw-rate command from a random heading (above)
     terrain_types    None          the types a seeded reset draws a copy's column from, e.g.
                                    ``["stairs_up"]`` (a specialist's curriculum); None: all six
+    scan_grid        (11, 7)       height-scan points along x (forward) and y (left), odd counts <= 41
+    scan_spacing     0.15          m between scan points, times the robot's size scale s (Go1: 0.1 m);
+                                   the window's half side at most 1.5 s m
     ===============  ============  =======================================================================
     """
 
     CURRICULUM: ClassVar[Curriculum] = Curriculum("terrain_level", "terrain_type", TERRAIN_TYPES, LEVELS)
     RESET_OPTIONS = ("command", "terrain_level", "terrain_type", "heading")
-    TERRAIN_OBS_DIM = QuadrupedEnv.CLOCK_OBS_DIM + SCAN_X * SCAN_Y + 4
     CONFIG: ClassVar[type[QuadrupedTerrainConfig]] = QuadrupedTerrainConfig
 
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
-        self.scan_points = scan_points(self.tiles.scale)
+        self.scan_points = scan_points(self.tiles.scale, self.scan_grid, self.scan_spacing)
         self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
         self._step_ground = np.zeros(4)  # m, world: the higher of that and the ground ahead of the foot (height_scan)
         self._trunk_corners = self._touch_zone_bottom()
@@ -134,6 +137,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
+        self.OBSERVATION_POINTS = {"height_scan": self.scan_points}  # envs.declarations.observation_points
         self._set_observation_layout({**self.CLOCK_SLICES, **self.privileged_obs})
         base = {f.name: getattr(self.controller_spec, f.name) for f in fields(LegGeometry)}
         self.controller_spec = TerrainLegGeometry(**base, scan_points=self.scan_points,
@@ -186,7 +190,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
         model, self.tiles = tiles_model(config.robot, int(config.terrain_seed), config.leg_collisions)
-        self._scan_friction = np.zeros(SCAN_X * SCAN_Y + 1)  # the scan and the friction of the observation
+        self._scan_friction = np.zeros(math.prod(config.scan_grid) + 1)  # the scan and the friction of the observation
         model = copy.deepcopy(model)
         self._box_window = BoxWindow(model, self.tiles)  # edits this copy
         return model
@@ -278,7 +282,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         meta["randomization"]["foot_friction"] = list(self.ground_friction)
         meta["observation_terms"].update({
             "height_scan": {"unit": "m", "frame": "trunk yaw", "meaning": "trunk z minus the ground height at the "
-                            "scan points (x major, the class docstring), clipped to [-1, 1]"},
+                            "scan points (x major, the class docstring), clipped to [-1, 1]",
+                            "points": self.scan_points.tolist()},
             "friction": {"unit": "1", "frame": "-", "meaning": "the episode's foot-ground friction coefficient"},
             "true_lin_vel": {"unit": "m/s", "frame": "body", "meaning": "lin_vel without observation noise"},
         })
