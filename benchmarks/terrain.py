@@ -183,11 +183,10 @@ ARMS["blind_ema_anchor"] = [*ARMS["blind_recipe"], "distill.stages.1.name=ema", 
 # trunk_clearance term; RESULTS, issue 38: "the trunk's clearance"): seven in ten level-5 stairs-up falls of the
 # documented students are the trunk's front coming down on a step
 ARMS["perceptive_trunkclear"] = [*ARMS["perceptive_recipe"], "+env.kwargs.reward_scales.trunk_clearance=-40.0"]
-# the specialist and its perceptive student on a height scan twice as fine (0.05 m on the Go1, 21 x 13 points over the
-# same window): two points on a 21 cm tread leave a step's edge 5 cm uncertain, and at 1 m/s the feet land on noses
-_FINE_SCAN = ["+env.kwargs.scan_grid=[21,13]", "+env.kwargs.scan_spacing=0.075"]
-ARMS["stairs_recipe_finescan"] = [*ARMS["stairs_recipe"], *_FINE_SCAN]
-ARMS["perceptive_finescan"] = [*ARMS["perceptive_recipe"], *_FINE_SCAN]
+# the specialist on a height scan twice as fine (0.05 m on the Go1, 21 x 13 points over the same window): two points on
+# a 21 cm tread leave a step's edge 5 cm uncertain, and at 1 m/s the feet land on noses
+ARMS["stairs_recipe_finescan"] = [*ARMS["stairs_recipe"], "+env.kwargs.scan_grid=[21,13]",
+                                  "+env.kwargs.scan_spacing=0.075"]
 FIXED_LEVELS = (0, 3, 6, 9)
 
 
