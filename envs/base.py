@@ -3,8 +3,8 @@
 :class:`MujocoTaskEnv` owns the MuJoCo model and data, steps the physics ``frame_skip`` times per
 control step in one native call, validates actions, guards against physics blow-ups and renders
 offscreen (``rgb_array``/``depth_array``) or in a passive viewer (``human``). Each env's constructor
-arguments, their defaults and their checks are one :class:`EnvConfig` subclass; :func:`reset_option` and
-:func:`reject_unknown_options` check ``reset(options=...)``.
+arguments, their defaults and their checks are one :class:`EnvConfig` subclass; :class:`ResetOption` declares a key of
+``reset(options=...)``, and :func:`checked_options` checks them all before a reset.
 
 Subclasses implement the task (private hooks, called by this class only): ``_reset_task``,
 ``_apply_action``, ``_before_physics`` (optional), ``_observe`` and ``_step_outcome`` (this step's
@@ -48,7 +48,7 @@ from envs import headless
 from envs.array_math import clip_actions
 from envs.declarations import ControllerSpec, Curriculum, Metric, TaskContext
 from envs.packaging import asset_path
-from envs.typed import check_fields
+from envs.typed import check_fields, checked
 
 # MuJoCo raises these warnings (and resets the state to qpos0) when the simulation diverges.
 _DIVERGENCE_WARNINGS = tuple(
@@ -56,38 +56,51 @@ _DIVERGENCE_WARNINGS = tuple(
 )
 
 
-def reset_option(
-    options: dict[str, Any], name: str, shape: tuple[int, ...], low: Any, high: Any, meaning: str
-) -> np.ndarray | None:
-    """``options[name]`` as a float array of ``shape`` within ``[low, high]``, or ``None`` when absent.
+@dataclass(frozen=True)
+class ResetOption:
+    """One key ``reset(options=...)`` takes, declared by the env class (``RESET_OPTIONS``: name -> option) and
+    checked by :func:`checked_options` before the env resets.
 
-    Raises ``ValueError`` naming the option when it has the wrong shape, a non-finite entry or an
-    entry outside the bounds (``meaning`` says what the numbers are, with units).
+    Args:
+        kind: its declared kind, one of :mod:`envs.typed`'s (``int``, ``float``, ``tuple[float, float]``,
+            ``Literal[...]``, ``Any``): a value of another kind is refused, never coerced (a bool is not a
+            level, nan and inf are not numbers, a list is not one of a Literal's strings).
+        meaning: what it sets, with units (``"the commanded heading (rad, world)"``).
+        low, high: bounds of its number, or of each entry of its numbers (scalars or one per entry), or None.
     """
-    if name not in options:
-        return None
-    try:
-        value = np.asarray(options[name], dtype=np.float64)
-    except (TypeError, ValueError):
-        value = None
-    if value is None or value.shape != shape or not np.isfinite(value).all():
-        raise ValueError(f"options[{name!r}] must be {meaning}, finite, shape {shape}; got {options[name]!r}")
-    low, high = np.broadcast_to(low, shape), np.broadcast_to(high, shape)
-    if ((value < low) | (value > high)).any():
-        raise ValueError(
-            f"options[{name!r}]={value.tolist()} is outside {np.round(low, 4).tolist()} .. "
-            f"{np.round(high, 4).tolist()} ({meaning})"
-        )
-    return value
+
+    kind: Any
+    meaning: str
+    low: Any = None
+    high: Any = None
 
 
-def reject_unknown_options(env_cls: type, options: dict[str, Any], valid: tuple[str, ...]) -> None:
-    """Raise ``ValueError`` naming reset options ``env_cls`` does not know and listing the valid ones."""
-    unknown = set(options) - set(valid)
+def checked_options(env_cls: type, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` checked against ``env_cls.RESET_OPTIONS`` (:class:`ResetOption` each), every value kept as its
+    declared kind. Raises ``ValueError`` naming the options ``env_cls`` does not know and the valid ones, or
+    ``"options['<name>']=<value> must be <what its kind accepts> (<meaning>)"`` / ``"... is outside <bounds>"``."""
+    declared: dict[str, ResetOption] = env_cls.RESET_OPTIONS
+    unknown = sorted(set(options) - set(declared))
     if unknown:
-        raise ValueError(
-            f"{env_cls.__name__}: unknown reset option(s) {sorted(unknown)}; valid options: {', '.join(valid)}"
-        )
+        raise ValueError(f"{env_cls.__name__}: unknown reset option(s) {unknown}; valid options: "
+                         f"{', '.join(declared) or 'none'}")
+    kept = {}
+    for name, value in options.items():
+        option = declared[name]
+        try:
+            kept[name] = checked(value, option.kind)
+        except ValueError as err:
+            raise ValueError(f"options[{name!r}]={value!r} {err} ({option.meaning})") from None
+        if option.low is None and option.high is None:
+            continue
+        numbers = np.asarray(kept[name], dtype=np.float64)
+        low = np.broadcast_to(-np.inf if option.low is None else option.low, numbers.shape)
+        high = np.broadcast_to(np.inf if option.high is None else option.high, numbers.shape)
+        if ((numbers < low) | (numbers > high)).any():
+            bounds = (f"[{low.item()}, {high.item()}]" if numbers.ndim == 0 else
+                      f"{np.round(low, 4).tolist()} .. {np.round(high, 4).tolist()}")
+            raise ValueError(f"options[{name!r}]={value!r} is outside {bounds} ({option.meaning})")
+    return kept
 
 
 RenderMode = Literal["human", "rgb_array", "depth_array"]
@@ -174,6 +187,7 @@ class MujocoTaskEnv(gym.Env):
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 50}
     METRICS: ClassVar[tuple[Metric, ...]] = ()  # what evaluations report besides return and length
     CURRICULUM: ClassVar[Curriculum | None] = None  # an env with a difficulty curriculum declares it
+    RESET_OPTIONS: ClassVar[dict[str, ResetOption]] = {}  # the keys reset(options=...) takes (checked_options)
 
     def __init__(self, model: str | mujoco.MjModel, frame_skip: int, action_dim: int, config: EnvConfig,
                  scene_file: str | None = None) -> None:
@@ -207,7 +221,8 @@ class MujocoTaskEnv(gym.Env):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
-        """Put the simulation in a fresh, randomized initial state (``self.np_random`` is seeded)."""
+        """Put the simulation in a fresh, randomized initial state (``self.np_random`` is seeded); ``options``:
+        the given reset options, checked and kept as their declared kinds (:func:`checked_options`)."""
         raise NotImplementedError
 
     def _apply_action(self, action: np.ndarray) -> None:
@@ -277,10 +292,11 @@ class MujocoTaskEnv(gym.Env):
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        options = checked_options(type(self), options or {})  # a refused option changes nothing
         super().reset(seed=seed)
         mujoco.mj_resetData(self.model, self.data)
         self._action[:] = 0.0
-        self._reset_task(options or {})
+        self._reset_task(options)
         mujoco.mj_forward(self.model, self.data)
         obs = self._observe()
         self._last_obs = obs

@@ -99,6 +99,12 @@ class ControllerSpec:
 
     dt: float
 
+    def tuned_for(self) -> dict[str, str]:
+        """What a controller parameter file made for this env says it is for: top-level keys of the file and their
+        values here (the quadruped's ``{"robot": "go2"}``); a file that names another value for one of them is
+        refused (:func:`envs.controllers.params_file.read_params`). ``{}`` here: every file fits."""
+        return {}
+
 
 def action_units(env: Any) -> np.ndarray | None:
     """What one unit of each entry of the (unwrapped) ``env``'s flat action moves: its ``ACTION_SCALE`` (a class

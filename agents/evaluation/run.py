@@ -60,7 +60,8 @@ class EvalConfig:
 
     run: Optional[str] = None  # run directory made by train.py
     checkpoint: str = "best"  # best | latest | with run=: a checkpoint's name (step_000100000) | a checkpoint
-    # directory | a model zip (any name) | a policy.onnx (export.py)
+    # directory | a model zip (any name; outside its run directory: with run= and its checkpoint's vecnormalize.pkl
+    # beside it) | a policy.onnx (export.py)
     policy: str = LEARNED  # learned (the run's policy) | trot | grasp (scripted controllers)
     env_id: Optional[str] = None  # Gymnasium id; default: the run's env (or the controller's)
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments over the run's (+env_kwargs.x=v)
@@ -82,7 +83,7 @@ class EvalConfig:
     # envs with a curriculum (QuadrupedTerrain-v1): also this many seeded episodes on each fixed tile (group x
     # level), falls and tracking error while on it, and the highest level walked per group (0: skip)
     tile_episodes: int = 10
-    tile_levels: list[int] = field(default_factory=lambda: [0, 3, 6, 9])
+    tile_levels: list[int] = field(default_factory=lambda: [0, 3, 6, 9])  # at least one while tile_episodes > 0
 
 
 def register_config() -> None:
@@ -190,10 +191,33 @@ def checkpoint_run(cfg: DictConfig, ckpt: checkpoint.Checkpoint) -> Path:
     if cfg.run:
         return Path(cfg.run)
     run_dir = ckpt.path.parent.parent
-    if not (run_dir / saved_config.CONFIG).is_file():
+    if not _in_run(ckpt):
+        also = "" if ckpt.normalization is not None else (
+            f", and if that run normalised observations (env.normalize_obs, the default) {_copy_normalization(ckpt)}")
         raise ConfigError(f"checkpoint={cfg.checkpoint} does not lie in a run directory's checkpoints/<name>/, so "
-                          "the env and agent it was trained with are unknown; pass run=<the run directory that trained it>")
+                          "the env and agent it was trained with are unknown: pass "
+                          f"run=<the run directory that trained it> (its {saved_config.CONFIG} says them){also}")
     return run_dir
+
+
+def _in_run(ckpt: checkpoint.Checkpoint) -> bool:
+    """Whether ``ckpt`` lies in a run directory (``<run>/checkpoints/<name>/`` beside the run's config)."""
+    return (ckpt.path.parent.parent / saved_config.CONFIG).is_file()
+
+
+def _copy_normalization(ckpt: checkpoint.Checkpoint) -> str:
+    """How to give ``ckpt`` (a model zip without its normalisation statistics beside it) the ones it was saved with."""
+    return (f"copy {checkpoint.NORMALIZATION} of the checkpoint it was saved with (<run>/checkpoints/<name>/) beside "
+            f"{ckpt.model}, or pass checkpoint=<that checkpoint directory>")
+
+
+def _check_copied_normalization(saved: DictConfig, ckpt: checkpoint.Checkpoint) -> None:
+    """:class:`ConfigError` when ``ckpt``, a model zip or checkpoint copied out of its run directory, lacks the
+    normalisation statistics its run (``saved``: its config) trained with (in a run, a checkpoint without them is
+    damaged: :func:`load_intact`)."""
+    if not _in_run(ckpt) and ckpt.normalization is None and saved.env.get("normalize_obs", False):
+        raise ConfigError(f"checkpoint={ckpt.named}: its run normalised observations, and there is no "
+                          f"{checkpoint.NORMALIZATION} beside {ckpt.model}; {_copy_normalization(ckpt)}")
 
 
 def load_policy(saved: DictConfig, ckpt: checkpoint.Checkpoint, venv: VecEnv, device: str) -> tuple[Predictor, VecEnv]:
@@ -212,7 +236,9 @@ def load_intact(saved: DictConfig, which: str, ckpt: checkpoint.Checkpoint, venv
                 device: str) -> tuple[Predictor, VecEnv, checkpoint.Checkpoint]:
     """:func:`load_policy` of ``ckpt``; for ``which`` (the ``checkpoint=`` option) ``best|latest`` a damaged one
     falls back to the run's newest intact checkpoint, named on stderr. Returns (policy, wrapped venv, the
-    checkpoint used)."""
+    checkpoint used). :class:`ConfigError` for a checkpoint copied out of its run without its normalisation
+    statistics (what to copy beside it) or one whose observation space is not ``venv``'s."""
+    _check_copied_normalization(saved, ckpt)  # a copy's missing file is not damage either
     check_observation_space(str(ckpt.model), venv)  # a mismatch is not damage: no fallback
     run_dir = ckpt.path.parent.parent
     tried = checkpoint.in_order(run_dir, which) if which in ("best", "latest") else [ckpt]
@@ -313,9 +339,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             policy.sync_env(venv, i)
 
     curriculum = venv.get_attr("CURRICULUM", indices=[0])[0] if venv.has_attr("CURRICULUM") else None
-    if curriculum is not None and cfg.tile_episodes and not all(0 <= lv < curriculum.levels for lv in cfg.tile_levels):
-        venv.close()
-        raise ConfigError(f"tile_levels={list(cfg.tile_levels)}: {env_id}'s levels are 0 .. {curriculum.levels - 1}")
+    if curriculum is not None and cfg.tile_episodes:
+        _check_tile_levels(cfg, venv, env_id, curriculum)
     staging = _staging_dir(out)  # only now: a bad env argument or checkpoint leaves ``out`` untouched
 
     t0 = time.time()
@@ -390,6 +415,18 @@ def _check_reset_options(venv: VecEnv, options: dict[str, Any]) -> None:
     except (TypeError, ValueError) as err:
         venv.close()
         raise ConfigError(f"reset_options={options}: {env_error(err)}") from None
+
+
+def _check_tile_levels(cfg: DictConfig, venv: VecEnv, env_id: str, declared: Curriculum) -> None:
+    """:class:`ConfigError` (``venv`` closed) when ``tile_levels`` names no level, or one ``declared`` lacks."""
+    levels, span = list(cfg.tile_levels), f"{env_id}'s levels are 0 .. {declared.levels - 1}"
+    if levels and all(0 <= lv < declared.levels for lv in levels):
+        return
+    venv.close()
+    if not levels:
+        raise ConfigError(f"tile_levels=[] names no level, but tile_episodes={cfg.tile_episodes} asks for fixed tiles "
+                          f"({span}); list levels (tile_levels=[0,3,6,9]) or pass tile_episodes=0 for none")
+    raise ConfigError(f"tile_levels={levels}: {span}")
 
 
 def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs: dict[str, Any],

@@ -29,7 +29,12 @@ from agents.factory import load_agent
 from agents.students import policy_entry
 from agents.config.teacher_kinds import TEACHERS
 from agents.teachers.controller import ControllerTeacher, starting_params
-from agents.teachers.observation_map import observation_entries, teacher_input_index
+from agents.teachers.observation_map import (
+    arguments_that_change,
+    copy_hint,
+    observation_entries,
+    teacher_input_index,
+)
 from agents.teachers.stages import stage_spans, teaching_stages
 from agents.vec_env import env_kwargs, torch_normalize_obs
 from distill.opd import OnlinePolicyDistillation
@@ -81,16 +86,17 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     (:func:`envs.declarations.action_units`), its observation cannot be built from the student's, or an entry of both
     samples the world at other points (:func:`envs.declarations.observation_points`), naming them and the fix."""
     index, saved = None, saved_config.load(run_dir, "distill.teacher")
+    teacher_env = (saved.env.id, env_kwargs(saved))
     if teacher.observation_space != student[0]:
-        layout = observation_entries(saved.env.id, env_kwargs(saved))
+        layout = observation_entries(*teacher_env)
         if layout[0] != teacher.observation_space:
             raise ConfigError(f"distill.teacher={run_dir}: its config.yaml's env ({saved.env.id}) observes {layout[0]}, "
                               f"its model {teacher.observation_space}; restore the run's config.yaml or pick another teacher run")
-        index = teacher_input_index(run_dir, layout, observation_entries(*student_env))
+        index = teacher_input_index(run_dir, layout, observation_entries(*student_env), (teacher_env, student_env))
     if teacher.action_space.shape != student[1].shape:
         raise ConfigError(f"distill.teacher={run_dir}: teacher and student act in different action spaces "
                           f"({teacher.action_space.shape} and {student[1].shape}); pick a teacher run of this env")
-    (t_units, t_points), (s_units, s_points) = _declared(saved.env.id, env_kwargs(saved)), _declared(*student_env)
+    (t_units, t_points), (s_units, s_points) = _declared(*teacher_env), _declared(*student_env)
     if not np.array_equal(t_units, s_units):
         raise ConfigError(f"distill.teacher={run_dir}: one unit of the teacher's action moves its env's targets by "
                           f"{t_units.tolist()}, the student's by {s_units.tolist()} (env.kwargs.action_scale): give "
@@ -98,10 +104,12 @@ def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tup
     read = set(t_points) & set(s_points)
     moved = sorted(name for name in read if not np.array_equal(t_points[name], s_points[name]))
     if moved:
-        differ = _differing(env_kwargs(saved), student_env[1])
+        keys = arguments_that_change(lambda env: {n: observation_points(env).get(n) for n in moved}, teacher_env,
+                                     student_env)
+        fix = (f"{copy_hint(keys, teacher_env[1], student_env[1], 'place them')}, or" if keys else
+               "no env kwarg of the student's env places them as the teacher's:")
         raise ConfigError(f"distill.teacher={run_dir}: the teacher's {', '.join(moved)} samples the world at other "
-                          f"points than the student's (env kwargs that differ: {differ}); give the student the "
-                          "teacher's env kwargs that place them, or pick a teacher run with the student's")
+                          f"points than the student's; {fix} pick a teacher run with the student's")
     return index
 
 
@@ -114,12 +122,6 @@ def _declared(env_id: str, kwargs: dict[str, Any]) -> tuple[np.ndarray, dict[str
         return (np.empty(0) if units is None else units), observation_points(env.unwrapped)
     finally:
         env.close()
-
-
-def _differing(teacher: dict[str, Any], student: dict[str, Any]) -> str:
-    """The keys of two env kwargs whose values differ, with both values (``"none"`` when they are equal)."""
-    keys = sorted(k for k in set(teacher) | set(student) if teacher.get(k) != student.get(k))
-    return ", ".join(f"{k} (teacher {teacher.get(k)!r}, student {student.get(k)!r})" for k in keys) or "none"
 
 
 def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Observation] | None,

@@ -11,13 +11,13 @@ functions on arrays (:meth:`ClawEnv.apply_batch`, :meth:`ClawEnv.finish_batch`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from envs.array_math import BatchMath, ScalarMath
-from envs.base import MujocoTaskEnv, reject_unknown_options, reset_option
+from envs.base import MujocoTaskEnv, ResetOption
 from envs.claw.config import REWARD_TYPES, TASKS, ClawConfig
 from envs.claw.cube import Cube
 from envs.claw.gantry import ARMS, arm_class
@@ -225,7 +225,14 @@ class ClawEnv(MujocoTaskEnv):
     ACTION_SCALE = (POS_STEP, POS_STEP, POS_STEP, YAW_STEP, -MAX_OPENING / 2)
     TASKS = TASKS  # the task= choices (envs.claw.config)
     ARMS = ARMS  # the arm= choices: GantryArm, envs.claw.panda.PandaArm (envs.claw.gantry)
-    RESET_OPTIONS = ("object_xy", "object_yaw", "goal", "object_class")  # the keys reset(options=...) takes
+    RESET_OPTIONS: ClassVar[dict[str, ResetOption]] = {  # the keys reset(options=...) takes
+        "object_xy": ResetOption(tuple[float, float], "the cube's start x, y on the table (m)",
+                                 -OBJECT_XY_LIMIT, OBJECT_XY_LIMIT),
+        "object_yaw": ResetOption(float, "the cube's start yaw (rad)", -math.pi, math.pi),
+        "goal": ResetOption(tuple[float, float, float], "the target x, y, z of the cube centre within the "
+                            "gripper's reach (m)", GOAL_LOW, WORKSPACE_HIGH),
+        "object_class": ResetOption(Any, "drawn object properties -> the half of their range"),  # Cube.class_option
+    }
     REWARD_TYPES = REWARD_TYPES
     METRICS = (Metric("success_rate", "is_success", "last", "fraction", "success"),)
 
@@ -277,13 +284,9 @@ class ClawEnv(MujocoTaskEnv):
 
     # ------------------------------------------------------------------ task hooks
     def _reset_task(self, options: dict[str, Any]) -> None:
-        reject_unknown_options(type(self), options, self.RESET_OPTIONS)
         object_class = self.cube.class_option(options)
-        obj_xy = reset_option(options, "object_xy", (2,), -OBJECT_XY_LIMIT, OBJECT_XY_LIMIT,
-                              "the cube's start x, y on the table (m)")
-        yaw = reset_option(options, "object_yaw", (), -math.pi, math.pi, "the cube's start yaw (rad)")
-        goal = reset_option(options, "goal", (3,), GOAL_LOW, WORKSPACE_HIGH,
-                            "the target x, y, z of the cube centre within the gripper's reach (m)")
+        obj_xy, goal = (np.array(options[name]) if name in options else None for name in ("object_xy", "goal"))
+        yaw = options.get("object_yaw")
         rng = self.np_random
         if obj_xy is None:
             obj_xy = rng.uniform(-self.object_range, self.object_range, size=2)

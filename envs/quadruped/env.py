@@ -22,7 +22,7 @@ import mujoco
 import numpy as np
 
 from envs.array_math import BatchMath, ScalarMath
-from envs.base import MujocoTaskEnv, reject_unknown_options, reset_option
+from envs.base import MujocoTaskEnv, ResetOption
 from envs.declarations import Metric, TaskContext
 import envs.quadruped.config as defaults
 from envs.quadruped.config import QuadrupedConfig, checked_gait_frequency
@@ -279,7 +279,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     DEFAULT_REWARD_SCALES = defaults.DEFAULT_REWARD_SCALES  # per second
     REWARD_TERMS = defaults.REWARD_TERMS
     CONFIG: ClassVar[type[QuadrupedConfig]] = QuadrupedConfig  # the constructor's arguments
-    RESET_OPTIONS = ("command",)  # the keys reset(options=...) takes
+    RESET_OPTIONS: ClassVar[dict[str, ResetOption]] = {  # the keys reset(options=...) takes
+        "command": ResetOption(tuple[float, float, float], "the commanded base velocity vx m/s, vy m/s, wz rad/s"),
+    }
     METRICS = (
         Metric("tracking_error", "tracking_error", "mean", "m/s", "tracking error"),  # |v_xy - cmd_xy|, body frame
         Metric("fall_rate", "fell", "last", "fraction", "falls"),
@@ -406,7 +408,6 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     # ------------------------------------------------------------------ reset
     def _reset_task(self, options: dict[str, Any]) -> None:
-        reject_unknown_options(type(self), options, self.RESET_OPTIONS)
         d, rng = self.data, self.np_random
         if self.domain_randomization:
             self._randomize_physics()
@@ -421,8 +422,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         if self._max_delay:
             self._draw_action_delay()
 
-        command = reset_option(options, "command", (3,), -np.inf, np.inf,
-                               "the commanded base velocity vx m/s, vy m/s, wz rad/s")
+        command = options.get("command")
         self._command[:] = rng.uniform(self._cmd_lo, self._cmd_hi) if command is None else command
         self._last_action[:] = 0.0
         self._air_time[:] = (0.0, 0.0, 0.0, 0.0)

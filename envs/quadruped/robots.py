@@ -365,6 +365,10 @@ class LegGeometry(ControllerSpec):
     default_pose: np.ndarray
     action_scale: np.ndarray
 
+    def tuned_for(self) -> dict[str, str]:
+        """A trot parameter file is tuned for one robot (its ``"robot"``: ``trot_params/go2.json``)."""
+        return {"robot": self.robot}
+
     @classmethod
     def from_model(cls, model: mujoco.MjModel, robot: Robot, dt: float,
                    action_scale: float | np.ndarray) -> LegGeometry:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import mujoco
 import numpy as np
 
 from envs import headless
+from envs.base import ResetOption, checked_options
 from envs.declarations import Curriculum, TaskContext
 from envs.quadruped.config import QuadrupedTerrainConfig
 from envs.quadruped.env import QuadrupedEnv
@@ -121,7 +122,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     """
 
     CURRICULUM: ClassVar[Curriculum] = Curriculum("terrain_level", "terrain_type", TERRAIN_TYPES, LEVELS)
-    RESET_OPTIONS = ("command", "terrain_level", "terrain_type", "heading")
+    RESET_OPTIONS: ClassVar[dict[str, ResetOption]] = {
+        **QuadrupedEnv.RESET_OPTIONS,
+        "terrain_level": ResetOption(int, "the tile's level, 0 = easiest", 0, LEVELS - 1),
+        "terrain_type": ResetOption(Literal[TERRAIN_TYPES], "the tile's terrain type"),
+        "heading": ResetOption(float, "the commanded heading (rad, world; 0 = +x)"),
+    }
     CONFIG: ClassVar[type[QuadrupedTerrainConfig]] = QuadrupedTerrainConfig
 
     def __init__(self, **kwargs: Any) -> None:
@@ -205,6 +211,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     # ------------------------------------------------------------------ episodes and the curriculum
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        options = checked_options(type(self), options or {})  # a refused option moves no level
         if self._started and self.curriculum and seed is None and not self._keep_state:
             self._level = self._next_level()  # the episode that ended moves the level, before the state resets
         self._seed = seed
@@ -233,15 +240,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         elif not self.curriculum:
             self._level = int(rng.integers(LEVELS))
         if "terrain_type" in options:
-            kind = options["terrain_type"]
-            if kind not in self._columns:
-                raise ValueError(f"options['terrain_type']={kind!r} is unknown; choose one of: {', '.join(TERRAIN_TYPES)}")
-            self._column = int(rng.choice(self._columns[kind]))
+            self._column = int(rng.choice(self._columns[options["terrain_type"]]))
         if "terrain_level" in options:
-            level = options["terrain_level"]
-            if not (isinstance(level, (int, np.integer)) and 0 <= level < LEVELS):
-                raise ValueError(f"options['terrain_level']={level!r} must be a whole number in [0, {LEVELS - 1}]")
-            self._level = int(level)
+            self._level = options["terrain_level"]
         self._started = True
         self._left_tile = False
         origin = self.tiles.origins[self._level, self._column]
@@ -254,7 +255,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self._set_foot_friction(friction)
         self._scan_friction[-1] = friction
         if "heading" in options:
-            self._heading = float(options["heading"])
+            self._heading = options["heading"]
         elif self.heading_command:
             self._heading = float(rng.uniform(-math.pi, math.pi))
         self._box_window.follow(*d.qpos[0:2].tolist(), reset=True)
