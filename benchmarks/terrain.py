@@ -52,8 +52,9 @@ import csv
 import json
 import subprocess
 import sys
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -178,8 +179,8 @@ ARMS["blind_recipe"] = ["env=quadruped_terrain_blind", "distill.teacher={teacher
 ARMS["perceptive_stairskeep"] = [*ARMS["perceptive_recipe"], "+distill.stages.1.label=stairs_keep",
                                  "distill.stages.1.name=checkpoint", "+distill.stages.1.teach_contexts=[*/stairs_up/*]"]
 ARMS["blind_stairskeep"] = ARMS["blind_recipe"]
-ARMS["blind_ema_anchor"] = [*ARMS["blind_recipe"], "distill.stages.1.name=ema", "~distill.stages.1.label",
-                            "~distill.stages.1.teach_contexts"]
+ARMS["blind_ema_anchor"] = [*ARMS["blind_recipe"], "distill.stages.1.name=ema", "distill.stages.1.label=null",
+                            "distill.stages.1.teach_contexts=null"]  # typed stages: null is "not set"
 # the perceptive student charged for its trunk's touch zone coming within 5 cm of the ground under or ahead of it (the
 # trunk_clearance term; RESULTS, issue 38: "the trunk's clearance"): seven in ten level-5 stairs-up falls of the
 # documented students are the trunk's front coming down on a step
@@ -258,11 +259,22 @@ def learn(arms: list[str], seeds: list[int], steps: int, parallel: int, extra: l
     return [str(out) for p, out in started if p.wait() != 0]
 
 
-def level_curve(run: Path) -> list[tuple[int, float]]:
-    """``(env steps, curriculum/mean_level)`` of a run's ``progress.csv``."""
-    rows = list(csv.DictReader((run / "progress.csv").open()))
-    return [(int(float(r["time/total_timesteps"])), float(r["curriculum/mean_level"]))
-            for r in rows if r.get("curriculum/mean_level")]
+def level_record(run: Path) -> dict:
+    """A run's curriculum from its ``progress.csv``: ``curve``, the ``(env steps, curriculum/mean_level)`` of every row
+    that logged a mean level, and ``per_type``, each terrain type's mean level (0-9) in the last of those rows (None:
+    no env copy was on that type then). ValueError, naming the file, when no row logged a mean level."""
+    from envs.quadruped.terrain import TERRAIN_TYPES
+
+    path = run / "progress.csv"
+    with path.open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("curriculum/mean_level")]
+    if not rows:
+        raise ValueError(f"{path} logs no curriculum/mean_level: not a run on {ENV_ID}, or it stopped before its "
+                         "first rollout ended; pick the run directories that trained on the terrain curriculum")
+    last = rows[-1]
+    return {"curve": [(int(float(r["time/total_timesteps"])), float(r["curriculum/mean_level"])) for r in rows],
+            "per_type": {t: float(last[f"curriculum/level_{t}"]) if last.get(f"curriculum/level_{t}") else None
+                         for t in TERRAIN_TYPES}}
 
 
 def policy_act(run: Path):
@@ -292,29 +304,43 @@ def policy_act(run: Path):
 
 
 def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "") -> dict:
+    """``learn``'s report for runs already made (module docstring): per (arm, seed), its curriculum
+    (:func:`level_record`), its latest checkpoint on the tiles of every type at ``FIXED_LEVELS`` (``episodes`` each,
+    seeds 10,000 + k) and per type the highest level walked; printed and written to the run's ``report.json``. Every
+    run's ``progress.csv`` is read before any is evaluated: one that logs no curriculum stops it, naming the file."""
     import envs  # noqa: F401
     from agents.evaluation.tiles import evaluate_tiles, highest_levels
     from envs.quadruped.terrain import TERRAIN_TYPES
 
+    runs_ = [run_dir(arm, seed, tag) for arm in arms for seed in seeds]
+    try:
+        levels = {run: level_record(run) for run in runs_}
+    except ValueError as e:
+        sys.exit(f"error: {e}")
     out = {}
-    for arm in arms:
-        for seed in seeds:
-            run = run_dir(arm, seed, tag)
-            curve = level_curve(run)
-            act, kwargs, step = policy_act(run)
-            results = evaluate_tiles(act, ENV_ID, kwargs, TERRAIN_TYPES, FIXED_LEVELS, episodes, seed=10_000)
-            last = list(csv.DictReader((run / "progress.csv").open()))[-1]
-            per_type = {t: last.get(f"curriculum/level_{t}") for t in TERRAIN_TYPES}
-            print(f"\n## {run.name}: step {step}; mean level curve (every ~250 k): "
-                  + ", ".join(f"{s // 1000}k {lv:.2f}" for s, lv in curve[:: max(1, len(curve) // 12)]))
-            print(f"final mean level {curve[-1][1]:.2f}; per type: "
-                  + ", ".join(f"{t} {float(v):.1f}" for t, v in per_type.items() if v))
-            print(_table(results))
-            out[run.name] = {"step": step, "curve": curve, "per_type": per_type,
-                             "tiles": [asdict(r) for r in results], "highest": highest_levels(results)}
-            (run / "report.json").write_text(json.dumps(out[run.name], indent=1))
-            print(f"written {run / 'report.json'}")
+    for run in runs_:
+        act, kwargs, step = policy_act(run)
+        results = evaluate_tiles(act, ENV_ID, kwargs, TERRAIN_TYPES, FIXED_LEVELS, episodes, seed=10_000)
+        out[run.name] = {"step": step, **levels[run], "tiles": [asdict(r) for r in results],
+                         "highest": highest_levels(results)}
+        print(report_text(run.name, out[run.name]))
+        (run / "report.json").write_text(json.dumps(out[run.name], indent=1))
+        print(f"written {run / 'report.json'}")
     return out
+
+
+def report_text(name: str, record: dict) -> str:
+    """:func:`report`'s printout of one run's ``record`` (its ``report.json``): about a dozen points of the mean-level
+    curve (env steps in thousands), the final mean level and per type, and the tile table (:func:`_table`)."""
+    from agents.evaluation.tiles import TileResult
+
+    curve = record["curve"]
+    return "\n".join([
+        f"\n## {name}: step {record['step']}; mean level curve: "
+        + ", ".join(f"{s // 1000}k {lv:.2f}" for s, lv in curve[:: max(1, len(curve) // 12)]),
+        f"final mean level {curve[-1][1]:.2f}; per type: "
+        + ", ".join(f"{t} {v:.1f}" for t, v in record["per_type"].items() if v is not None),
+        _table([TileResult(**tile) for tile in record["tiles"]])])
 
 
 DIAGNOSED_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "orientation", "lin_vel_z", "base_height", "feet_clearance")
@@ -374,6 +400,35 @@ CAUSES = ("upright touch", "tilted touch", "tilt or low")  # what ended a fall (
 RIM_MARGIN = 0.1  # m: out of the pit once the scan's mean ground is within this of the rim (world z = 0)
 
 
+class Climb(NamedTuple):
+    """One :func:`climb` episode: the commanded horizontal speed at the reset (m/s), whether it fell on the tile, the
+    seconds to out of the pit (inf: never), its FR and FL swing apex (cm) and what ended the fall (:data:`CAUSES`;
+    "": no fall)."""
+
+    speed: float
+    fell: bool
+    seconds_out: float
+    apex: tuple[float, float]
+    cause: str
+
+
+@dataclass(frozen=True)
+class ClimbGroup:
+    """:func:`climb`'s row for one commanded-speed group (:data:`SPEEDS`): its episodes, the share that fell, the share
+    out of the pit, the median seconds to out (nan: none), the median FR and FL swing apex (cm) of its episodes that
+    climbed out and of those that stalled (neither out nor fell; None: no such episode), and its falls per cause
+    (:data:`CAUSES`' order)."""
+
+    name: str
+    episodes: int
+    falls: float
+    climbed_out: float
+    median_s_out: float
+    apex_out: tuple[float, float] | None
+    apex_stalled: tuple[float, float] | None
+    causes: tuple[int, ...]
+
+
 def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
     """Stairs up (a pit, climbed out of; its rim at world z = 0) on fixed tiles: per run and level, the episodes
     (seeds 10,000 + k) grouped by the commanded horizontal speed at the reset (:data:`SPEEDS`), and per group the
@@ -390,30 +445,43 @@ def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
     for run in runs_:
         act, kwargs, step = policy_act(run)
         for level in levels:
-            rows = _climbs(act, kwargs, level, episodes)
             print(f"\n## {run.name} (step {step}), stairs up level {level}, {episodes} episodes")
-            print("| command | episodes | falls | climbed out | median s to out | FR / FL swing apex, cm: out "
-                  "| stalled | falls: upright touch / tilted touch / tilt or low |")
-            print("|---|---|---|---|---|---|---|---|")
-            for low, high, name in SPEEDS:
-                group = [r for r in rows if low <= r[0] < high]
-                if not group:
-                    continue
-                times = [r[2] for r in group if np.isfinite(r[2])]
-                falls, share = np.mean([r[1] for r in group]), len(times) / len(group)
-                median = np.median(times) if times else float("nan")
-                parts = ([r for r in group if np.isfinite(r[2])], [r for r in group if np.isinf(r[2]) and not r[1]])
-                apex = [" / ".join(f"{v:.1f}" for v in np.median([r[3] for r in part], axis=0)) if part else "-"
-                        for part in parts]
-                causes = " / ".join(str(sum(r[4] == c for r in group)) for c in CAUSES)
-                print(f"| {name} | {len(group)} | {falls:.0%} | {share:.0%} | {median:.1f} | {apex[0]} | {apex[1]} "
-                      f"| {causes} |")
+            print(climb_table(climb_groups(_climbs(act, kwargs, level, episodes))))
 
 
-def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[tuple]:
-    """:func:`climb`'s episodes on one level, run side by side (one batch, as the tile evaluation runs them): per
-    episode (commanded speed m/s, fell, seconds to out of the pit or inf, its FR and FL swing apex in cm, what ended
-    the fall or "")."""
+def climb_groups(climbs: list[Climb]) -> list[ClimbGroup]:
+    """:func:`climb`'s figures: a :class:`ClimbGroup` per :data:`SPEEDS` group that holds an episode, in its order."""
+    def median_apex(part: list[Climb]) -> tuple[float, float] | None:
+        return tuple(np.median([c.apex for c in part], axis=0).tolist()) if part else None
+
+    groups = []
+    for low, high, name in SPEEDS:
+        group = [c for c in climbs if low <= c.speed < high]
+        if not group:
+            continue
+        out = [c for c in group if np.isfinite(c.seconds_out)]
+        stalled = [c for c in group if np.isinf(c.seconds_out) and not c.fell]
+        groups.append(ClimbGroup(
+            name, len(group), float(np.mean([c.fell for c in group])), len(out) / len(group),
+            float(np.median([c.seconds_out for c in out])) if out else float("nan"), median_apex(out),
+            median_apex(stalled), tuple(sum(c.cause == cause for c in group) for cause in CAUSES)))
+    return groups
+
+
+def climb_table(groups: list[ClimbGroup]) -> str:
+    """:func:`climb`'s markdown table of :func:`climb_groups`' rows."""
+    def apex(pair: tuple[float, float] | None) -> str:
+        return " / ".join(f"{v:.1f}" for v in pair) if pair is not None else "-"
+
+    lines = ["| command | episodes | falls | climbed out | median s to out | FR / FL swing apex, cm: out | stalled "
+             "| falls: upright touch / tilted touch / tilt or low |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {g.name} | {g.episodes} | {g.falls:.0%} | {g.climbed_out:.0%} | {g.median_s_out:.1f} "
+              f"| {apex(g.apex_out)} | {apex(g.apex_stalled)} | {' / '.join(map(str, g.causes))} |" for g in groups]
+    return "\n".join(lines)
+
+
+def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[Climb]:
+    """:func:`climb`'s episodes on one level, run side by side (one batch, as the tile evaluation runs them)."""
     from envs.batched import BatchedSimulation
 
     sim = BatchedSimulation(ENV_ID, episodes, **kwargs)
@@ -439,9 +507,9 @@ def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[tuple]:
                             else "upright touch" if task._s_base[8] < -0.8 else "tilted touch")
             if result.terminated[j] or result.truncated[j] or left:
                 alive[i] = False
-                apex[i] = [float(info["swing_apex_FR"][j]), float(info["swing_apex_FL"][j])]
+                apex[i] = (float(info["swing_apex_FR"][j]), float(info["swing_apex_FL"][j]))
     sim.close()
-    return list(zip(speed, fell.tolist(), out.tolist(), apex, cause))
+    return [Climb(*episode) for episode in zip(speed, fell.tolist(), out.tolist(), apex, cause)]
 
 
 def main() -> None:

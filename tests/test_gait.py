@@ -92,19 +92,41 @@ def test_a_standing_robot_has_duty_one_and_no_slip():
     env.close()
 
 
-def test_the_scripted_trot_walks_without_skating():
-    """The default task's trot, forward at 0.5 m/s for 4 s: its stance feet slip little and its swings clear
-    the ground (measured: 0.17 m/s, 6 cm here; 0.13 m/s, 5.4 cm over seeds 100-107 of the default commands)."""
+SKATING = 0.05  # m/s of stance slip: the target the learned gaits are held to (benchmarks/RESULTS.md, issue 37)
+
+
+@pytest.fixture(scope="module")
+def trot_episodes() -> list[dict]:
+    """The default task's trot over the env's default commands: the last info of 8 s episodes from seeds 0-7."""
     env = gym.make("OpenClaw/Quadruped-v1")
     trot = TrotController(spec=env.unwrapped.controller_spec)
     env.unwrapped.set_gait_frequency(trot.params.frequency_hz)
-    obs, _ = env.reset(seed=0, options={"command": (0.5, 0.0, 0.0)})
-    for _ in range(200):
-        obs, _, terminated, _, info = env.step(trot.act(obs))
-        assert not terminated
-    assert info["stance_slip"] < 0.2 and info["swing_apex"] > 4.0, info
-    assert 0.35 < info["duty_factor"] < 0.75, info
+    infos = []
+    for seed in range(8):
+        obs, _ = env.reset(seed=seed)
+        for _ in range(400):
+            obs, _, terminated, _, info = env.step(trot.act(obs))
+            assert not terminated, (seed, info)
+        infos.append(info)
     env.close()
+    return infos
+
+
+def test_the_scripted_trot_steps_with_clear_swings(trot_episodes):
+    """No falls, and in every episode swings that clear the ground (measured 4.6-6.4 cm) and a trot's duty factor
+    (0.41-0.55); its mean stance slip no worse than measured (0.118 m/s), while it misses the target below."""
+    for info in trot_episodes:
+        assert info["swing_apex"] > 4.0 and 0.35 < info["duty_factor"] < 0.75, info
+    assert np.mean([info["stance_slip"] for info in trot_episodes]) <= 0.13
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "the trot's stance slip is 0.118 m/s (mean of seeds 0-7, 8 s of the default commands; 0.04-0.18 per episode): "
+    "its feet land with their swing speed; the touchdown steps, 10 % of the stance steps at 0.67 m/s, carry 55 % "
+    "of it, the lift-offs 20 %, mid-stance 0.037 m/s; no TrotParams change tried reaches 0.05 (duty 0.6: 0.076)"))
+def test_the_scripted_trot_walks_without_skating(trot_episodes):
+    """The episodes' stance slip (the env's gait measure, as evaluations report it) within the skating target."""
+    assert np.mean([info["stance_slip"] for info in trot_episodes]) <= SKATING
 
 
 def test_the_trot_score_charges_slip_like_tracking_error():

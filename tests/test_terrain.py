@@ -4,6 +4,7 @@ training (masked actor-critic, checkpointed levels) and the terrain-aware trot."
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,8 +65,27 @@ def test_observation_layout_and_spec(env):
     assert env.observation_space.shape == (138,)
     assert list(u.privileged_obs) == ["height_scan", "friction", "true_lin_vel"]
     assert u.privileged_obs["height_scan"] == slice(57, 134)
-    assert QuadrupedTerrainEnv.__doc__.count("height_scan") >= 1
     assert u.controller_spec.scan_obs == u.privileged_obs["height_scan"]
+
+
+def test_the_docstring_tables_the_privileged_observation_as_the_env_lays_it_out(env):
+    """QuadrupedTerrainEnv's observation table, at the default arguments: its Box, each privileged entry's indices, and
+    the height scan's grid, spacing (Go1's in m), window and order (x major: the first ``ny`` points share an x)."""
+    u, doc = env.unwrapped, QuadrupedTerrainEnv.__doc__
+    section = doc[doc.index("## Observation space"):]
+    section = section[: section.index("\n    ## ")]
+    assert section.splitlines()[0] == f"## Observation space: ``{env.observation_space}`` (the default scan)"
+    rows = re.findall(r"^ {4}(\d+)(?:-(\d+))? +(\w+) ", section, re.M)
+    assert {name: slice(int(first), int(last or first) + 1) for first, last, name in rows} == u.privileged_obs
+    text = " ".join(section.split())
+    nx, ny = map(int, re.search(r"``scan_grid`` = (\d+) x (\d+) points", text).groups())
+    spacing, go1, window_x, window_y = map(float, re.search(
+        r"``scan_spacing`` = ([\d.]+) s m apart \(Go1: ([\d.]+) m; a ([\d.]+) m x ([\d.]+) m window\)", text).groups())
+    points = u.scan_points
+    assert (nx, ny) == tuple(u.scan_grid) and nx * ny == len(points) == len(range(138)[u.privileged_obs["height_scan"]])
+    assert spacing == u.scan_spacing and go1 == round(points[1, 1] - points[0, 1], 2)
+    assert (window_x, window_y) == tuple(np.round(np.ptp(points, axis=0), 1))
+    assert np.all(points[:ny, 0] == points[0, 0]) and np.all(points[::ny, 1] == points[0, 1])  # x major
 
 
 def test_height_scan_matches_ray_casts_on_the_heightfield(env):

@@ -1,13 +1,22 @@
 """``benchmarks/terrain.py``'s arms are command lines ``train.py`` composes (every override names a real key or adds
-one with ``+``), and its recipe arms train the documented env configs with their tuned presets."""
+one with ``+``), and its recipe arms train the documented env configs with their tuned presets; its ``report`` and
+``climb`` figures, and :func:`agents.evaluation.tiles.highest_levels`, on inputs whose answer is known."""
 
 from __future__ import annotations
 
+import math
+import re
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
+from agents.evaluation.tiles import TileResult, highest_levels
+from envs.controllers.trot import TrotController
+from envs.quadruped.terrain import TERRAIN_TYPES
 from test_train import ROOT, compose_train
 
 
@@ -44,10 +53,102 @@ def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_b
         assert (kept.name, kept.label, list(kept.teach_contexts), kept.alpha, kept.schedule) == (
             "checkpoint", "stairs_keep", ["*/stairs_up/*"], 0.1, "constant"), arm
     anchor = composed["blind_ema_anchor"].distill.stages  # the blind recipe before 2026-12-07
-    assert [dict(stage) for stage in anchor] == [{"name": "checkpoint", "steps": 1_500_000, "schedule_steps": 1_500_000},
-                                                 {"name": "ema", "alpha": 0.1, "schedule": "constant"}]
+    assert [{key: value for key, value in dict(stage).items() if value is not None} for stage in anchor] == [
+        {"name": "checkpoint", "steps": 1_500_000, "schedule_steps": 1_500_000},
+        {"name": "ema", "alpha": 0.1, "schedule": "constant"}]  # the keys it sets
     clear = composed["perceptive_trunkclear"].env.kwargs.reward_scales  # the documented recipe's, and the trunk's term
     assert clear.trunk_clearance == -40.0 and clear == {**perceptive.env.kwargs.reward_scales, "trunk_clearance": -40.0}
     assert blind.env.name == "quadruped_terrain_blind" and blind.agent.desired_kl is None
     assert composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales.orientation == -1.0
     assert "feet_clearance_ahead" not in composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales
+
+
+def tile(group: str, level: int, falls: int, error: float) -> TileResult:
+    """A tile of 20 episodes, ``falls`` of which fell, ``error`` m/s behind."""
+    return TileResult(group, level, 20, falls / 20, error, 10.0)
+
+
+# per type, levels 0 / 3 / 6 / 9 (docs/terrain.md: a level is walked at <= 10 % falls and <= 0.35 m/s tracking error)
+TILES = [tile(group, level, falls, error) for group, cells in (
+    ("rough", ((0, 0.1), (2, 0.35), (3, 0.2), (0, 0.351))),
+    ("stairs_up", ((10, 0.5), (0, 0.2), (4, 0.3), (20, 0.6))),
+    ("obstacles", ((5, 0.2), (0, 0.4), (1, 0.3), (20, 0.6))),
+    ("smooth_slope", ((3, 0.1), (4, 0.2), (5, 0.3), (20, 0.6)))) for level, (falls, error) in zip((0, 3, 6, 9), cells)]
+
+
+def test_the_highest_level_walked_is_the_highest_within_both_bars():
+    """Both bars inclusive (2 falls in 20 and 0.35 m/s walk; 3 falls or 0.351 m/s do not), the highest such level even
+    above one that is not walked (obstacles: 6 over 0 and 3, as "highest level walked" reads), None where none is."""
+    assert highest_levels(TILES) == {"rough": 3, "stairs_up": 3, "obstacles": 6, "smooth_slope": None}
+    assert highest_levels(TILES, max_falls=0.25, max_error=0.5)["stairs_up"] == 6
+
+
+def test_report_reads_the_curriculum_and_tables_the_tiles(terrain_benchmark, tmp_path):
+    """``report``'s record and printout from a hand-made ``progress.csv`` (SB3 leaves a cell blank where a row logged
+    nothing: the first row, before the first rollout, and a type no env copy was on) and hand-made tiles."""
+    columns = ["time/total_timesteps", "curriculum/mean_level", *(f"curriculum/level_{t}" for t in TERRAIN_TYPES)]
+    rows = [["2048", "", "", "", "", "", "", ""], ["32768", "1.5", "1", "2", "", "1.25", "0", "3"],
+            ["65536", "2.25", "2", "2.5", "3", "", "1", "4"]]
+    (tmp_path / "progress.csv").write_text("\n".join(",".join(r) for r in [columns, *rows]) + "\n")
+    record = terrain_benchmark.level_record(tmp_path)
+    assert record == {"curve": [(32768, 1.5), (65536, 2.25)],
+                      "per_type": {"rough": 2.0, "smooth_slope": 2.5, "rough_slope": 3.0, "stairs_up": None,
+                                   "stairs_down": 1.0, "obstacles": 4.0}}
+    record = {"step": 65536, **record, "tiles": [asdict(t) for t in TILES]}
+    text = terrain_benchmark.report_text("arm_s0", record).splitlines()
+    assert text[1:3] == ["## arm_s0: step 65536; mean level curve: 32k 1.50, 65k 2.25",
+                         "final mean level 2.25; per type: rough 2.0, smooth_slope 2.5, rough_slope 3.0, "
+                         "stairs_down 1.0, obstacles 4.0"]
+    assert text[3].startswith("| type | level 0: falls, m/s | level 3: falls, m/s | level 6: falls, m/s |")
+    assert text[5:7] == ["| rough | 0%, 0.100 | 10%, 0.350 | 15%, 0.200 | 0%, 0.351 | 3 |",
+                         "| stairs_up | 50%, 0.500 | 0%, 0.200 | 20%, 0.300 | 100%, 0.600 | 3 |"]
+    assert text[-1] == "| smooth_slope | 15%, 0.100 | 20%, 0.200 | 25%, 0.300 | 100%, 0.600 | None |"
+
+
+def test_report_refuses_a_run_without_a_curriculum(terrain_benchmark, tmp_path):
+    (tmp_path / "progress.csv").write_text("time/total_timesteps,rollout/ep_rew_mean\n2048,1.0\n")
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'progress.csv'} logs no curriculum/mean_level")):
+        terrain_benchmark.level_record(tmp_path)
+
+
+def test_climb_groups_its_episodes_by_commanded_speed(terrain_benchmark):
+    """Hand-made episodes: 0.75 m/s belongs to the fastest group; an episode out of the pit that fell later counts in
+    both; the apex medians are per foot; a group with no episode has no row."""
+    inf, Climb = math.inf, terrain_benchmark.Climb
+    climbs = [Climb(0.9, False, 4.0, (8.0, 9.0), ""), Climb(0.8, True, inf, (2.0, 3.0), "upright touch"),
+              Climb(0.75, False, 6.0, (10.0, 7.0), ""), Climb(0.6, False, inf, (3.0, 4.0), ""),
+              Climb(0.6, True, 5.0, (5.0, 5.0), "tilted touch"), Climb(0.0, False, inf, (1.0, 2.0), "")]
+    groups = {g.name: g for g in terrain_benchmark.climb_groups(climbs)}
+    assert list(groups) == [">= 0.75 m/s", "0.5-0.75 m/s", "< 0.3 m/s", "all"]
+    fast, mid, slow, every = groups.values()
+    assert (fast.episodes, fast.falls, fast.climbed_out, fast.median_s_out) == (3, pytest.approx(1 / 3), 2 / 3, 5.0)
+    assert (fast.apex_out, fast.apex_stalled, fast.causes) == ((9.0, 8.0), None, (1, 0, 0))
+    assert (mid.falls, mid.climbed_out, mid.apex_out, mid.apex_stalled, mid.causes) == (0.5, 0.5, (5.0, 5.0),
+                                                                                        (3.0, 4.0), (0, 1, 0))
+    assert (slow.climbed_out, math.isnan(slow.median_s_out), slow.apex_out, slow.apex_stalled) == (0.0, True, None,
+                                                                                                  (1.0, 2.0))
+    assert (every.episodes, every.falls, every.climbed_out, every.median_s_out) == (6, pytest.approx(1 / 3), 0.5, 5.0)
+    assert (every.apex_out, every.apex_stalled, every.causes) == ((8.0, 7.0), (2.0, 3.0), (1, 1, 0))
+    table = terrain_benchmark.climb_table(list(groups.values())).splitlines()
+    assert table[2:4] == ["| >= 0.75 m/s | 3 | 33% | 67% | 5.0 | 9.0 / 8.0 | - | 1 / 0 / 0 |",
+                          "| 0.5-0.75 m/s | 2 | 50% | 50% | 5.0 | 5.0 / 5.0 | 3.0 / 4.0 | 0 / 1 / 0 |"]
+    assert table[4] == "| < 0.3 m/s | 1 | 0% | 0% | nan | - | 1.0 / 2.0 | 0 / 0 / 0 |"
+
+
+def test_climb_times_the_trot_out_of_a_level_0_pit_and_not_a_robot_that_stands(terrain_benchmark):
+    """A tiny real run of ``climb``'s episodes (stairs up, level 0: 3.4 cm risers): the terrain-aware trot climbs out
+    of every one, no sooner than its command could carry it 1 m, within the 20 s; a robot that stands never does, and
+    neither falls. The speeds are the env's commands for the seeds 10,000 + k."""
+    env = gym.make(terrain_benchmark.ENV_ID)
+    commands = []
+    for k in range(2):
+        env.reset(seed=10_000 + k, options={"terrain_level": 0, "terrain_type": "stairs_up"})
+        commands.append(float(np.hypot(*env.unwrapped._command[0:2])))
+    trot = TrotController(spec=env.unwrapped.controller_spec)
+    env.close()
+    climbed = terrain_benchmark._climbs(trot.act, {}, 0, 2)
+    stood = terrain_benchmark._climbs(lambda obs: np.zeros((len(obs), 12)), {}, 0, 2)
+    assert [c.speed for c in climbed] == [c.speed for c in stood] == commands
+    assert not any(c.fell for c in climbed + stood)
+    assert all(1.0 / c.speed <= c.seconds_out < 20.0 for c in climbed), climbed
+    assert all(math.isinf(c.seconds_out) for c in stood), stood
