@@ -46,6 +46,8 @@ CONTEXT_PARAMS = "context_params.json"  # an adaptive teacher's parameters per t
 META = "meta.json"
 COMMIT_KEY = "git_commit"  # meta.json: the commit of the code that trained the checkpoint ("unknown" outside git)
 WALL_KEY = "wall_time_s"  # meta.json (training saves): s of training wall clock up to the save, over all resumes
+PENDING_LOG_KEY = "pending_log"  # meta.json (training saves): {key: [value, excluded formats]} logged for the next row
+RETIRED_KEY = "teacher_retired_at_step"  # meta.json (training saves): the env step the controller teacher retired at
 
 
 @functools.cache
@@ -176,17 +178,25 @@ def _require_finite(model: BaseAlgorithm, venv: VecEnv) -> None:
         raise NonFinite(f"{bad} is not finite at step {model.num_timesteps}")
 
 
-def save(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, keep: int = 2, **meta: Any) -> Checkpoint:
+def save(run_dir: str | Path, model: BaseAlgorithm, venv: VecEnv, keep: int = 2, step: int | None = None,
+         **meta: Any) -> Checkpoint:
     """Save a numbered checkpoint at ``model.num_timesteps``, point ``latest`` at it, prune old ones.
 
-    Raises :class:`NonFinite` (writing nothing) when a parameter or statistic is NaN or infinite.
+    ``step`` (env steps, at most ``model.num_timesteps``): save the learner as of that step instead, its last whole
+    update; the steps collected since are dropped (a resume collects them again). Raises :class:`NonFinite`
+    (writing nothing) when a parameter or statistic is NaN or infinite.
     """
     _require_finite(model, venv)
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
-    meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
-    destination = root / f"step_{model.num_timesteps:012d}"
-    _write_dir(destination, model, venv, meta, replay=True)
+    stopped_at = model.num_timesteps
+    model.num_timesteps = stopped_at if step is None else step
+    try:
+        meta = {"num_timesteps": int(model.num_timesteps), "saved_at": time.time(), COMMIT_KEY: code_commit(), **meta}
+        destination = root / f"step_{model.num_timesteps:012d}"
+        _write_dir(destination, model, venv, meta, replay=True)
+    finally:
+        model.num_timesteps = stopped_at
     _write_text_atomic(root / "latest", destination.name)
     for old in sorted(root.glob("step_*"))[:-keep]:
         shutil.rmtree(old, ignore_errors=True)

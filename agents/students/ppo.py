@@ -69,6 +69,7 @@ class PPOStudent(DistillingStudent, PPO):
 
     def __init__(self, *args, desired_kl: float | None = None, **kwargs):
         self.desired_kl = desired_kl
+        self.iterations = 0  # rollouts collected over the whole run (saved with the model: a resume goes on counting)
         super().__init__(*args, **kwargs)
 
     def set_adaptive_learning_rate(self, rate: float) -> None:
@@ -104,12 +105,19 @@ class PPOStudent(DistillingStudent, PPO):
     def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
         """SB3's, except that a rollout that would run past ``total_timesteps`` is shortened to the steps left
         (rounded up to whole vector steps: at most ``n_envs - 1`` over), so a run trains the steps it was asked
-        for rather than up to a rollout more; the next rollout of a later ``learn()`` has the full size again."""
+        for rather than up to a rollout more; the next rollout of a later ``learn()`` has the full size again. It
+        counts :attr:`iterations`."""
         left = -(-(self._total_timesteps - self.num_timesteps) // self.n_envs)  # vector steps to the budget
         size = min(max(left, 1), self.n_steps)
         if rollout_buffer.buffer_size != size:
             rollout_buffer = self.rollout_buffer = _resized(rollout_buffer, size)
-        return super().collect_rollouts(env, callback, rollout_buffer, size)
+        collected = super().collect_rollouts(env, callback, rollout_buffer, size)
+        self.iterations += collected
+        return collected
+
+    def dump_logs(self, iteration: int = 0) -> None:
+        """SB3's, with ``time/iterations`` the rollouts of the whole run (SB3 counts those of this ``learn()``)."""
+        super().dump_logs(self.iterations)
 
     def _distill_term(self, batch: TeacherRolloutSamples, progress: float) -> torch.Tensor | None:
         """alpha * distillation loss for one minibatch, or None when it cannot change anything; call it after

@@ -6,10 +6,16 @@ import csv
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecEnv
 from tqdm import tqdm
 
@@ -17,6 +23,7 @@ from agents import checkpoint
 from agents.evaluation.protocol import EvalResult, declared_metrics, evaluate, step_term_filter
 from agents.vec_env import copy_normalization
 from agents.evaluation.video import recording
+from agents.signals import signals_deferred
 from agents.training.tracking import CLIP_KEY, NOT_FOR_CLIPS, EvalClips
 
 
@@ -151,6 +158,29 @@ class CurriculumLogger(BaseCallback):
         self._last = self.num_timesteps
 
 
+def pending_log(logger: Logger) -> dict[str, list[Any]]:
+    """The numbers ``logger`` holds for its next dump (the next ``progress.csv`` row), JSON-ready: ``{key: [value,
+    excluded formats]}``. Histograms and clips (TensorBoard only) are left out."""
+    return {key: [value.item() if isinstance(value, np.generic) else value, list(logger.name_to_excluded[key])]
+            for key, value in logger.name_to_value.items() if isinstance(value, Real)}
+
+
+def record_pending(logger: Logger, pending: dict[str, list[Any]]) -> None:
+    """Record in ``logger`` what :func:`pending_log` read (a resume: what its checkpoint's run had still to write)."""
+    for key, (value, excluded) in pending.items():
+        logger.record(key, value, tuple(excluded))
+
+
+@dataclass(frozen=True)
+class WholeUpdate:
+    """Where a run stood after its learner's last whole update (SB3 calls ``on_rollout_start`` right after each
+    update and ``on_training_end`` after the last), as a checkpoint saves it so that a resume goes on from there as
+    the run did: ``step`` (env steps) and the checkpoint's ``meta`` (:func:`pending_log`, the runner's state)."""
+
+    step: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
 class EvalAndCheckpoint(BaseCallback):
     """Every ``eval_freq`` steps: evaluate deterministically and keep the best; every ``checkpoint_freq``: save.
 
@@ -159,7 +189,10 @@ class EvalAndCheckpoint(BaseCallback):
     episodes, not the one that drew the easiest ones.
 
     Evaluation results are appended to ``<run_dir>/eval.csv`` (:attr:`FIELDS`, then the metrics the env
-    declares; ``wall_time_s`` is the run's training time, continued across resumes) and logged under ``eval/``. Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones). With
+    declares; ``wall_time_s`` is the run's training time, continued across resumes) and logged under ``eval/``.
+    Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones); each is written at a whole update
+    (:class:`WholeUpdate`: the one due in a rollout once its update is made; :meth:`save`), and from a rollout's end
+    to the next one's start (the progress row, the update) Ctrl-C and SIGTERM wait. With
     ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
     each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and to the logger as
     ``eval/video`` (:class:`agents.training.tracking.EvalClips`: animated GIFs in TensorBoard).
@@ -179,6 +212,7 @@ class EvalAndCheckpoint(BaseCallback):
         start_time: float | None = None,
         video_episodes: int = 0,
         eval_seed: int | None = None,
+        run_state: Callable[[], dict[str, Any]] = dict,
     ) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
@@ -197,6 +231,11 @@ class EvalAndCheckpoint(BaseCallback):
         self.returns: list[float] = []
         self._next_eval = 0
         self._next_checkpoint = 0
+        self._checkpoint_due = False
+        self.run_state = run_state  # checkpoint meta of the rest of the run (the runner's: a retired teacher's step)
+        self.whole: WholeUpdate | None = None  # where the run stood after the learner's last whole update
+        self._hold: ExitStack | None = None
+        self._arrived: list[int] = []
 
     def _on_training_start(self) -> None:
         best = checkpoint.best(self.run_dir)
@@ -204,6 +243,7 @@ class EvalAndCheckpoint(BaseCallback):
             self.best_return = best.meta.get("mean_return", -np.inf)
         self._next_eval = self._after(self.num_timesteps, self.eval_freq)
         self._next_checkpoint = self._after(self.num_timesteps, self.checkpoint_freq)
+        self.whole = self._whole_update()
 
     @staticmethod
     def _after(step: int, every: int) -> int:
@@ -215,8 +255,43 @@ class EvalAndCheckpoint(BaseCallback):
             self.run_evaluation()
         if self.num_timesteps >= self._next_checkpoint:
             self._next_checkpoint = self._after(self.num_timesteps, self.checkpoint_freq)
-            checkpoint.save(self.run_dir, self.model, self.training_env, keep=self.keep, **self.clock())
+            self._checkpoint_due = True  # saved once this rollout's update is made: nothing is pending then
         return True
+
+    def _on_rollout_end(self) -> None:
+        # SB3 now writes the progress row and updates the learner: a Ctrl-C or SIGTERM waits until both are whole
+        self._hold = ExitStack()
+        self._arrived = self._hold.enter_context(signals_deferred())
+
+    def _on_rollout_start(self) -> None:  # SB3 calls it right after an update
+        self.whole = self._whole_update()
+        self.release()
+        if self._checkpoint_due:
+            self._checkpoint_due = False
+            self.save(self.model, self.training_env)
+
+    def _on_training_end(self) -> None:  # after the last update
+        self.whole = self._whole_update()
+        self.release()
+
+    def release(self, interrupt: bool = True) -> None:
+        """End the hold of Ctrl-C and SIGTERM begun at the rollout's end; with ``interrupt``, raise
+        :class:`KeyboardInterrupt` when one arrived during it."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.close()
+            if interrupt and self._arrived:
+                raise KeyboardInterrupt
+
+    def _whole_update(self) -> WholeUpdate:
+        return WholeUpdate(int(self.num_timesteps), {checkpoint.PENDING_LOG_KEY: pending_log(self.logger),
+                                                     **self.run_state()})
+
+    def save(self, model: BaseAlgorithm, venv: VecEnv) -> checkpoint.Checkpoint:
+        """Save a checkpoint of ``model`` and ``venv`` as of the last whole update (:attr:`whole`; before training
+        started: as they are): a resume from it collects again, and evaluates again, what came after."""
+        whole = self.whole or WholeUpdate(int(model.num_timesteps))
+        return checkpoint.save(self.run_dir, model, venv, keep=self.keep, step=whole.step, **self.clock(), **whole.meta)
 
     def run_evaluation(self) -> EvalResult | None:
         """Evaluate now (or return the evaluation already made at this step)."""

@@ -27,7 +27,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from agents import checkpoint, saved_config
 from agents.signals import signals_deferred, sigterm_as_keyboard_interrupt
 from agents.training import report, run_dir as run_dirs
-from agents.training.callbacks import CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar
+from agents.training.callbacks import (CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar, WholeUpdate,
+                                       record_pending)
 from agents.training.tracking import add_trackers
 from agents.errors import ConfigError
 from agents.teachers.context_mask import ContextMask
@@ -54,13 +55,16 @@ class DiskFull(ConfigError):
 class TrainingInterrupted(Exception):
     """Raised when training stopped on Ctrl-C or SIGTERM after saving a checkpoint."""
 
-    def __init__(self, run_dir: Path, step: int, during_final_evaluation: bool = False) -> None:
+    def __init__(self, run_dir: Path, step: int, during_final_evaluation: bool = False,
+                 saved_step: int | None = None) -> None:
         if during_final_evaluation:
             message = (f"interrupted during the final evaluation at step {step}; training is finished and its "
                        f"checkpoint saved (summary.json has no final evaluation). Evaluate it with: "
                        f"python evaluate.py run={run_dir}")
         else:
-            message = f"interrupted at step {step}; checkpoint saved. Resume with: python train.py resume={run_dir}"
+            at = f" at step {saved_step} (the last whole update)" if saved_step not in (None, step) else ""
+            message = (f"interrupted at step {step}; checkpoint saved{at}. Resume with: "
+                       f"python train.py resume={run_dir}")
         super().__init__(message)
         self.run_dir, self.step = run_dir, step
 
@@ -134,14 +138,16 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
     return intact.checkpoint, env, model
 
 
-def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
-                clock: dict[str, float]) -> tuple[checkpoint.Checkpoint | None, OSError | None, bool]:
-    """Save where training stopped unless a parameter or statistic is not finite or the disk is full (then
-    keep the last good one); Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error,
-    whether a Ctrl-C / SIGTERM arrived meanwhile)."""
+def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int, clock: dict[str, float],
+                whole: WholeUpdate | None = None) -> tuple[checkpoint.Checkpoint | None, OSError | None, bool]:
+    """Save where training stopped (as of its last whole update ``whole``: a resume collects again what came
+    after) unless a parameter or statistic is not finite or the disk is full (then keep the last good one);
+    Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error, whether a Ctrl-C / SIGTERM
+    arrived meanwhile)."""
+    whole = whole or WholeUpdate(int(model.num_timesteps))
     with signals_deferred() as arrived:
         try:
-            saved, full = checkpoint.save(run_dir, model, venv, keep=keep, **clock), None
+            saved, full = checkpoint.save(run_dir, model, venv, keep=keep, step=whole.step, **clock, **whole.meta), None
         except checkpoint.NonFinite as err:
             saved, full = checkpoint.latest(run_dir), None
             print(f"warning: no checkpoint saved: {err}; the last good one is kept: {saved.path if saved else 'none'}",
@@ -153,12 +159,20 @@ def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int,
     return saved, full, bool(arrived)
 
 
-def _teacher_report(cfg: DictConfig, teacher: ControllerTeacher | None) -> tuple[dict[str, Any], str | None]:
-    """What the controller teacher did over the run (summary keys ``teacher_*``) and, when it gave actions
-    for fewer than ``distill.min_coverage`` of the samples, why (else None)."""
+def _teacher_state(teacher: ControllerTeacher | None, before: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint records of a retired controller teacher (``{}`` otherwise): its report, with the step it
+    retired at (:data:`checkpoint.RETIRED_KEY`); ``before``: that of the checkpoint a resume retired it from."""
+    return {**teacher.report(), **before} if teacher is not None and teacher.retired else {}
+
+
+def _teacher_report(cfg: DictConfig, teacher: ControllerTeacher | None,
+                    before: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """What the controller teacher did over the run (summary keys ``teacher_*``; ``before``: a retired teacher's
+    report from the checkpoint a resume retired it from) and, when it gave actions for fewer than
+    ``distill.min_coverage`` of the samples, why (else None)."""
     if teacher is None:  # no teacher, or one (EMA, checkpoint) that gives a target for every sample
         return {}, None
-    did = teacher.report()
+    did = {**teacher.report(), **before}
     minimum = cfg.distill.min_coverage
     if did["teacher_coverage"] >= minimum:
         return did, None
@@ -200,6 +214,7 @@ class _Run:
     eval_venv: VecEnv | None
     model: BaseAlgorithm
     teacher: ControllerTeacher | None
+    teacher_before: dict[str, Any]  # a retired teacher's report from the checkpoint resumed (_teacher_state)
     evaluator: EvalAndCheckpoint
     callbacks: list[BaseCallback]
     start_step: int
@@ -227,9 +242,12 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         print(f"removed the partial checkpoint {run_dir / 'checkpoints' / name}", file=sys.stderr)
     venv, acting = _train_envs(cfg)
     teacher = acting if isinstance(acting, ControllerTeacher) else None  # a controller teacher: it reports and retires
-    resume = None
+    resume, teacher_before = None, {}
     if cfg.resume:
         resume, venv, model = _resume(cfg, venv)
+        if teacher is not None and resume.meta.get(checkpoint.RETIRED_KEY) is not None:  # where the run retired it
+            teacher_before = {key: value for key, value in resume.meta.items() if key.startswith("teacher_")}
+            teacher.retire(teacher_before[checkpoint.RETIRED_KEY])
         if not resume.restore_curriculum(venv) and venv.has_attr("set_curriculum_state"):
             print(f"{resume.path} has no curriculum state for {venv.num_envs} env copies: they start the "
                   "curriculum again", file=sys.stderr)
@@ -250,6 +268,8 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         model = build_agent(cfg, venv, tensorboard_dir=None)
     model.set_logger(run_dirs.logger(run_dir, cfg.train.tensorboard))
     add_trackers(model.logger, cfg)
+    if resume is not None:  # what the run logged after its checkpoint's update, for the row it had still to write
+        record_pending(model.logger, resume.meta.get(checkpoint.PENDING_LOG_KEY, {}))
     trained_before_s = float(resume.meta.get(checkpoint.WALL_KEY, 0.0)) if resume is not None else 0.0
     t = cfg.train
     progress = ProgressBar(t.total_timesteps) if t.progress_bar else None
@@ -258,6 +278,7 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         keep_checkpoints=t.keep_checkpoints, progress=progress, video_episodes=t.video_episodes if t.video else 0,
         start_time=time.time() - trained_before_s,
         eval_seed=cfg.seed + EVAL_SEED_OFFSET,  # every evaluation the same episodes, not the training ones
+        run_state=functools.partial(_teacher_state, teacher, teacher_before),
     )
     callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger(), CurriculumLogger()) if cb is not None]
     distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
@@ -269,7 +290,8 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
             finished = functools.partial(distillation.finished, stage=controller_stage(cfg.distill).label)
             callbacks.append(ControllerTeacherCallback(teacher, finished))
     callbacks.append(evaluator)
-    return _Run(cfg, run_dir, venv, eval_venv, model, teacher, evaluator, callbacks, model.num_timesteps)
+    return _Run(cfg, run_dir, venv, eval_venv, model, teacher, teacher_before, evaluator, callbacks,
+                model.num_timesteps)
 
 
 def _learn(run: _Run) -> float:
@@ -298,13 +320,15 @@ def _learn(run: _Run) -> float:
             raise
         full = err
     finally:
+        run.evaluator.release(interrupt=False)  # an exception ended training between a rollout's end and the update
         run.saved, full_at_save, stopped = _final_save(run.dir, model, run.venv, cfg.train.keep_checkpoints,
-                                                       run.evaluator.clock())
+                                                       run.evaluator.clock(), run.evaluator.whole)
     full = full or full_at_save
     if full is not None:
         raise _disk_full(run.dir, int(model.num_timesteps), full) from None
     if interrupted:  # no venv.close(): on Ctrl-C, subprocess workers got the signal too and are gone
-        raise TrainingInterrupted(run.dir, int(model.num_timesteps))
+        saved_step = int(run.saved.meta["num_timesteps"]) if run.saved is not None else None
+        raise TrainingInterrupted(run.dir, int(model.num_timesteps), saved_step=saved_step)
     run.stopped = stopped  # a Ctrl-C / SIGTERM while the finished run's checkpoint was written: no final evaluation
     return time.time() - t0
 
@@ -351,7 +375,7 @@ def _write_summary(run: _Run, final: Any, fresh: bool, wall: float, interrupted:
         "fps": round(trained / wall, 1) if wall > 0 else None,
         "checkpoint": str(run.saved.path) if run.saved is not None else None,
     }
-    teacher, coverage_problem = _teacher_report(cfg, run.teacher)
+    teacher, coverage_problem = _teacher_report(cfg, run.teacher, run.teacher_before)
     summary.update(teacher)
     if coverage_problem is not None:
         summary["teacher_warning"] = coverage_problem
