@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
@@ -22,7 +23,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents import saved_config
@@ -198,35 +199,51 @@ def grammar_problem(argv: Sequence[str]) -> str | None:
     return None
 
 
-_TYPE_RE = re.compile(r"Error merging override (\S+) \(Value '(.*?)' (?:of type '\w+' could not be converted to "
-                      r"(Integer|Float)|is not a valid (bool))")
+_TYPE_RE = re.compile(r"Error merging override (.+?) \(Value '(.*?)' (?:of type '\w+' could not be converted to "
+                      r"(Integer|Float)|is not a valid (bool)).*?full_key: ([\w.\[\]]+)")
 _TYPE_NAMES = {"Integer": "a whole number", "Float": "a number", "bool": "true or false"}
+
+
+def _list_element_key(given: str, key: str, value: str | None = None) -> str:
+    """The full key of ``key`` (a field of a list's element, as Hydra's error names it) inside the override ``given``
+    (``distill.stages=[{name: ema, alpha: high}]``, ``alpha``: ``distill.stages.0.alpha``): the first element that
+    sets it (to ``value``, Hydra's text of the value, when given); ``key`` itself when it is ``given``'s key or lies
+    under it."""
+    override = OverridesParser.create().parse_override(given.lstrip("+~"))
+    items = override.value()
+    if key == override.key_or_group or key.startswith(f"{override.key_or_group}.") or not isinstance(items, list):
+        return key
+    index = next((i for i, item in enumerate(items) if isinstance(item, dict) and key in item
+                  and (value is None or str(item[key]) == value)), 0)
+    return f"{override.key_or_group}.{index}.{key}"
 
 
 def _wrong_type_message(text: str) -> str | None:
     """One line for an override whose value the schema's type refuses (``train.total_timesteps=1e6``: YAML reads
-    1e6 as a float), naming the type and, for a whole number written as a float, the spelling that works;
-    None for any other error ``text``."""
+    1e6 as a float; ``distill.stages=[{name: ema, alpha: high}]``: a stage's field), naming the key and its type and,
+    for a whole number written as a float, the spelling that works; None for any other error ``text``."""
     match = _TYPE_RE.search(text)
     if match is None:
         return None
-    given, value, number_kind, bool_kind = match.groups()
+    given, value, number_kind, bool_kind, full_key = match.groups()
     kind = number_kind or bool_kind
-    key = given.split("=", 1)[0]
+    key = _list_element_key(given, re.sub(r"\[(\d+)\]", r".\1", full_key), value)
     problem = f"{given} is invalid: {key} takes {_TYPE_NAMES[kind]}"
     try:
         number = float(value)
     except ValueError:
         return f"{problem}, not {value!r}"
-    if kind == "Integer" and math.isfinite(number) and number.is_integer():
-        return f"{problem}, and {given.split('=', 1)[1]} is read as the float {value}; write it as {key}={int(number)}"
+    written = given.split("=", 1)[1]
+    if kind == "Integer" and math.isfinite(number) and number.is_integer() and given == f"{key}={written}":
+        return f"{problem}, and {written} is read as the float {value}; write it as {key}={int(number)}"
     return f"{problem}, not {value}"
 
 
 def _unknown_key_message(config_dir: str, config_name: str, argv: Sequence[str], full_key: str, text: str) -> str:
     """Hydra's ``text`` about ``full_key`` followed by 'valid keys of <parent>: a, b, c' (the config composed from
-    the group choices alone); for a key of an open mapping (``env.kwargs``: any argument of the env), instead the
-    fix, which is to add it with ``+<key>=<value>``, and the keys the config sets."""
+    the group choices alone; an element of a typed list past its composed end: the element's schema); for a key of
+    an open mapping (``env.kwargs``: any argument of the env), instead the fix, which is to add it with
+    ``+<key>=<value>``, and the keys the config sets."""
     groups = {p.name for p in Path(config_dir).iterdir() if p.is_dir()}
     choices = [a for a in argv if a.split("=", 1)[0] in groups]
     try:
@@ -235,6 +252,9 @@ def _unknown_key_message(config_dir: str, config_name: str, argv: Sequence[str],
         return text
     parent = full_key.rsplit(".", 1)[0] if "." in full_key else ""
     node = OmegaConf.select(cfg, parent) if parent else cfg
+    owner = OmegaConf.select(cfg, parent.rsplit(".", 1)[0]) if "." in parent else None
+    if node is None and isinstance(owner, ListConfig) and is_dataclass(owner._metadata.element_type):
+        node = OmegaConf.structured(owner._metadata.element_type)
     if not isinstance(node, DictConfig):
         return text
     where = parent or "the top level"
@@ -259,10 +279,30 @@ def _ignored_added_key(config_dir: str, cfg: DictConfig, overrides: Sequence[str
             continue
         parent, _, leaf = key.rpartition(".")
         node = OmegaConf.select(cfg, parent) if parent else cfg
-        if isinstance(node, DictConfig) and OmegaConf.get_type(node) not in (dict, None):
+        schema = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
+        if is_dataclass(schema) and leaf not in {f.name for f in fields(schema)}:  # a key the schema declares: read
             where = parent or "the top level"
             valid = ", ".join(sorted(str(k) for k in node.keys() if k != leaf))
             return f"{override.input_line}: {where} has no key {leaf!r}, so nothing would read it; valid keys of {where}: {valid}"
+    return None
+
+
+def _resume_problem(config_name: str, argv: Sequence[str], overrides: Sequence[str], text: str,
+                    prepare: Callable[[DictConfig, list[str]], DictConfig] | None) -> str | None:
+    """With ``resume=``, the refusal of an override that Hydra could not apply to the config composed from the
+    command line (its error ``text`` names it) but that names a setting of the resumed run, as a resume judges every
+    override against the run's config (``prepare``: ``distill.stages.1.alpha=0.3`` on a sequence run: it cannot
+    change when resuming, where the command line's config has no stage 1); else None."""
+    failing = next((a for a in overrides if f"override {a} (" in text
+                    or f"override '{a.split('=', 1)[0].lstrip('+~')}'" in text), None)
+    if prepare is None or failing is None or not any(a.startswith("resume=") for a in overrides):
+        return None
+    try:
+        prepare(compose(config_name, overrides=[a for a in overrides if a != failing]), list(argv))
+    except (HydraException, OmegaConfBaseException):
+        return None
+    except ConfigError as err:
+        return str(err)
     return None
 
 
@@ -307,8 +347,15 @@ def check_overrides(
             unknown_key = match is not None and "not in" in cause_text + text
             if cause_text and cause_text not in text:
                 text = f"{text} ({cause_text})"
+            problem = _resume_problem(config_name, argv, overrides, text, prepare)
+            if problem:
+                return problem
             if unknown_key:
                 full_key = re.sub(r"\[(\d+)\]", r".\1", match.group(1))  # as the command line writes it
+                given = next((a for a in overrides if f"override '{a.split('=', 1)[0].lstrip('+')}'" in text), None)
+                element_key = full_key if given is None else _list_element_key(given, full_key)
+                if element_key != full_key:  # a key of a list's element: Hydra names it without the list
+                    full_key, text = element_key, f"{given}: {cause_text.split(' full_key:')[0]}"
                 return _unknown_key_message(config_dir, config_name, overrides, full_key, text)
             return _wrong_type_message(text) or text
         finally:

@@ -84,7 +84,7 @@ def load(run_dir: str | Path, option: str) -> DictConfig:
     if problem:
         raise ConfigError(f"{where}: {problem} (hand-edited or damaged?); correct that value, or {fix}")
     if isinstance(saved.get("distill"), DictConfig):
-        renamed_teacher(saved.distill)
+        renamed_teacher(saved.distill, str(file.resolve()))
     _fill_added(saved, where, file)
     return saved
 
@@ -166,6 +166,13 @@ def _mismatch(schema: DictConfig, node: DictConfig, prefix: str) -> str | None:
                 return f"{full} is null, but it must be {kind or 'set'}"
             continue
         section = (OmegaConf.get_type(want) or want._metadata.ref_type) if isinstance(want, DictConfig) else None
+        if is_dataclass(element) and isinstance(value, ListConfig):  # a list of schema sections (distill.stages)
+            problem = next(filter(None, (_mismatch(OmegaConf.structured(element), item, f"{full}.{i}.")
+                                         if isinstance(item, DictConfig) else f"{full}.{i}={item!r} is not a mapping"
+                                         for i, item in enumerate(value))), None)
+            if problem:
+                return problem
+            continue
         if section not in (dict, None):  # a schema section (a dataclass)
             if not isinstance(value, DictConfig):
                 return f"{full}={_describe(node, str(key))} is not a mapping (train.py writes the {full} section as one)"

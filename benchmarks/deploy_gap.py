@@ -64,25 +64,29 @@ def our_episode(policy: OnnxPolicy, env: gym.Env, command: np.ndarray, seed: int
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = deploy.Parser(description=__doc__.split("\n")[0])  # the example's argument types: one line, status 2
     p.add_argument("policy", help="policy.onnx written by export.py")
-    p.add_argument("--commands", nargs="+", default=deploy.DEFAULT_COMMANDS, metavar="VX,VY,WZ")
-    p.add_argument("--episodes", type=int, default=2)
-    p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--commands", nargs="+", type=deploy.velocity_command,
+                   default=[deploy.velocity_command(c) for c in deploy.DEFAULT_COMMANDS], metavar="VX,VY,WZ")
+    p.add_argument("--episodes", type=deploy.number(1, above=False, whole=True), default=2)
+    p.add_argument("--seconds", type=deploy.number(0, above=True), default=20.0)
+    p.add_argument("--seed", type=deploy.number(0, above=False, whole=True), default=0)
     args = p.parse_args()
-    commands = [np.array([float(v) for v in text.split(",")]) for text in args.commands]
+    try:
+        session, meta, _, _, _ = deploy.prepare(argparse.Namespace(**vars(args), model=None, trained_physics=False,
+                                                                   foot_friction=None))
+    except deploy.DeployError as error:
+        p.error(str(error))
 
     policy = OnnxPolicy(args.policy)
     steps = int(round(args.seconds * float(policy.metadata["control_rate_hz"])))
     env = gym.make(policy.env_id, **{**policy.env_kwargs, "max_episode_steps": steps})
-    session, meta = deploy.load_policy(args.policy)
     scenes = {}
     for trained in (False, True):
         model = deploy.load_robot(meta, deploy.robot_file(meta), trained)
         scenes["package, trained physics" if trained else "package"] = (model, mujoco.MjData(model), deploy.Indices(model, meta))
     print(f"{args.policy}: {args.episodes} x {args.seconds:g} s per command\n{'':26}{deploy.HEADER}")
-    for command in commands:
+    for command in args.commands:
         rows = {"ours": [our_episode(policy, env, command, args.seed + i) for i in range(args.episodes)]}
         for name, (model, data, idx) in scenes.items():
             rng = np.random.default_rng(args.seed)

@@ -25,6 +25,7 @@ from envs.controllers.trot import PARAMS_DIR
 from envs.quadruped import QuadrupedTerrainEnv
 from test_evaluate import _config, run_dir  # noqa: F401  (run_dir: the smoke-trained run fixture)
 from test_privileged_teacher import learner, saved_teacher
+from test_train import cli_here
 
 TERRAIN = "OpenClaw/QuadrupedTerrain-v1"
 
@@ -117,6 +118,14 @@ def test_a_parameter_file_of_another_robot_is_refused_naming_both_robots_and_the
     assert read_params(PARAMS_DIR / "openclaw_go1_terrain.json", go1)  # its own robot's
     assert read_params(path, gym.make("OpenClaw/Quadruped-v1", robot="go2").unwrapped.controller_spec)
     assert read_params(path) == read_params(path, None)  # no env: unchecked (the tuned defaults' own files)
+
+
+def test_train_refuses_a_trot_file_of_another_robot_before_writing_anything(tmp_path):
+    go2 = PARAMS_DIR / "go2.json"
+    result = cli_here("train.py", "train=smoke", "distill=scripted", f"distill.controller_params={go2}",
+                      f"hydra.run.dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and str(go2) in result.stderr, result.stderr[-2000:]
+    assert "'go2'" in result.stderr and "'openclaw_go1'" in result.stderr and not (tmp_path / "r").exists()
 
 
 # ------------------------------------------------------------------------------------------ reset options

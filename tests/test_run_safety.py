@@ -164,8 +164,8 @@ def test_non_finite_loss_stops_training_naming_the_term(tmp_path):
     with pytest.raises(TrainingFailed, match="the alpha is nan") as failed:
         train(cfg)
     assert "resume=" in str(failed.value)
-    saved = checkpoint.latest(cfg.run_dir)  # taken before the poisoned step: finite, resumable
-    assert saved is not None and saved.meta["num_timesteps"] > 0
+    saved = checkpoint.latest(cfg.run_dir)  # of the last whole update, before the poisoned one: finite, resumable
+    assert saved is not None and saved.meta["num_timesteps"] == 0  # the first update was the poisoned one
     model = PPO.load(saved.model, device="cpu")
     assert all(torch.isfinite(p).all() for p in model.policy.parameters())
 

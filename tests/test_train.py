@@ -179,16 +179,6 @@ def test_bad_overrides_fail_clearly(override, expected, tmp_path):
     assert expected in result.stderr, result.stderr[-2000:]
 
 
-def test_a_stage_key_the_stage_does_not_set_is_refused_with_the_plus_fix(tmp_path):
-    """A teaching stage's key it leaves to the distill section (its alpha schedule's length) is added with +; without it
-    the error names that fix and the stage's keys, not the distill section's."""
-    result = train_here("distill=sequence", "distill.stages.0.schedule_steps=1500", f"hydra.run.dir={tmp_path / 'run'}")
-    assert result.returncode != 0
-    fix = "use +distill.stages.0.schedule_steps=1500 (distill.stages.0 set now: alpha, final_alpha, name, schedule, steps)"
-    assert fix in result.stderr, result.stderr[-2000:]
-    assert not (tmp_path / "run").exists()
-
-
 @pytest.mark.parametrize(
     "overrides, teacher",
     [((), "scripted"), (("env=quadruped_rough",), "scripted"), (("agent=sac",), "scripted"),

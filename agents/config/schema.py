@@ -7,8 +7,8 @@ anything runs; :mod:`agents.saved_config` checks a run directory's ``config.yaml
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, Optional, get_type_hints
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -85,17 +85,18 @@ class SACConfig:
 
 
 @dataclass
-class DistillConfig:
-    """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
+class TeacherSettings:
+    """The ``distill`` keys of one teacher: its alpha schedule, the learner's RL weight and the teacher's own settings.
 
-    name: str = "none"  # none | ema | checkpoint | scripted | adaptive | sequence (configs/distill/*.yaml; llm_hint: adaptive)
+    A stage of ``distill=sequence`` may set each for itself (:class:`StageConfig`); the others are the whole run's
+    (:class:`DistillConfig`)."""
+
     alpha: float = 0.0  # distillation weight at the start of training
     schedule: str = "constant"  # constant | linear | cosine | exponential (alpha -> final_alpha)
     final_alpha: float = 0.0
     decay_rate: float = 5.0  # exponential schedule: alpha * exp(-decay_rate * progress)
     schedule_steps: Optional[int] = None  # env steps over which alpha -> final_alpha (then constant); null: the whole run
     rl_weight: float = 1.0  # weight of the learner's actor terms while this teacher teaches (0: pure distillation; the critic still learns)
-    direction: str = "forward"  # forward = KL(teacher || student) | reverse = KL(student || teacher)
     ema_decay: float = 0.995  # EMA teacher: theta_T <- d theta_T + (1 - d) theta_S
     ema_update_every: int = 1  # EMA teacher: update after every k-th optimiser step
     ema_condition: str = "always"  # always | eval_not_worse (skip updates after a worse evaluation)
@@ -103,6 +104,31 @@ class DistillConfig:
     teacher_checkpoint: str = "best"  # best | latest
     teach_contexts: Optional[list[str]] = None  # checkpoint: teach only episodes whose env.task_context() name matches one of these fnmatch patterns (e.g. '*/stairs_up/*'); null: all
     teacher_std: float = 0.3  # scripted / adaptive: std of the Gaussian around the controller's action (PPO; SAC has none)
+
+
+def _stage_config() -> type:
+    """:class:`StageConfig`: ``name``, ``steps``, ``label`` and each of :class:`TeacherSettings`, typed as there,
+    null (the ``distill`` section's value) unless the stage sets it."""
+    hints = get_type_hints(TeacherSettings)
+    own = [("name", Optional[str], None), ("steps", Optional[int], None), ("label", Optional[str], None)]
+    settings = [(f.name, Optional[hints[f.name]], None) for f in fields(TeacherSettings)]
+    stage = make_dataclass("StageConfig", own + settings)
+    stage.__module__ = __name__
+    stage.__doc__ = """One teacher of ``distill=sequence`` (``distill.stages``; :mod:`agents.teachers.stages`): ``name``
+    (scripted | checkpoint | ema), ``steps`` (env steps it teaches; null on the last stage: to the end of the run),
+    ``label`` (its name in the logs; null: its name) and any key of :class:`TeacherSettings` (null: the section's)."""
+    return stage
+
+
+StageConfig = _stage_config()
+
+
+@dataclass
+class DistillConfig(TeacherSettings):
+    """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
+
+    name: str = "none"  # none | ema | checkpoint | scripted | adaptive | sequence (configs/distill/*.yaml; llm_hint: adaptive)
+    direction: str = "forward"  # forward = KL(teacher || student) | reverse = KL(student || teacher)
     controller_params: str = "tuned"  # scripted / adaptive: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
     controller_params_sha256: Optional[str] = None  # set by train.py: controller_params' file's SHA-256 (16 hex digits; a resume checks it)
     segment_steps: int = 200  # adaptive: a segment ends at an episode end or after this many env steps
@@ -123,9 +149,7 @@ class DistillConfig:
     verify_margin: float = 0.01  # adaptive: score gain a proposal needs to be adopted (claw: success - distance m)
     verify_confirm_rollouts: int = 0  # adaptive: episodes per parameter set on other seeds that a proposal passing the check must also win (0: off)
     verify_budget_s_per_min: Optional[float] = 10.0  # adaptive: CPU s of checks per minute (null: unbounded)
-    # sequence: the teachers in order, each {name: scripted|checkpoint|ema, steps: env steps it teaches (the last may
-    # leave it out: to the end), label, and its own alpha, schedule, ... (agents/teachers/stages.py)}
-    stages: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[StageConfig] = field(default_factory=list)  # sequence: the teachers in order (teachers/stages.py)
 
 
 @dataclass

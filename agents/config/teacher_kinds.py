@@ -44,16 +44,24 @@ TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
 
 # old distill.name -> its name now: still accepted (a command line, a saved run's config.yaml), with a message
 RENAMED_TEACHERS = {"llm_hint": "adaptive"}
+# (old name, source) pairs already said: a command reads its config more than once (the check before Hydra starts,
+# then the run), and it is said once
+_told: set[tuple[str, str]] = set()
 
 
-def renamed_teacher(distill: Any) -> None:
+def renamed_teacher(distill: Any, source: str) -> None:
     """Give a ``distill`` config section that names a teacher by its old name (:data:`RENAMED_TEACHERS`) the
-    new name, saying so in one line on stderr; leave any other alone."""
-    new = RENAMED_TEACHERS.get(distill.get("name"))
-    if new is not None:
-        print(f"warning: distill={distill.name} is deprecated: it is distill={new} now (the same teacher; "
+    new name, saying so in one line on stderr once per process and ``source`` (where the config came from: the
+    command line, a run's config file); leave any other alone."""
+    old = distill.get("name")
+    new = RENAMED_TEACHERS.get(old)
+    if new is None:
+        return
+    if (old, source) not in _told:
+        _told.add((old, source))
+        print(f"warning: distill={old} is deprecated: it is distill={new} now (the same teacher; "
               "distill.proposer says whether an LLM proposes)", file=sys.stderr)
-        distill.name = new
+    distill.name = new
 
 # distill.proposer: where the adaptive teacher's parameters come from (agents.teachers.adaptive builds them): the
 # llm channel as configured (llm=...), the bundled offline coach whatever llm says, uniform random search, CMA-ES,

@@ -193,9 +193,9 @@ def build_distillation(
     stages = teaching_stages(d)
     sequence = TeacherSequence([
         TeachingStage(stage.label, _teacher(stage.distill, model, student, ema_condition, student_env),
-                      _schedule(stage.distill, end - start), start / total, end / total, stage.distill.rl_weight)
+                      _schedule(stage.distill, end - start), start, end, stage.distill.rl_weight)
         for stage, (start, end) in zip(stages, stage_spans(stages, total))
-    ])
+    ], total)
     return OnlinePolicyDistillation(registry, sequence, direction=d.direction)
 
 
@@ -204,7 +204,7 @@ def controller_teacher(venv: VecEnv, cfg: DictConfig) -> ControllerTeacher:
     Only ``adaptive`` imports the proposers' plumbing (:mod:`agents.teachers.adaptive`, and with it the LLM's)."""
     env = venv.get_attr("unwrapped", indices=[0])[0]
     family = family_of(env)
-    params = starting_params(family, cfg.distill.controller_params)
+    params = starting_params(family, cfg.distill.controller_params, env.controller_spec)
     if not TEACHERS[cfg.distill.name].adaptive:
         return ControllerTeacher(venv, family, env.controller_spec, params)
     from agents.teachers.adaptive import adaptive_teacher

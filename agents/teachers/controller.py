@@ -163,16 +163,17 @@ class ControllerTeacherCallback(BaseCallback):
 CONTROLLER_PARAMS = ("tuned", "untuned")  # distill.controller_params, or the path of a JSON file of parameters
 
 
-def starting_params(family: ControllerFamily, which: str) -> Any:
+def starting_params(family: ControllerFamily, which: str, spec: ControllerSpec | None = None) -> Any:
     """The teacher controllers' starting parameters for ``distill.controller_params``: ``None`` for
     ``tuned`` (the controller's defaults for the robot: the trot's parameter file where the robot has one),
     the family's class defaults for ``untuned`` (hand-tuned for openclaw_go1: the "defaults fail" case), else
     the parameters in the JSON file at that path (:func:`envs.controllers.params_file.read_params`; fields it
-    leaves out take the class defaults).
+    leaves out take the class defaults), refused when the file says it was made for another robot than ``spec``'s
+    (the env's ``controller_spec``; None: not checked).
 
     Raises:
         ValueError: the file cannot be read, or its parameters are not the family's (named in the message).
     """
     if which in CONTROLLER_PARAMS:
         return None if which == "tuned" else family.params()
-    return family.params.from_dict(read_params(Path(which)))
+    return family.params.from_dict(read_params(Path(which), spec))

@@ -1,25 +1,27 @@
 """Teachers in sequence (``distill=sequence``): each stage's teacher config, from ``distill.stages``.
 
-A stage is a mapping in ``distill.stages``: ``name`` (the teacher: one of :data:`STAGE_TEACHERS`), ``steps`` (env
-steps it teaches; the last stage may leave it out: to the end of the run), optionally ``label`` (its name in the
-logs, ``distill/<label>/<statistic>``; default its teacher's name) and any of :data:`STAGE_KEYS`, which override
-the ``distill`` section's values for that stage (its alpha schedule: ``alpha``, ``schedule``, ``final_alpha``,
-``decay_rate``, ``schedule_steps`` counted from the stage's start; its teacher's settings). Every other key of the
-``distill`` section (``direction``, ``controller_params`` ...) is the whole sequence's.
+A stage is a :class:`~agents.config.schema.StageConfig` in ``distill.stages`` (typed: Hydra refuses a value of the
+wrong type or an unknown key as it composes the config): ``name`` (the teacher: one of :data:`STAGE_TEACHERS`),
+``steps`` (env steps it teaches; the last stage may leave it out: to the end of the run), optionally ``label`` (its
+name in the logs, ``distill/<label>/<statistic>``; default its teacher's name) and any of :data:`STAGE_KEYS`, which
+override the ``distill`` section's values for that stage (its alpha schedule: ``alpha``, ``schedule``,
+``final_alpha``, ``decay_rate``, ``schedule_steps`` counted from the stage's start; its teacher's settings); a key it
+leaves out or sets to null is the section's. Every other key of the ``distill`` section (``direction``,
+``controller_params`` ...) is the whole sequence's.
 :func:`teaching_stages` gives every distillation its stages (any other ``distill.name``: one stage, the section).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from omegaconf import DictConfig, OmegaConf
 
+from agents.config.schema import TeacherSettings
 from agents.config.teacher_kinds import TEACHERS
 
 STAGE_TEACHERS = ("scripted", "checkpoint", "ema")
-STAGE_KEYS = ("alpha", "schedule", "final_alpha", "decay_rate", "schedule_steps", "rl_weight", "teacher",
-              "teacher_checkpoint", "teach_contexts", "teacher_std", "ema_decay", "ema_update_every", "ema_condition")
+STAGE_KEYS = tuple(f.name for f in fields(TeacherSettings))
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,10 @@ def teaching_stages(distill: DictConfig) -> list[Stage]:
         if unknown:
             raise ValueError(f"{where}: unknown key(s) {unknown}; a stage takes name, label, steps and: {', '.join(STAGE_KEYS)}")
         steps = stage.get("steps")
-        if steps is None and i < len(stages) - 1 or steps is not None and not (isinstance(steps, int) and steps >= 1):
+        if steps is None and i < len(stages) - 1 or steps is not None and steps < 1:
             raise ValueError(f"{where}: steps={steps} is invalid: the env steps it teaches, a whole number >= 1 (only the "
                              "last stage may leave it out: to the end of the run)")
-        own = OmegaConf.masked_copy(stage, [key for key in stage if key not in ("label", "steps")])
+        own = OmegaConf.masked_copy(stage, [k for k in stage if k not in ("label", "steps") and stage[k] is not None])
         result.append(Stage(str(stage.get("label") or stage.name), steps, OmegaConf.merge(shared, own)))
     labels = [stage.label for stage in result]
     if len(set(labels)) != len(labels):

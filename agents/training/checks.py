@@ -9,13 +9,16 @@ are imported when a config is checked.
 from __future__ import annotations
 
 import math
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
 from agents.errors import ConfigError, check_seed, env_error
 from agents.teachers.stages import controller_stage, masked_stages, stage_spans, teaching_stages
+
+if TYPE_CHECKING:
+    from envs.declarations import ControllerSpec
 
 
 _POSITIVE = {
@@ -104,8 +107,9 @@ def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
     return None
 
 
-def _validate_env(cfg: DictConfig) -> None:
-    """Construct the training env once (and the evaluation env as the video recorder will): bad
+def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
+    """Construct the training env once (and the evaluation env as the video recorder will) and return the training
+    env's controller spec (None for an env without a scripted controller): bad
     ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
     that contradicts the env config's name (:mod:`agents.training.env_names`) and video sizes the renderer cannot
     draw fail here, and so do what the learner and the teacher need of its spaces (privileged observations, a
@@ -123,11 +127,13 @@ def _validate_env(cfg: DictConfig) -> None:
     if t.video and t.eval_freq > 0:
         eval_kwargs = recordable(eval_kwargs, t.video_width, t.video_height)[0]
         eval_keys = "train.video_width/train.video_height, " + eval_keys
+    specs = []
     for kwargs, where in ((env_kwargs(cfg), "env.kwargs"), (eval_kwargs, eval_keys)):
         try:
             env = gym.make(cfg.env.id, **kwargs)
         except (TypeError, ValueError, gym.error.Error) as err:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
+        specs.append(getattr(env.unwrapped, "controller_spec", None))
         space, actions, config = env.observation_space, env.action_space, getattr(env.unwrapped, "config", None)
         privileged = getattr(env.unwrapped, "privileged_obs", None)
         frames = getattr(env.unwrapped, "history_frames", None)
@@ -144,6 +150,7 @@ def _validate_env(cfg: DictConfig) -> None:
     if recording and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action or weight with each transition; HER "
                           "relabels them: add agent.her=false")
+    return specs[0]
 
 
 def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]]) -> None:
@@ -163,7 +170,7 @@ def validate(cfg: DictConfig) -> None:
     import envs  # noqa: F401  (registers the OpenClaw ids)
     from agents.factory import check_device
 
-    renamed_teacher(cfg.distill)
+    renamed_teacher(cfg.distill, "the command line")
     bad = _first_non_finite(OmegaConf.to_container(cfg, resolve=True))
     if bad is not None:
         raise ConfigError(f"{bad[0]}={bad[1]} is invalid: it must be a finite number")
@@ -204,16 +211,34 @@ def validate(cfg: DictConfig) -> None:
     _validate_stages(cfg)
     _check_teacher_is_read(cfg.distill)
     _validate_teach_contexts(cfg.distill)
-    if controller_stage(cfg.distill) is not None:
+    controller = controller_stage(cfg.distill) is not None
+    if controller:
         _validate_controller_teacher(cfg)
-    _validate_env(cfg)
+    spec = _validate_env(cfg)
+    if controller:
+        _validate_controller_params(cfg, spec)
+
+
+def _validate_controller_params(cfg: DictConfig, spec: ControllerSpec | None) -> None:
+    """The controller teacher's starting parameters (``distill.controller_params``): a resumed run's file unchanged,
+    the file's parameters the family's, made for the robot of the training env's controller ``spec``."""
+    from agents.teachers.controller import CONTROLLER_PARAMS, starting_params
+    from agents.training.inputs import check_pinned
+    from envs.controllers import family_of_id
+
+    d = cfg.distill
+    check_pinned(cfg)  # a resume: the parameter file the run started from, unchanged
+    family = family_of_id(cfg.env.id)
+    try:
+        starting_params(family, d.controller_params, spec)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"distill.controller_params={d.controller_params!r}: {err}; use {' or '.join(CONTROLLER_PARAMS)}, "
+                          f"or a JSON file of the {family.family} controller's parameters") from None
 
 
 def _validate_controller_teacher(cfg: DictConfig) -> None:
     from pathlib import Path
 
-    from agents.teachers.controller import CONTROLLER_PARAMS, starting_params
-    from agents.training.inputs import check_pinned
     from envs.controllers import family_of_id
 
     d = cfg.distill
@@ -223,16 +248,10 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
         if d[key] < 1:
             raise ConfigError(f"distill.{key}={d[key]} is invalid: it must be >= 1")
     try:
-        family = family_of_id(cfg.env.id)
+        family_of_id(cfg.env.id)
     except ValueError as err:
         raise ConfigError(f"distill={d.name} needs a scripted controller: {err}; "
                           "choose another env or distill=none|ema|checkpoint") from None
-    check_pinned(cfg)  # a resume: the parameter file the run started from, unchanged
-    try:
-        starting_params(family, d.controller_params)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"distill.controller_params={d.controller_params!r}: {err}; use {' or '.join(CONTROLLER_PARAMS)}, "
-                          f"or a JSON file of the {family.family} controller's parameters") from None
     if d.proposer not in PROPOSERS:
         raise ConfigError(f"distill.proposer={d.proposer!r} is unknown; choose one of: {', '.join(PROPOSERS)}")
     if d.max_verified is not None and d.max_verified < 1:
