@@ -62,9 +62,12 @@ from envs.batched import BatchedVecEnv
 
 ENVS = {
     "quadruped": "OpenClaw/Quadruped-v0",
+    "quadruped_v1": "OpenClaw/Quadruped-v1",  # the default job's env, as its evaluations make it (gait measures on)
+    "quadruped_train": "OpenClaw/Quadruped-v1",  # ... and as its training envs do (configs/env/quadruped.yaml)
     "claw": "OpenClaw/Claw-v0",
     "ant": "Ant-v5",
 }
+ENV_KWARGS = {"quadruped_train": {"gait_measures": False}}  # the env arguments of an ENVS name, where it has any
 
 
 def _actions(space: gym.Space, n: int, seed: int = 0) -> np.ndarray:
@@ -93,13 +96,14 @@ def bench_env(env_id: str, steps: int, unwrapped: bool, seeds: int = 1, **kwargs
     return per_seed * seeds / elapsed
 
 
-def bench_overhead(env_id: str, steps: int) -> tuple[float, float]:
-    """(env.step time / frame_skip raw mj_steps, raw mj_step/s), from the same state with a zero action.
+def bench_overhead(env_id: str, steps: int, **kwargs) -> tuple[float, float]:
+    """(env.step time / frame_skip raw mj_steps, raw mj_step/s), from the same state with a zero action (``kwargs``:
+    the env's).
 
     Both loops start from the state after ``reset(seed=0)``; the robot holds its default pose, so the
     contact set, and hence the physics cost, is the same in both.
     """
-    env = gym.make(env_id).unwrapped
+    env = gym.make(env_id, **kwargs).unwrapped
     zero = np.zeros(env.action_space.shape, dtype=np.float32)
     frame_skip = env.frame_skip
     env.reset(seed=0)
@@ -126,20 +130,22 @@ VECTOR_MODES = ("sync", "async", "sb3_subproc", "sb3_dummy", "batched", "sb3_bat
 PROCESS_MODES = ("async", "sb3_subproc")  # one process per copy
 
 
-def make_vector(env_id: str, num_envs: int, mode: str):
-    """A vector env of ``mode`` (one of ``VECTOR_MODES``); the SB3 ones as ``train.py`` makes them."""
+def make_vector(env_id: str, num_envs: int, mode: str, **kwargs):
+    """A vector env of ``mode`` (one of ``VECTOR_MODES``; ``kwargs``: the env's); the SB3 ones as ``train.py`` makes
+    them."""
     if mode in ("sync", "async"):
-        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode)
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **kwargs)
     if mode == "batched":
-        return BatchedVecEnv(env_id, num_envs)
+        return BatchedVecEnv(env_id, num_envs, **kwargs)
     from agents.vec_env import make_vec_env
 
-    return make_vec_env(env_id, {}, num_envs, mode=mode.removeprefix("sb3_"))
+    return make_vec_env(env_id, kwargs, num_envs, mode=mode.removeprefix("sb3_"))
 
 
-def bench_vector(env_id: str, num_envs: int, mode: str, steps: int) -> float:
-    """Total env steps/s of ``steps`` vector steps with uniform random actions (autoreset on)."""
-    vec = make_vector(env_id, num_envs, mode)
+def bench_vector(env_id: str, num_envs: int, mode: str, steps: int, **kwargs) -> float:
+    """Total env steps/s of ``steps`` vector steps with uniform random actions (autoreset on; ``kwargs``: the
+    env's)."""
+    vec = make_vector(env_id, num_envs, mode, **kwargs)
     if mode.startswith("sb3_"):
         actions = _actions(vec.action_space, steps * num_envs).reshape(steps, num_envs, -1)
         vec.seed(0)
@@ -155,11 +161,11 @@ def bench_vector(env_id: str, num_envs: int, mode: str, steps: int) -> float:
     return steps * num_envs / elapsed
 
 
-def bench_physics(env_id: str, num_envs: int, steps: int) -> float:
+def bench_physics(env_id: str, num_envs: int, steps: int, **kwargs) -> float:
     """Env steps/s of the physics alone for ``num_envs`` copies: ``frame_skip`` ``mj_step``\\ s of every
     copy per step in one ``mujoco.batch`` call on all threads, no Python per env (the physical limit
     of a batched vector env on this machine)."""
-    sim = BatchedVecEnv(env_id, num_envs).sim
+    sim = BatchedVecEnv(env_id, num_envs, **kwargs).sim
     for i in range(num_envs):
         sim.reset(i, seed=i)
         mujoco.mj_getState(sim.tasks[i].model, sim.tasks[i].data, sim._state[i], mujoco.mjtState.mjSTATE_INTEGRATION)
@@ -179,15 +185,15 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
     samples: dict[str, list[float]] = {}
     for _ in range(args.repeats):  # interleaved, so that machine noise hits every row alike
         for name in names:
-            env_id = ENVS[name]
-            samples.setdefault(f"{name}/single", []).append(bench_env(env_id, args.steps, unwrapped=False))
+            env_id, kwargs = ENVS[name], ENV_KWARGS.get(name, {})
+            samples.setdefault(f"{name}/single", []).append(bench_env(env_id, args.steps, unwrapped=False, **kwargs))
             for n in sizes:
                 for mode in VECTOR_MODES:
                     if mode in PROCESS_MODES and n > args.max_procs:
                         continue
-                    rate = bench_vector(env_id, n, mode, max(args.steps // n, 50))
+                    rate = bench_vector(env_id, n, mode, max(args.steps // n, 50), **kwargs)
                     samples.setdefault(f"{name}/{mode}_x{n}", []).append(rate)
-                rate = bench_physics(env_id, n, max(args.steps // n, 50))
+                rate = bench_physics(env_id, n, max(args.steps // n, 50), **kwargs)
                 samples.setdefault(f"{name}/physics_x{n}", []).append(rate)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}")
@@ -347,15 +353,15 @@ def main() -> None:
 
     for _ in range(args.repeats):  # interleave so that machine noise hits every row alike
         for name in args.envs:
-            env_id = ENVS[name]
-            ratio, raw = bench_overhead(env_id, args.steps)
+            env_id, kwargs = ENVS[name], ENV_KWARGS.get(name, {})
+            ratio, raw = bench_overhead(env_id, args.steps, **kwargs)
             record(f"{name}/raw_mj_step", raw)
             record(f"{name}/overhead_ratio", ratio)
-            record(f"{name}/env_step", bench_env(env_id, args.steps, unwrapped=False))
-            record(f"{name}/env_step_unwrapped", bench_env(env_id, args.steps, unwrapped=True))
+            record(f"{name}/env_step", bench_env(env_id, args.steps, unwrapped=False, **kwargs))
+            record(f"{name}/env_step_unwrapped", bench_env(env_id, args.steps, unwrapped=True, **kwargs))
             for mode in args.modes:
                 for n in args.vec:
-                    record(f"{name}/{mode}_x{n}", bench_vector(env_id, n, mode, max(args.steps // n, 50)))
+                    record(f"{name}/{mode}_x{n}", bench_vector(env_id, n, mode, max(args.steps // n, 50), **kwargs))
 
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"{'benchmark':34s} {'median':>12s}  unit")

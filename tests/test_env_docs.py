@@ -8,12 +8,14 @@ import re
 
 import envs  # noqa: F401, I001  first: registers the ids and picks a headless GL backend before mujoco loads
 
+import numpy as np
 import pytest
 
 import envs.claw
 import envs.quadruped
 from envs.claw import ClawEnv
 from envs.quadruped import QuadrupedEnv
+from envs.quadruped.rewards import TERM_TABLE
 
 SECTIONS = ("Action space", "Observation space", "Rewards", "ermination", "Arguments")
 
@@ -33,3 +35,22 @@ def test_class_docstring_is_the_spec(env_cls):
 def test_module_docstring_points_at_the_class(module, env_cls):
     assert f":class:`{env_cls.__name__}`" in module.__doc__
     assert "## " not in module.__doc__  # the tables live on the class only
+
+
+def test_the_reward_table_is_the_table_of_terms():
+    """QuadrupedEnv's reward table (``## Rewards``) lists the terms of ``envs.quadruped.rewards.TERM_TABLE`` in its
+    order, each with its default scale; the env's defaults and a step's ``reward_<name>`` info keys (in the order
+    they are summed) are the table's."""
+    doc = inspect.getdoc(QuadrupedEnv)
+    lines = doc[doc.index("## Rewards"):doc.index("## Termination")].splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("name ") and "default scale" in line)
+    column = lines[top].index("default scale")
+    end = next(i for i in range(top + 2, len(lines)) if lines[i].startswith("==="))  # the table's last rule
+    rows = [(line.split()[0], float(line[column:].split()[0])) for line in lines[top + 2:end] if line[:1] != " "]
+    assert rows == [(term.name, term.default_scale) for term in TERM_TABLE]
+    assert QuadrupedEnv.DEFAULT_REWARD_SCALES == dict(rows)
+    env = QuadrupedEnv()
+    env.reset(seed=0)
+    info = env.step(np.zeros(12))[4]
+    assert [key for key in info if key.startswith("reward_")] == [term.info_key for term in TERM_TABLE]
+    env.close()

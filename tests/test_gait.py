@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -15,6 +17,24 @@ from envs.quadruped.rewards import (reward_feet_clearance, reward_feet_clearance
                                     reward_trunk_clearance)
 
 R = 0.02  # m, a foot sphere's radius
+# the constants the foot and trunk terms read of their env (m): clearance target, step margin, trunk margin
+ENV = SimpleNamespace(FOOT_CLEARANCE_TARGET=0.08, FOOT_STEP_MARGIN=0.04, TRUNK_MARGIN=0.05)
+
+
+def slip(scale, contact, slip2, m=ScalarMath):
+    return reward_feet_slip(scale, SimpleNamespace(contact=contact, slip2=slip2), ENV, m)
+
+
+def clearance(scale, height, speed2, m=ScalarMath):
+    return reward_feet_clearance(scale, SimpleNamespace(height=height, speed2=speed2), ENV, m)
+
+
+def clearance_ahead(scale, ahead, speed2, m=ScalarMath):
+    return reward_feet_clearance_ahead(scale, SimpleNamespace(ahead=ahead, speed2=speed2), ENV, m)
+
+
+def trunk(scale, trunk_clearance, m=ScalarMath):
+    return reward_trunk_clearance(scale, SimpleNamespace(trunk_clearance=trunk_clearance), ENV, m)
 
 
 def readings(pos, vel, ang) -> list[float]:
@@ -51,34 +71,33 @@ def test_gait_state_counts_stance_swings_and_apex():
 
 def test_foot_terms_vanish_without_slip_or_at_the_clearance_height():
     contact, slip2 = [True, False, True, False], [0.0, 4.0, 0.0, 4.0]
-    assert reward_feet_slip(-1.0, contact, slip2, ScalarMath) == 0.0  # the sliding feet are in the air
-    assert reward_feet_slip(-1.0, [not c for c in contact], slip2, ScalarMath) == -8.0
-    assert reward_feet_clearance(-2.0, [0.08] * 4, [1.0] * 4, 0.08, ScalarMath) == 0.0
-    assert reward_feet_clearance(-2.0, [0.0] * 4, [1.0] * 4, 0.08, ScalarMath) == pytest.approx(-0.64)
-    assert reward_feet_clearance(-2.0, [0.0] * 4, [0.0] * 4, 0.08, ScalarMath) == 0.0  # standing feet
+    assert slip(-1.0, contact, slip2) == 0.0  # the sliding feet are in the air
+    assert slip(-1.0, [not c for c in contact], slip2) == -8.0
+    assert clearance(-2.0, [0.08] * 4, [1.0] * 4) == 0.0
+    assert clearance(-2.0, [0.0] * 4, [1.0] * 4) == pytest.approx(-0.64)
+    assert clearance(-2.0, [0.0] * 4, [0.0] * 4) == 0.0  # standing feet
 
 
 def test_clearance_ahead_charges_only_feet_below_the_margin():
     """One-sided: a moving foot below the margin over the ground ahead costs its shortfall times the root of its
     speed; at or above it, or standing, nothing; one env's floats and a batch give the same bits."""
     speed2 = [1.0, 1.0, 4.0, 0.0]
-    assert reward_feet_clearance_ahead(-2.0, [0.04, 0.2, 0.04, -0.1], speed2, 0.04, ScalarMath) == 0.0
-    cost = reward_feet_clearance_ahead(-2.0, [0.0, -0.06, 0.03, -0.1], speed2, 0.04, ScalarMath)
+    assert clearance_ahead(-2.0, [0.04, 0.2, 0.04, -0.1], speed2) == 0.0
+    cost = clearance_ahead(-2.0, [0.0, -0.06, 0.03, -0.1], speed2)
     assert cost == pytest.approx(-2.0 * (0.04 + 0.1 + 0.01 * 2**0.5))
-    batch = reward_feet_clearance_ahead(-2.0, [np.array([0.0, 0.04])] * 4, [np.array(v) for v in speed2], 0.04,
-                                        BatchMath)
-    assert batch.tolist() == [reward_feet_clearance_ahead(-2.0, [0.0] * 4, speed2, 0.04, ScalarMath), 0.0]
+    batch = clearance_ahead(-2.0, [np.array([0.0, 0.04])] * 4, [np.array(v) for v in speed2], BatchMath)
+    assert batch.tolist() == [clearance_ahead(-2.0, [0.0] * 4, speed2), 0.0]
 
 
 def test_trunk_clearance_charges_only_a_trunk_below_the_margin():
     """One-sided: the trunk's shortfall under the margin (m) times the scale; clear of it, nothing; floats and a batch
     give the same bits."""
-    assert reward_trunk_clearance(-40.0, 0.05, 0.05, ScalarMath) == 0.0
-    assert reward_trunk_clearance(-40.0, np.inf, 0.05, ScalarMath) == 0.0  # not measured
-    assert reward_trunk_clearance(-40.0, 0.02, 0.05, ScalarMath) == pytest.approx(-1.2)
-    assert reward_trunk_clearance(-40.0, -0.1, 0.05, ScalarMath) == pytest.approx(-6.0)  # into a riser
-    batch = reward_trunk_clearance(-40.0, np.array([0.02, 0.3, -0.1]), 0.05, BatchMath)
-    assert batch.tolist() == [reward_trunk_clearance(-40.0, c, 0.05, ScalarMath) for c in (0.02, 0.3, -0.1)]
+    assert trunk(-40.0, 0.05) == 0.0
+    assert trunk(-40.0, np.inf) == 0.0  # not measured
+    assert trunk(-40.0, 0.02) == pytest.approx(-1.2)
+    assert trunk(-40.0, -0.1) == pytest.approx(-6.0)  # into a riser
+    batch = trunk(-40.0, np.array([0.02, 0.3, -0.1]), BatchMath)
+    assert batch.tolist() == [trunk(-40.0, c) for c in (0.02, 0.3, -0.1)]
 
 
 def test_a_standing_robot_has_duty_one_and_no_slip():
@@ -90,6 +109,26 @@ def test_a_standing_robot_has_duty_one_and_no_slip():
     assert info["duty_factor"] > 0.98 and info["stance_slip"] < 0.02, info
     assert {m.name for m in GAIT_METRICS} <= {m.name for m in QuadrupedEnv.METRICS}
     env.close()
+
+
+def test_without_gait_measures_the_step_is_the_same_less_the_measures():
+    """``gait_measures=False`` (the training envs of configs/env/quadruped.yaml) changes no observation, reward or
+    other info entry, leaves the measures out of the info and out of the env's ``METRICS``."""
+    on, off = gym.make("OpenClaw/Quadruped-v1"), gym.make("OpenClaw/Quadruped-v1", gait_measures=False)
+    gait_keys = {m.info_key for m in GAIT_METRICS}
+    assert not set(off.unwrapped.METRICS) & set(GAIT_METRICS) and set(on.unwrapped.METRICS) >= set(GAIT_METRICS)
+    actions = np.random.default_rng(0).uniform(-1.0, 1.0, (300, 12))
+    for env in (on, off):
+        env.reset(seed=0)
+    for action in actions:
+        (o1, r1, t1, _, i1), (o2, r2, t2, _, i2) = on.step(action), off.step(action)
+        assert o1.tobytes() == o2.tobytes() and (r1, t1) == (r2, t2)
+        assert {k: v for k, v in i1.items() if k not in gait_keys} == i2 and gait_keys <= set(i1)
+        if t1:
+            on.reset()
+            off.reset()
+    on.close()
+    off.close()
 
 
 SKATING = 0.05  # m/s of stance slip: the target the learned gaits are held to (benchmarks/RESULTS.md, issue 37)

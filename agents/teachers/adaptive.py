@@ -264,8 +264,9 @@ def adaptive_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
     verifier = None
     if distill.verify_hints:
         # distill.verify_confirm_rollouts is absent from a run saved before the setting (resume): off, as it was made
-        verifier = ShadowVerifier(env.spec.id, env.spec.kwargs, family, env.controller_spec, distill.verify_rollouts,
-                                  distill.verify_steps, distill.verify_margin, distill.get("verify_confirm_rollouts", 0))
+        verifier = ShadowVerifier(env.spec.id, {**env.spec.kwargs, **family.score_kwargs}, family, env.controller_spec,
+                                  distill.verify_rollouts, distill.verify_steps, distill.verify_margin,
+                                  distill.get("verify_confirm_rollouts", 0))
     service = ProposalService(proposer, records_path=records, verifier=verifier,
                               verify_budget_s_per_min=distill.verify_budget_s_per_min,
                               max_verified=distill.max_verified)

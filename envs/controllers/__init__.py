@@ -32,7 +32,7 @@ A new env family with a controller adds its module here and one :class:`Controll
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
 import gymnasium as gym
@@ -71,6 +71,8 @@ class ControllerFamily:
         bounds_for: ``bounds_for(spec)``, the ``BOUNDS`` of the parameters that act on an env whose
             ``controller_spec`` is ``spec`` (the trot's height-scan fields act only with a scan); ``None``: every
             parameter acts on every env of the family.
+        score_kwargs: env arguments the score's rollouts need on top of the training env's (the quadruped's
+            ``gait_measures``: its score reads ``info["stance_slip"]``, which its training envs leave out).
     """
 
     family: str
@@ -83,6 +85,7 @@ class ControllerFamily:
     episode_start: Callable[[Any], dict[str, Any]]
     score: type
     bounds_for: Callable[[ControllerSpec | None], dict[str, tuple[float, float]]] | None = None
+    score_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def bounds(self, spec: ControllerSpec | None) -> dict[str, tuple[float, float]]:
         """The bounds of the parameters that act on an env whose ``controller_spec`` is ``spec`` (``None``: the
@@ -100,6 +103,7 @@ FAMILIES: dict[str, ControllerFamily] = {
         family="quadruped", name="trot", env_class=QuadrupedEnv, env_id="OpenClaw/Quadruped-v1",
         controller=TrotController, params=TrotParams, segment=QuadrupedSegment,
         episode_start=quadruped_episode_start, score=QuadrupedScore, bounds_for=TrotParams.bounds_for,
+        score_kwargs={"gait_measures": True},
     ),
     "claw": ControllerFamily(
         family="claw", name="grasp", env_class=ClawEnv, env_id="OpenClaw/Claw-v0",

@@ -403,7 +403,7 @@ class QuadrupedScore:
         self.error_sum += float(info["tracking_error"])
         self.steps += 1
         self.fell |= bool(info.get("fell", False))
-        self.slip = float(info.get("stance_slip", 0.0))  # the episode's so far
+        self.slip = float(info["stance_slip"])  # the episode's so far (an env run with gait_measures)
 
     def metrics(self) -> dict[str, float]:
         error = self.error_sum / max(self.steps, 1)

@@ -8,7 +8,7 @@ module              job
 ``terrain_env``     :class:`QuadrupedTerrainEnv`: the same on legged_gym's terrain curriculum
 ``config``          every default in one place: the task's constants, :class:`QuadrupedConfig` and
                     :class:`QuadrupedTerrainConfig` (the constructors' arguments and their checks)
-``rewards``         the named reward terms and ``step_outcome`` (one env or the batch)
+``rewards``         the table of reward terms (``TERM_TABLE``) and ``step_outcome`` (one env or the batch)
 ``observation``     the observation layout and the gait clock (one env or the batch)
 ``randomize``       domain and sim-to-real randomisation (one env or the batch)
 ``robots``          the ``robot=`` table, the ``MjSpec`` builder of the meshed robots, :class:`LegGeometry`

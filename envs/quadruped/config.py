@@ -1,7 +1,8 @@
 """The quadruped envs' settings in one place: the task's constants and every constructor argument's default.
 
 Like MuJoCo Playground's ``default_config()``: the control period, action scale, thresholds, gait clock,
-observation noise scales and reward scales are the module's constants (:class:`~envs.quadruped.QuadrupedEnv`
+observation noise scales and reward scales (from the table of terms, ``envs.quadruped.rewards``) are the
+module's constants (:class:`~envs.quadruped.QuadrupedEnv`
 exposes each as the class attribute of its name); :class:`QuadrupedConfig` (``OpenClaw/Quadruped-*``) and
 :class:`QuadrupedTerrainConfig` (``OpenClaw/QuadrupedTerrain-v1``) are the constructors' arguments, their
 defaults and their checks (the Arguments tables of the env classes' docstrings; units there).
@@ -19,6 +20,7 @@ import numpy as np
 
 from envs.base import EnvConfig
 from envs.quadruped.history import MAX_HISTORY_STEPS
+from envs.quadruped.rewards import DEFAULT_REWARD_SCALES
 from envs.quadruped.robots import LEGS, PARTS, ROBOTS, robot_named
 from envs.quadruped.terrain import LEVELS, TERRAIN_TYPES
 from envs.typed import checked
@@ -52,23 +54,8 @@ GAIT_PHASE_OFFSETS = np.array([0.0, 0.5, 0.5, 0.0])
 # joystick noise_config scales (linvel 0.1, gyro 0.2, gravity 0.05, joint_pos 0.03, joint_vel 1.5).
 OBS_NOISE_SCALES = {"lin_vel": 0.1, "ang_vel": 0.2, "gravity": 0.05, "joint_pos": 0.03, "joint_vel": 1.5}
 
-DEFAULT_REWARD_SCALES = {
-    "tracking_lin_vel": 1.0,
-    "tracking_ang_vel": 0.5,
-    "lin_vel_z": -2.0,
-    "ang_vel_xy": -0.05,
-    "orientation": -5.0,
-    "torques": -0.0002,
-    "action_rate": -0.01,
-    "feet_air_time": 1.0,
-    "feet_slip": -0.25,
-    "feet_clearance": -0.5,
-    "feet_clearance_ahead": 0.0,
-    "trunk_clearance": 0.0,
-    "base_height": -10.0,
-    "termination": -50.0,
-}
-REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)
+# DEFAULT_REWARD_SCALES (per second, by term) comes from the table of terms, envs.quadruped.rewards.TERM_TABLE
+REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)  # the terms' names in the order they are summed
 
 
 def checked_gait_frequency(frequency_hz: Any) -> float:
@@ -121,6 +108,7 @@ class QuadrupedConfig(EnvConfig):
     kp_scale: tuple[float, float] = (1.0, 1.0)
     kd_scale: tuple[float, float] = (1.0, 1.0)
     history_steps: int = 1
+    gait_measures: bool = True
     action_scale: float | tuple[float, float, float] = ACTION_SCALE
     camera: str | int | None = "tracking"
 

@@ -39,7 +39,7 @@ from envs.quadruped.observation import (
 )
 from envs.quadruped.gait import FOOT_SENSOR_DIM, GAIT_METRICS, new_gait_state
 from envs.quadruped.randomize import Randomization
-from envs.quadruped.rewards import step_outcome
+from envs.quadruped.rewards import TERM_TABLE, StepReadings, step_outcome
 from envs.quadruped.robots import LEGS, OPENCLAW_MODEL, PARTS, LegGeometry, robot_model, robot_named
 from envs.quadruped.scene import add_rough_terrain, rough_model
 
@@ -131,11 +131,12 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     ``reward = dt * sum_i scale_i * term_i`` with ``dt`` = 0.02 s (Playground/legged_gym convention: scales
     are per second of simulated time, independent of the control rate). Override scales with
     ``reward_scales={"name": value}``; a scale of 0 disables a term. ``info["reward_<name>"]`` holds each
-    term's contribution ``dt * scale * term`` and these sum to the reward exactly. Each term is computed by
-    the function ``reward_<name>`` of ``envs.quadruped.rewards`` (:func:`~envs.quadruped.rewards.feet_air_time`,
-    which also advances the feet's air clocks, for ``feet_air_time``), inside
-    :func:`~envs.quadruped.rewards.step_outcome`, which this env's ``step()`` (on floats) and the batched
-    vector env (``envs.batched``, all copies at once, on arrays) both run.
+    term's contribution ``dt * scale * term`` and these sum to the reward exactly, in the table's order. The
+    terms are one table, :data:`envs.quadruped.rewards.TERM_TABLE` (name, function ``reward_<name>``, default scale;
+    the rows below are its rows, checked by ``tests/test_env_docs.py``), summed in one loop by
+    :func:`~envs.quadruped.rewards.step_outcome` (:func:`~envs.quadruped.rewards.feet_air_time` advances the feet's
+    air clocks), which this env's ``step()`` (on floats) and the batched vector env (``envs.batched``, all copies
+    at once, on arrays) both run.
 
     ====================  ====================================================================  =============
     name                  term (body frame unless noted)                                        default scale
@@ -147,15 +148,18 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     orientation           g_x^2 + g_y^2 (projected gravity; 0 when level)                       -5.0
     torques               sum_j tau_j^2 (actuator torques, N·m)                                 -0.0002
     action_rate           sum_j (a_t,j - a_t-1,j)^2                                             -0.01
-    feet_air_time         sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1   1.0
+    feet_air_time         sum_feet (t_air - 0.1 s) at each touchdown, only if |cmd_xy| > 0.1    1.0
+                          m/s
     feet_slip             sum_stance feet |v_xy|^2 of the foot's contact point (m/s)^2          -0.25
-    feet_clearance        sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed   -0.5
+    feet_clearance        sum_feet |h - 0.08 m| sqrt(|v_xy|): foot height h (world z), speed    -0.5
                           (the terrain env: h above the ground under the foot)
-    feet_clearance_ahead  sum_feet max(0, 0.04 m - c) sqrt(|v_xy|): c the foot's height over the    0.0
-                          higher ground: under it or where v_xy takes it in 0.1 s (flat: h)
-    trunk_clearance       max(0, 0.05 m - c): c the lowest bottom corner of the trunk's touch zone    0.0
-                          over the higher ground: under it or where the trunk's v_xy takes it in
-                          0.1 s (the terrain env only; a scale elsewhere is refused)
+    feet_clearance_ahead  sum_feet max(0, 0.04 m - c) sqrt(|v_xy|): c the foot's height         0.0
+                          over the higher ground: under it or where v_xy takes it in 0.1 s
+                          (flat: h)
+    trunk_clearance       max(0, 0.05 m - c): c the lowest bottom corner of the trunk's         0.0
+                          touch zone over the higher ground: under it or where the trunk's
+                          v_xy takes it in 0.1 s (the terrain env only; a scale elsewhere
+                          is refused)
     base_height           (z_trunk - 0.27 m)^2 (world z; terrain mean height is 0)              -10.0
     termination           1 on the step the robot falls                                         -50.0 (= -1)
     ====================  ====================================================================  =============
@@ -180,11 +184,13 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     ## Info (flat, per step)
 
     ``reward_<term>`` for every term above, ``tracking_error`` (|v_xy - cmd_xy|, m/s, body frame),
-    ``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool: this step ended in a fall), and the
-    gait measures of the episode so far (``envs.quadruped.gait``; declared in ``METRICS``, so evaluations
-    report their values at each episode's end): ``stance_slip`` (m/s: the stance feet's contact-point
-    speed), ``swing_apex`` (cm: the highest a swinging foot rises above its lift-off height), ``duty_factor``
-    (fraction of steps in contact), the mean of the legs, and per leg ``<measure>_<leg>`` (FR, FL, RR, RL).
+    ``x_velocity`` (world-frame trunk x velocity, m/s), ``fell`` (bool: this step ended in a fall), and, with
+    ``gait_measures`` (the default; the training envs of ``configs/env/quadruped.yaml`` run without, their
+    evaluation envs with), the gait measures of the episode so far (``envs.quadruped.gait``; declared in
+    ``METRICS``, so evaluations report their values at each episode's end): ``stance_slip`` (m/s: the stance
+    feet's contact-point speed), ``swing_apex`` (cm: the highest a swinging foot rises above its lift-off height),
+    ``duty_factor`` (fraction of steps in contact), the mean of the legs, and per leg ``<measure>_<leg>`` (FR, FL,
+    RR, RL).
 
     ## Starting state
 
@@ -210,8 +216,10 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     One ``step()`` = 5 physics steps (~70-90 us on one 2-core-VM core) + ~13 us of Python (action check,
     observation = one ``np.concatenate`` of cached sensor views, scalar reward maths, the info dict). That is
     ~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine). The gait measures and
-    the two foot terms (issue 37) take 0.8x of that (side by side against the commit before them); the meshed
-    robots' physics costs more, Go1 and Go2 with their files' elliptic cones most (``benchmarks/RESULTS.md``).
+    the two foot terms (issue 37) take 0.8x of that (side by side against the commit before them); without the
+    gait measures (``gait_measures=False``, the default job's training envs) a step costs 1.51x its physics instead
+    of 1.85x (issue 78, a loaded machine); the meshed robots' physics costs more, Go1 and Go2 with their files'
+    elliptic cones most (``benchmarks/RESULTS.md``).
 
     ## Arguments (keyword-only; :class:`~envs.quadruped.QuadrupedConfig` holds them and their checks)
 
@@ -251,6 +259,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
                                                   ``history_1`` .. ``history_{k-1}`` (42 entries each: ang_vel,
                                                   gravity, joint_pos, joint_vel, last_action of 1 .. k-1 steps
                                                   ago; at reset the first frame; ``envs.quadruped.history``)
+    gait_measures                True             report the gait measures in ``info`` (Info below); False saves
+                                                  their cost where nothing reads them (training), and ``METRICS``
+                                                  then leaves them out
     action_scale                 0.5              joint target change per unit action (rad): one number for every
                                                   joint, or (hip, thigh, calf) for every leg; the targets must stay
                                                   inside the joint ranges (the error names the largest scale)
@@ -327,8 +338,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         # settings the episodes and steps read, derived from the config
         self._cmd_lo = np.array([config.command_vx[0], config.command_vy[0], config.command_yaw_rate[0]])
         self._cmd_hi = np.array([config.command_vx[1], config.command_vy[1], config.command_yaw_rate[1]])
-        # reward per step, not per second (rewards.step_outcome reads it)
-        self.reward_scales_dt = {k: config.reward_scales[k] * self.dt for k in self.REWARD_TERMS}
+        # the terms in the order they are summed, each with its scale per step, not per second (step_outcome reads it)
+        self.reward_terms = tuple((term.function, config.reward_scales[term.name] * self.dt, term.info_key)
+                                  for term in TERM_TABLE)
+        if not config.gait_measures:  # evaluations find no gait measures to report
+            self.METRICS = tuple(metric for metric in self.METRICS if metric not in GAIT_METRICS)
 
         # state (episode state is set again by reset())
         self._command = np.zeros(3)
@@ -340,7 +354,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self._bind_views()
         self._air_time = [0.0, 0.0, 0.0, 0.0]
         self._last_contact = [False, False, False, False]
-        self._gait = new_gait_state()
+        self._gait = self._new_gait()
 
     def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
         """The compiled model this env runs (a copy of its own): the robot in our scene (with the feet's heightfield
@@ -427,7 +441,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self._last_action[:] = 0.0
         self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
         self._last_contact[:] = (False, False, False, False)
-        self._gait = new_gait_state()
+        self._gait = self._new_gait()
         self._steps = 0
         self.gait_phase = 0.0
         self._update_clock_obs()
@@ -464,11 +478,15 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         """This env's reward, fall flag and info: :func:`~envs.quadruped.rewards.step_outcome` on its floats
         (the batch runs it on arrays)."""
         # the base's self._action still holds the previous action here
-        reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(
+        reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(StepReadings(
             self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._feet(), self._feet_ahead(),
             self._trunk_clearance(), self._trunk_height(), self._act_force, action, self._action, self._air_time,
-            self._last_contact, self._gait, self._qvel.item(0), self, ScalarMath)
+            self._last_contact, self._gait, self._qvel.item(0)), self, ScalarMath)
         return reward, fell, info
+
+    def _new_gait(self) -> list[float] | None:
+        """The gait state at a reset (:func:`~envs.quadruped.gait.new_gait_state`); None without ``gait_measures``."""
+        return new_gait_state() if self.gait_measures else None
 
     def _feet(self) -> list:
         """The 36 foot sensor readings as the reward and the gait measures read them (:mod:`envs.quadruped.gait`;
@@ -546,17 +564,19 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         previous = np.stack([task._action for task in tasks])
         air = np.array([task._air_time for task in tasks]).T
         last = np.array([task._last_contact for task in tasks]).T
-        gait = np.array([task._gait for task in tasks]).T
-        reward, fell, info, air, last, gait = step_outcome(
+        gait = np.array([task._gait for task in tasks]).T if first.gait_measures else None
+        reward, fell, info, air, last, gait = step_outcome(StepReadings(
             base.T, command.T, touch.T, cls._feet_batch(tasks, feet, derived),
             cls._feet_ahead_batch(tasks, feet, derived), cls._trunk_clearance_batch(tasks, derived),
-            cls._trunk_heights(tasks, trunk_z[:, 0], derived),
-            derived["actuator_force"], actions, previous, air, last, gait, qvel[:, 0], first, BatchMath)
-        for task, action, air_row, last_row, gait_rows in zip(tasks, actions, np.array(air).T.tolist(),
-                                                              np.array(last).T.tolist(), np.array(gait).T.tolist()):
+            cls._trunk_heights(tasks, trunk_z[:, 0], derived), derived["actuator_force"], actions, previous, air, last,
+            gait, qvel[:, 0]), first, BatchMath)
+        for task, action, air_row, last_row in zip(tasks, actions, np.array(air).T.tolist(), np.array(last).T.tolist()):
             task._action[:] = action  # the previous action of the next step
             task._last_action[:] = action
-            task._air_time, task._last_contact, task._gait = air_row, last_row, gait_rows
+            task._air_time, task._last_contact = air_row, last_row
+        if gait is not None:
+            for task, gait_rows in zip(tasks, np.array(gait).T.tolist()):
+                task._gait = gait_rows
         return obs, reward, fell, info
 
     @classmethod

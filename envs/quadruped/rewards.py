@@ -1,15 +1,19 @@
-"""The quadruped's reward: one function per named term (``reward_<name>``), :func:`feet_air_time` and
+"""The quadruped's reward: one function per named term (``reward_<name>``), the table of terms
+(:data:`TERM_TABLE`: name, function, default scale; the info key ``reward_<name>``), :func:`feet_air_time` and
 :func:`step_outcome`, the step's reward, fall flag and info (with the gait measures of ``envs.quadruped.gait``).
 
-The terms and their default scales are tabled in :class:`~envs.quadruped.QuadrupedEnv`'s docstring (the
-scales: ``envs.quadruped.config.DEFAULT_REWARD_SCALES``). One implementation for one env and the batch:
-the env's ``step()`` runs :func:`step_outcome` on its floats (``m=ScalarMath``), the batched vector env
-(``envs.batched``) on (N,) arrays (``m=BatchMath``), with the same bits. ``env`` arguments are the
-:class:`~envs.quadruped.QuadrupedEnv` whose settings are read (its ``dt``, thresholds, fall height, base
-height target, tracking sigma and per-step scales).
+The table is the one place a term is declared: the default scales (``DEFAULT_REWARD_SCALES``, which
+``envs.quadruped.config`` and the ``reward_scales`` argument read), the info keys and the order of the sum come from
+it; :class:`~envs.quadruped.QuadrupedEnv`'s docstring tables the terms in its order (``tests/test_env_docs.py``
+checks the names and scales). One implementation for one env and the batch: the env's ``step()`` runs
+:func:`step_outcome` on its floats (``m=ScalarMath``), the batched vector env (``envs.batched``) on (N,) arrays
+(``m=BatchMath``), with the same bits. ``env`` arguments are the :class:`~envs.quadruped.QuadrupedEnv` whose
+settings are read (its ``dt``, thresholds, fall height, base height target, tracking sigma and per-step scales).
 """
-
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,104 +22,167 @@ from envs.quadruped.gait import advance_gait, foot_motion, gait_info
 
 
 # ---------------------------------------------------------------- reward terms
-# One function per term of QuadrupedEnv.DEFAULT_REWARD_SCALES (the reward table of QuadrupedEnv's
-# docstring), as in MuJoCo Playground's joystick env. Each takes the term's scale times dt and returns
-# its contribution to the step's reward (``info["reward_<name>"]``); velocities are body frame. Each
-# works on one env's floats (vectors: shape (12,)) with ``m=ScalarMath`` and on N envs' (N,) arrays
-# (vectors: (N, 12)) with ``m=BatchMath``, with the same rounding.
+# One function per term of TERM_TABLE (the reward table of QuadrupedEnv's docstring), as in MuJoCo Playground's
+# joystick env. Each takes the term's scale times dt (per step), the step's :class:`StepQuantities` ``q``, the env
+# (its thresholds and targets) and the maths ``m``, and returns its contribution to the step's reward
+# (``info["reward_<name>"]``); velocities are body frame. Each works on one env's floats (vectors: shape (12,)) with
+# ``m=ScalarMath`` and on N envs' (N,) arrays (vectors: (N, 12)) with ``m=BatchMath``, with the same rounding.
 
 
-def reward_tracking_lin_vel(scale: float, error2: float, sigma: float, m: type[ScalarMath] | type[BatchMath]) -> float:
-    """``scale * exp(-|cmd_xy - v_xy|^2 / sigma)``; ``error2`` = |cmd_xy - v_xy|^2 in (m/s)^2."""
-    return scale * m.exp(-error2 / sigma)
+@dataclass(slots=True)
+class StepQuantities:
+    """What the reward terms read of one step: floats for one env, (N,) arrays for N (vectors (12,) or (N, 12);
+    per-foot values: lists of four, FR, FL, RR, RL). Velocities body frame unless noted."""
+
+    vz: float  # trunk vertical velocity (m/s)
+    wx: float  # roll rate (rad/s)
+    wy: float  # pitch rate (rad/s)
+    gx: float  # projected gravity x (unit vector; 0 when level)
+    gy: float  # projected gravity y
+    lin_error2: float  # |cmd_xy - v_xy|^2 ((m/s)^2)
+    yaw_error: float  # cmd_wz - w_z (rad/s)
+    torques: np.ndarray  # actuator torques (N·m)
+    action: np.ndarray  # this step's clipped action, in [-1, 1]
+    previous: np.ndarray  # the previous step's
+    air_time: float  # feet_air_time's sum over this step's touchdowns (s; :func:`feet_air_time`)
+    contact: list  # each foot's touch reading is above CONTACT_FORCE_THRESHOLD this step (bools)
+    height: list  # each foot's lowest point above the ground (m; :func:`~envs.quadruped.gait.foot_motion`)
+    speed2: list  # each foot centre's squared horizontal speed ((m/s)^2, world)
+    slip2: list  # each foot's contact point's squared horizontal speed ((m/s)^2, world)
+    ahead: list  # each foot's clearance over the ground ahead (m; ``height`` where the ground is flat)
+    trunk_clearance: float  # the trunk's clearance over the ground (m; inf where not measured)
+    z: float  # trunk height (m: world z, or above the ground under it on the terrain env)
+    fell: bool  # this step ended in a fall
 
 
-def reward_tracking_ang_vel(scale: float, error: float, sigma: float, m: type[ScalarMath] | type[BatchMath]) -> float:
-    """``scale * exp(-(cmd_wz - w_z)^2 / sigma)``; ``error`` = cmd_wz - w_z in rad/s."""
-    return scale * m.exp(-error * error / sigma)
+def reward_tracking_lin_vel(scale: float, q: StepQuantities, env, m) -> float:
+    """``scale * exp(-|cmd_xy - v_xy|^2 / sigma)``, ``sigma`` the env's ``tracking_sigma`` ((m/s)^2)."""
+    return scale * m.exp(-q.lin_error2 / env.tracking_sigma)
 
 
-def reward_lin_vel_z(scale: float, vz: float) -> float:
+def reward_tracking_ang_vel(scale: float, q: StepQuantities, env, m) -> float:
+    """``scale * exp(-(cmd_wz - w_z)^2 / sigma)`` (rad/s; ``sigma`` the env's ``tracking_sigma``)."""
+    return scale * m.exp(-q.yaw_error * q.yaw_error / env.tracking_sigma)
+
+
+def reward_lin_vel_z(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * v_z^2``: vertical trunk velocity (m/s)."""
-    return scale * vz * vz
+    return scale * q.vz * q.vz
 
 
-def reward_ang_vel_xy(scale: float, wx: float, wy: float) -> float:
+def reward_ang_vel_xy(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * (w_x^2 + w_y^2)``: roll and pitch rates (rad/s)."""
-    return scale * (wx * wx + wy * wy)
+    return scale * (q.wx * q.wx + q.wy * q.wy)
 
 
-def reward_orientation(scale: float, gx: float, gy: float) -> float:
+def reward_orientation(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * (g_x^2 + g_y^2)``: tilt as projected gravity (unit vector; 0 when level)."""
-    return scale * (gx * gx + gy * gy)
+    return scale * (q.gx * q.gx + q.gy * q.gy)
 
 
-def reward_torques(scale: float, torques: np.ndarray, m: type[ScalarMath] | type[BatchMath]) -> float:
+def reward_torques(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * sum_j tau_j^2``: actuator torques (N·m)."""
-    return scale * m.sum_of_squares(torques)
+    return scale * m.sum_of_squares(q.torques)
 
 
-def reward_action_rate(scale: float, action: np.ndarray, previous: np.ndarray,
-                       m: type[ScalarMath] | type[BatchMath]) -> float:
+def reward_action_rate(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * sum_j (a_t,j - a_t-1,j)^2`` (clipped actions in [-1, 1])."""
-    return scale * m.sum_of_squares(action - previous)
+    return scale * m.sum_of_squares(q.action - q.previous)
 
 
-def reward_base_height(scale: float, dz: float) -> float:
-    """``scale * dz^2``: trunk height minus its target (m, world z)."""
-    return scale * dz * dz
+def reward_feet_air_time(scale: float, q: StepQuantities, env, m) -> float:
+    """``scale * sum_touchdowns (t_air - AIR_TIME_THRESHOLD)`` (s): :func:`feet_air_time`'s sum."""
+    return scale * q.air_time
 
 
-def reward_feet_slip(scale: float, contact: list, slip2: list, m: type[ScalarMath] | type[BatchMath]) -> float:
+def reward_feet_slip(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * sum_feet in contact |v_contact_xy|^2``: the squared horizontal speed (m/s)^2 of each stance
     foot's contact point (:func:`~envs.quadruped.gait.foot_motion`; Playground Go1's ``feet_slip``, which
-    takes the foot centre's). ``contact``, ``slip2``: four per-foot values each (floats or (N,) arrays)."""
+    takes the foot centre's)."""
     total = 0.0
-    for c, s2 in zip(contact, slip2):
+    for c, s2 in zip(q.contact, q.slip2):
         total = total + m.where(c, s2, 0.0)
     return scale * total
 
 
-def reward_feet_clearance(scale: float, height: list, speed2: list, target: float,
-                          m: type[ScalarMath] | type[BatchMath]) -> float:
+def reward_feet_clearance(scale: float, q: StepQuantities, env, m) -> float:
     """``scale * sum_feet |h - target| * sqrt(|v_xy|)``: each foot's lowest point's height ``h`` (m, above the
-    ground: world z on flat ground, the ground under the foot on the terrain env) away from ``target`` (m),
-    weighted by the root of its centre's horizontal speed (m/s; ``speed2`` its square), so a foot that moves
-    does it ``target`` high (Playground Go1's ``feet_clearance``). ``height``, ``speed2``: four per-foot values
-    each (floats or (N,) arrays)."""
-    total = 0.0
-    for h, v2 in zip(height, speed2):
+    ground: world z on flat ground, the ground under the foot on the terrain env) away from the env's
+    ``FOOT_CLEARANCE_TARGET`` (m), weighted by the root of its centre's horizontal speed (m/s), so a foot that moves
+    does it ``target`` high (Playground Go1's ``feet_clearance``)."""
+    total, target = 0.0, env.FOOT_CLEARANCE_TARGET
+    for h, v2 in zip(q.height, q.speed2):
         total = total + abs(h - target) * m.sqrt(m.sqrt(v2))
     return scale * total
 
 
-def reward_feet_clearance_ahead(scale: float, clearance: list, speed2: list, margin: float,
-                                m: type[ScalarMath] | type[BatchMath]) -> float:
-    """``scale * sum_feet max(0, margin - c) * sqrt(|v_xy|)``: how far each foot's lowest point is below ``margin``
-    (m) over the ground ahead, ``c`` (m: over the higher of the ground under the foot and where its horizontal
-    velocity takes it in ``FOOT_LOOKAHEAD``; on flat ground its height), weighted by the root of its centre's
-    horizontal speed (m/s; ``speed2`` its square). One-sided: a foot swinging at a riser is charged until it is
-    ``margin`` above the riser's top, a higher one or one standing is not. ``clearance``, ``speed2``: four
-    per-foot values each (floats or (N,) arrays)."""
-    total = 0.0
-    for c, v2 in zip(clearance, speed2):
+def reward_feet_clearance_ahead(scale: float, q: StepQuantities, env, m) -> float:
+    """``scale * sum_feet max(0, margin - c) * sqrt(|v_xy|)``: how far each foot's lowest point is below the env's
+    ``FOOT_STEP_MARGIN`` (m) over the ground ahead, ``c`` (m: over the higher of the ground under the foot and where
+    its horizontal velocity takes it in ``FOOT_LOOKAHEAD``; on flat ground its height), weighted by the root of its
+    centre's horizontal speed (m/s). One-sided: a foot swinging at a riser is charged until it is ``margin`` above
+    the riser's top, a higher one or one standing is not."""
+    total, margin = 0.0, env.FOOT_STEP_MARGIN
+    for c, v2 in zip(q.ahead, q.speed2):
         total = total + m.maximum(margin - c, 0.0) * m.sqrt(m.sqrt(v2))
     return scale * total
 
 
-def reward_trunk_clearance(scale: float, clearance: float, margin: float,
-                           m: type[ScalarMath] | type[BatchMath]) -> float:
-    """``scale * max(0, margin - c)``: how far the trunk is below ``margin`` (m) over the ground, ``c`` (m: the lowest
-    of its touch zone's bottom corners over the higher of the ground under the corner and where the trunk's horizontal
-    velocity takes it in ``FOOT_LOOKAHEAD``; the terrain env's :class:`~envs.quadruped.height_scan.TerrainState`).
-    One-sided: a trunk running its front into a riser, or its belly onto a step's edge, is charged before the touch
-    ends the episode; one ``margin`` clear of the ground is not. A float, or an (N,) array."""
-    return scale * m.maximum(margin - clearance, 0.0)
+def reward_trunk_clearance(scale: float, q: StepQuantities, env, m) -> float:
+    """``scale * max(0, margin - c)``: how far the trunk is below the env's ``TRUNK_MARGIN`` (m) over the ground,
+    ``c`` (m: the lowest of its touch zone's bottom corners over the higher of the ground under the corner and where
+    the trunk's horizontal velocity takes it in ``FOOT_LOOKAHEAD``; the terrain env's
+    :class:`~envs.quadruped.height_scan.TerrainState`). One-sided: a trunk running its front into a riser, or its
+    belly onto a step's edge, is charged before the touch ends the episode; one ``margin`` clear of the ground is
+    not."""
+    return scale * m.maximum(env.TRUNK_MARGIN - q.trunk_clearance, 0.0)
 
 
-def reward_termination(scale: float, fell: bool) -> float:
+def reward_base_height(scale: float, q: StepQuantities, env, m) -> float:
+    """``scale * dz^2``: trunk height minus the env's ``base_height_target`` (m, world z)."""
+    dz = q.z - env.base_height_target
+    return scale * dz * dz
+
+
+def reward_termination(scale: float, q: StepQuantities, env, m) -> float:
     """``scale`` on the step the robot falls, else 0."""
-    return scale * fell
+    return scale * q.fell
+
+
+@dataclass(frozen=True)
+class RewardTerm:
+    """One row of :data:`TERM_TABLE`: a term's ``name`` (the ``reward_scales`` key), its function
+    (``reward_<name>(scale, q, env, m)``), its default scale (per second of simulated time) and the ``info`` key its
+    contribution is reported under."""
+
+    name: str
+    function: Callable[..., float]
+    default_scale: float
+
+    @property
+    def info_key(self) -> str:
+        return f"reward_{self.name}"
+
+
+# The reward, term by term, in the order the step sums them (the docstring's table of QuadrupedEnv in this order):
+# name, function, default scale (per second). A new term is one function above and one row here.
+TERM_TABLE = (
+    RewardTerm("tracking_lin_vel", reward_tracking_lin_vel, 1.0),
+    RewardTerm("tracking_ang_vel", reward_tracking_ang_vel, 0.5),
+    RewardTerm("lin_vel_z", reward_lin_vel_z, -2.0),
+    RewardTerm("ang_vel_xy", reward_ang_vel_xy, -0.05),
+    RewardTerm("orientation", reward_orientation, -5.0),
+    RewardTerm("torques", reward_torques, -0.0002),
+    RewardTerm("action_rate", reward_action_rate, -0.01),
+    RewardTerm("feet_air_time", reward_feet_air_time, 1.0),
+    RewardTerm("feet_slip", reward_feet_slip, -0.25),
+    RewardTerm("feet_clearance", reward_feet_clearance, -0.5),
+    RewardTerm("feet_clearance_ahead", reward_feet_clearance_ahead, 0.0),
+    RewardTerm("trunk_clearance", reward_trunk_clearance, 0.0),
+    RewardTerm("base_height", reward_base_height, -10.0),
+    RewardTerm("termination", reward_termination, -50.0),
+)
+DEFAULT_REWARD_SCALES = {term.name: term.default_scale for term in TERM_TABLE}  # per second, by name
 
 
 def feet_air_time(touch, air, last, command_xy2, env, m: type[ScalarMath] | type[BatchMath]):
@@ -139,68 +206,69 @@ def feet_air_time(touch, air, last, command_xy2, env, m: type[ScalarMath] | type
     return m.where(command_xy2 <= 0.01, 0.0, air_time), new_air, new_last
 
 
-def step_outcome(base, command, touch, feet, ahead, trunk_clear, z, torques, action, previous, air, last, gait,
-                 x_velocity, env, m: type[ScalarMath] | type[BatchMath]):
-    """Reward, fall flag, info, new feet air times, contacts and gait state of one env's step or of N at
-    once: the single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector env on
-    (N,) arrays (``m=BatchMath``), so both give the same bits.
+@dataclass(slots=True)
+class StepReadings:
+    """What :func:`step_outcome` reads of one env's step (floats, vectors (12,)) or of N envs' (``(N,)`` arrays,
+    vectors (N, 12)), from the sensors after the physics and the env's own state.
 
-    ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9
-    values); ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings
-    (N); ``feet``: the 36 foot sensor readings (:mod:`envs.quadruped.gait`); ``ahead``: the feet's clearance over
-    the ground ahead (:func:`reward_feet_clearance_ahead`; four values, m), or None where the ground is flat;
-    ``trunk_clear``: the trunk's clearance over the ground (:func:`reward_trunk_clearance`, m; inf where it is not
-    measured); ``z``: trunk height (m, world); ``torques`` (N·m) and
-    the clipped ``action`` and ``previous`` action: (12,) vectors or (N, 12); ``air``/``last``: see
-    :func:`feet_air_time`; ``gait``: the gait state (:func:`~envs.quadruped.gait.advance_gait`);
-    ``x_velocity``: world-frame trunk x velocity (m/s). Scalars are floats, or (N,) arrays with
-    ``m=BatchMath``. The info carries the gait measures (:func:`~envs.quadruped.gait.gait_info`).
+    ``base``: body-frame linear velocity (m/s), angular velocity (rad/s) and projected gravity (9 values);
+    ``command`` (vx m/s, vy m/s, wz rad/s); ``touch``: the feet's and trunk's touch readings (N, five values);
+    ``feet``: the 36 foot sensor readings (:mod:`envs.quadruped.gait`); ``ahead``: the feet's clearance over the
+    ground ahead (:func:`reward_feet_clearance_ahead`; four values, m), or None where the ground is flat;
+    ``trunk_clearance``: the trunk's clearance over the ground (:func:`reward_trunk_clearance`, m; inf where it is
+    not measured); ``z``: trunk height (m); ``torques`` (N·m); the clipped ``action`` and the ``previous`` one;
+    ``air``/``last``: the feet's air times and contacts before the step (:func:`feet_air_time`); ``gait``: the gait
+    state (:func:`~envs.quadruped.gait.advance_gait`), or None when the env does not measure the gait
+    (``gait_measures=False``); ``x_velocity``: world-frame trunk x velocity (m/s).
     """
-    vx, vy, vz, wx, wy, wz, gx, gy, gz = base
-    cx, cy, cw = command
-    fell = (gz > env.FALL_GRAVITY_Z) | (z < env.fall_height) | (touch[4] > 0.0)
-    ex, ey, ew = cx - vx, cy - vy, cw - wz
+
+    base: list
+    command: list
+    touch: list
+    feet: list
+    ahead: list | None
+    trunk_clearance: float
+    z: float
+    torques: np.ndarray
+    action: np.ndarray
+    previous: np.ndarray
+    air: list
+    last: list
+    gait: list | None
+    x_velocity: float
+
+
+def step_outcome(s: StepReadings, env, m: type[ScalarMath] | type[BatchMath]):
+    """Reward, fall flag, info, new feet air times, contacts and gait state (None when ``s.gait`` is) of one env's
+    step or of N at once: the single env's ``step()`` runs it on its floats (``m=ScalarMath``), the batched vector
+    env on (N,) arrays (``m=BatchMath``), so both give the same bits.
+
+    The reward is the sum of :data:`TERM_TABLE` in their order, each at the env's per-step scale
+    (``env.reward_terms``: function, scale x dt, info key); the info carries each term's contribution,
+    ``tracking_error``, ``x_velocity``, ``fell`` and, with a gait state, the gait measures
+    (:func:`~envs.quadruped.gait.gait_info`).
+    """
+    vx, vy, vz, wx, wy, wz, gx, gy, gz = s.base
+    cx, cy, cw = s.command
+    touch = s.touch
+    fell = (gz > env.FALL_GRAVITY_Z) | (s.z < env.fall_height) | (touch[4] > 0.0)
+    ex, ey = cx - vx, cy - vy
     err2 = ex * ex + ey * ey
-    sigma = env.tracking_sigma
-    k = env.reward_scales_dt
-    air_term, air, last = feet_air_time(touch, air, last, cx * cx + cy * cy, env, m)
-    contact = last  # this step's touch readings above CONTACT_FORCE_THRESHOLD, per foot
-    height, speed2, slip2 = foot_motion(feet, env.foot_radius)
-    gait = advance_gait(gait, contact, height, slip2, m)
-    r0 = reward_tracking_lin_vel(k["tracking_lin_vel"], err2, sigma, m)
-    r1 = reward_tracking_ang_vel(k["tracking_ang_vel"], ew, sigma, m)
-    r2 = reward_lin_vel_z(k["lin_vel_z"], vz)
-    r3 = reward_ang_vel_xy(k["ang_vel_xy"], wx, wy)
-    r4 = reward_orientation(k["orientation"], gx, gy)
-    r5 = reward_torques(k["torques"], torques, m)
-    r6 = reward_action_rate(k["action_rate"], action, previous, m)
-    r7 = k["feet_air_time"] * air_term
-    r8 = reward_feet_slip(k["feet_slip"], contact, slip2, m)
-    r9 = reward_feet_clearance(k["feet_clearance"], height, speed2, env.FOOT_CLEARANCE_TARGET, m)
-    r10 = reward_feet_clearance_ahead(k["feet_clearance_ahead"], height if ahead is None else ahead, speed2,
-                                      env.FOOT_STEP_MARGIN, m)
-    r11 = reward_trunk_clearance(k["trunk_clearance"], trunk_clear, env.TRUNK_MARGIN, m)
-    r12 = reward_base_height(k["base_height"], z - env.base_height_target)
-    r13 = reward_termination(k["termination"], fell)
-    info = {  # the reward terms in REWARD_TERMS order, as summed below
-        "reward_tracking_lin_vel": r0,
-        "reward_tracking_ang_vel": r1,
-        "reward_lin_vel_z": r2,
-        "reward_ang_vel_xy": r3,
-        "reward_orientation": r4,
-        "reward_torques": r5,
-        "reward_action_rate": r6,
-        "reward_feet_air_time": r7,
-        "reward_feet_slip": r8,
-        "reward_feet_clearance": r9,
-        "reward_feet_clearance_ahead": r10,
-        "reward_trunk_clearance": r11,
-        "reward_base_height": r12,
-        "reward_termination": r13,
-        "tracking_error": m.sqrt(err2),
-        "x_velocity": x_velocity,
-        "fell": fell,
-        **gait_info(gait, m),
-    }
-    reward = 0.0 + r0 + r1 + r2 + r3 + r4 + r5 + r6 + r7 + r8 + r9 + r10 + r11 + r12 + r13
+    air_term, air, last = feet_air_time(touch, s.air, s.last, cx * cx + cy * cy, env, m)
+    height, speed2, slip2 = foot_motion(s.feet, env.foot_radius)
+    q = StepQuantities(vz, wx, wy, gx, gy, err2, cw - wz, s.torques, s.action, s.previous, air_term, last, height,
+                       speed2, slip2, height if s.ahead is None else s.ahead, s.trunk_clearance, s.z, fell)
+    info = {}
+    reward = 0.0
+    for function, scale, key in env.reward_terms:
+        term = function(scale, q, env, m)
+        info[key] = term
+        reward = reward + term
+    info["tracking_error"] = m.sqrt(err2)
+    info["x_velocity"] = s.x_velocity
+    info["fell"] = fell
+    gait = s.gait
+    if gait is not None:
+        gait = advance_gait(gait, last, height, slip2, m)  # contact: this step's touch readings, per foot
+        info.update(gait_info(gait, m))
     return reward, fell, info, air, last, gait
