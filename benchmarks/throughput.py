@@ -17,9 +17,10 @@ threads, from their reset states with the controls held (no Python per env), and
 the fraction of it our vector env reaches.
 
 ``--terrain`` prints the terrain section instead: ``OpenClaw/QuadrupedTerrain-v1`` (height scan, curriculum)
-beside ``OpenClaw/Quadruped-v1`` (flat), the same three figures and the speed ratios, over episodes that start on
-each of the terrain's columns (``terrain_section``), and the terrain's heightfield and box types apart
-(``--leg-collisions``: also both envs with ``openclaw_go1``'s legs colliding).
+beside ``OpenClaw/Quadruped-v1`` (flat), one env's and the x16 batch's steps/s while the scripted trot walks
+both at 0.6 m/s across every terrain type at levels 0-5 (``terrain_section``; ``env.step`` timed alone), the
+distances walked, and the terrain's step time over the flat one's; also the terrain's heightfield and box types
+apart (``--leg-collisions``: also both envs with ``openclaw_go1``'s legs colliding).
 
 ``--arms`` prints the arms section instead: ``OpenClaw/Claw-v0`` with each ``arm=`` (``gantry``, ``panda``), the
 same three figures as ``--robots`` (the overview camera; the Panda's meshes in view), each beside the gantry's.
@@ -51,6 +52,7 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 
 import envs  # noqa: F401, I001  first: registers OpenClaw/* and picks the headless GL backend before mujoco loads
 
@@ -212,7 +214,8 @@ def vector_section(args: argparse.Namespace) -> dict[str, float]:
     return results
 
 
-def bench_variant(env_id: str, steps: int, num_envs: int, frames: int, seeds: int = 1, **kwargs) -> dict[str, float]:
+def bench_variant(env_id: str, steps: int, num_envs: int, frames: int = 60, seeds: int = 1,
+                  **kwargs) -> dict[str, float]:
     """``env_id(**kwargs)``'s single-env steps/s, batched x``num_envs`` total steps/s and 480 x 480 render frames/s.
     The step figures run ``seeds`` stretches (:func:`bench_env`); the batch's k-th starts from an untimed
     ``reset(seed=k * num_envs)`` (copy i's seed is ``k * num_envs + i``), each ``steps / (num_envs * seeds)`` batch
@@ -242,27 +245,36 @@ def bench_variant(env_id: str, steps: int, num_envs: int, frames: int, seeds: in
     return {"single": single, f"batched_x{num_envs}": batched, "render_480": render}
 
 
-def compare_variants(args: argparse.Namespace, variants: dict[str, tuple[str, dict]], label: str) -> dict[str, float]:
-    """Interleaved :func:`bench_variant` medians of each ``name: (env id, kwargs)`` and a table of them, each beside
-    the first variant's (speed ratios: 0.5x = half the steps/s of the first); returns the medians by key."""
+VARIANT_TITLES = ("env steps/s (one env)", "batched x{n} steps/s", "render 480x480 fps")  # bench_variant's keys
+
+
+def compare_variants(args: argparse.Namespace, variants: dict[str, tuple[str, dict]], label: str,
+                     bench: Callable[..., dict[str, float]] = bench_variant,
+                     titles: tuple[str, ...] = VARIANT_TITLES, episodes: str | None = None) -> dict[str, float]:
+    """Interleaved medians of ``bench(env id, args.steps, n, seeds=args.seeds, **kwargs)`` (:func:`bench_variant`
+    unless told) for each ``name: (env id, kwargs)`` and a table of them, one column per key of ``bench``'s result
+    (``titles``, in its order; ``{n}``: the batch size), each beside the first variant's (ratios: 0.5x = half the
+    first's figure, for steps/s half its speed); ``episodes`` says which episodes ``bench`` runs (default
+    :func:`bench_variant`'s seeds); returns the medians by key."""
     n = (args.vec or [16])[0]
     print(f"{len(os.sched_getaffinity(0))} cores, load average at start {os.getloadavg()[0]:.1f}")
-    print(f"episodes from seeds 0 .. {args.seeds - 1} (one env), copies' seeds 0 .. {n * args.seeds - 1} (batched)")
+    print(episodes or f"episodes from seeds 0 .. {args.seeds - 1} (one env), copies' seeds 0 .. {n * args.seeds - 1} "
+          "(batched)")
     samples: dict[str, list[float]] = {}
     for _ in range(args.repeats):  # interleaved
         for name, (env_id, kwargs) in variants.items():
-            for key, value in bench_variant(env_id, args.steps, n, frames=60, seeds=args.seeds, **kwargs).items():
+            for key, value in bench(env_id, args.steps, n, seeds=args.seeds, **kwargs).items():
                 samples.setdefault(f"{name}/{key}", []).append(value)
     results = {k: statistics.median(v) for k, v in samples.items()}
     print(f"load average at end {os.getloadavg()[0]:.1f}\n")
     first = next(iter(variants))
     ref = {k.split("/")[1]: v for k, v in results.items() if k.startswith(f"{first}/")}
-    print(f"| {label} | env steps/s (one env) | batched x{n} steps/s | render 480x480 fps | each / {first} |")
-    print("|---|---:|---:|---:|---|")
+    print(f"| {label} | " + " | ".join(title.format(n=n) for title in titles) + f" | each / {first} |")
+    print("|---|" + "---:|" * len(titles) + "---|")
     for name in variants:
         row = [results[f"{name}/{k}"] for k in ref]
         ratios = " / ".join(f"{v / r:.2f}x" for v, r in zip(row, ref.values()))
-        print(f"| {name} | {row[0]:,.0f} | {row[1]:,.0f} | {row[2]:,.0f} | {ratios} |")
+        print(f"| {name} | " + " | ".join(f"{v:,.0f}" if v >= 100 else f"{v:.2f}" for v in row) + f" | {ratios} |")
     return results
 
 
@@ -280,17 +292,104 @@ def arms_section(args: argparse.Namespace) -> dict[str, float]:
     return compare_variants(args, {arm: ("OpenClaw/Claw-v0", {"arm": arm}) for arm in ClawEnv.ARMS}, "arm")
 
 
-def terrain_section(args: argparse.Namespace) -> dict[str, float]:
-    """The ``--terrain`` comparison: the terrain curriculum beside flat ground (``openclaw_go1``), and the terrain with
-    only its heightfield types (rough ground and slopes) or only its box types (stairs, obstacles); with
-    ``--leg-collisions`` also flat and terrain with the legs colliding (the env argument ``leg_collisions``).
+WALK_COMMAND = (0.6, 0.0, 0.0)  # the walking episodes' command: vx m/s, vy m/s, wz rad/s (forward, +x)
+WALK_LEVELS = 6  # the walking episodes' terrain levels: 0 .. 5 (the curriculum's start, max_init_level)
+WALK_EPISODES = 12  # --terrain's default --seeds: walking episodes per one-env figure, two per terrain type
 
-    A seeded reset puts a terrain episode on the column its seed hashes to, and an episode stays on its column: one
-    seed times one column, whose type sets the step's cost (on 2 cores: the heightfield types' step ~1.35x the flat
-    one's, the box types' ~1.2x). So each figure runs episodes from seeds 0 .. 21 (``--seeds``; default the number of
-    columns, 22; ``--seeds 1``: seed 0 alone, as before 2026-12-06). One env's episodes take the columns of a 22-copy
-    run seeded 0 (7 of them heightfield columns, of 6 in 22); the x16 batch's copies take 352 seeds' (97 on heightfield
-    columns, 28 %)."""
+
+def _walk_options(env: gym.Env, k: int) -> dict:
+    """Reset options of walking episode ``k``: :data:`WALK_COMMAND`; on the terrain (an env with a
+    ``terrain_type`` option) also heading +x and the tile of type ``k mod T`` of its ``T`` types
+    (``terrain_types``, default all six) at level ``(k + k // T) mod WALK_LEVELS``: episodes 0 .. 2T - 1 walk
+    every type at two levels and every level 0 .. 5."""
+    u = env.unwrapped
+    if "terrain_type" not in u.RESET_OPTIONS:
+        return {"command": WALK_COMMAND}
+    from envs.quadruped.terrain import TERRAIN_TYPES
+
+    types = list(u.terrain_types or TERRAIN_TYPES)
+    return {"command": WALK_COMMAND, "heading": 0.0, "terrain_type": types[k % len(types)],
+            "terrain_level": (k + k // len(types)) % WALK_LEVELS}
+
+
+def _trot(env: gym.Env, targets: list[gym.Env]):
+    """The scripted trot for ``env``'s robot (terrain-aware where its ``controller_spec`` has a height scan; its
+    parameters ``TrotParams.for_robot``'s, as the tests and ``evaluate.py policy=trot`` load them), its
+    ``env_settings`` applied to each of ``targets``."""
+    from envs.controllers.trot import TrotController
+
+    trot = TrotController(spec=env.unwrapped.controller_spec)
+    for method, settings in trot.env_settings().items():
+        for each in targets:
+            getattr(each.unwrapped, method)(*settings)
+    return trot
+
+
+def bench_walk(env_id: str, steps: int, num_envs: int, seeds: int = WALK_EPISODES, **kwargs) -> dict[str, float]:
+    """``env_id(**kwargs)`` walked by the scripted trot (:func:`_trot`): one env's steps/s, batched x``num_envs``
+    total steps/s, and the mean horizontal distance (m) of the trunk from its spawn when an episode ends (falls
+    included), for each. Only ``env.step`` / ``vec.step`` is timed: the trot's actions, the resets and the distances
+    are computed outside the timed region.
+
+    One env walks ``seeds`` episodes k = 0 .. ``seeds - 1`` (:func:`_walk_options`, ``reset(seed=k)``) of
+    ``steps / seeds`` steps each (at least 50); a fall ends the episode early. The batch walks one episode of as many
+    steps, copy i walking episode i (reset one by one, seed i), a fallen copy going on from its autoreset."""
+    per_episode = max(steps // seeds, 50)
+    env = gym.make(env_id, **kwargs)
+    trot = _trot(env, [env])
+    elapsed, done, distances = 0.0, 0, []
+    for k in range(seeds):
+        obs, _ = env.reset(seed=k, options=_walk_options(env, k))
+        spawn = env.unwrapped.data.qpos[0:2].copy()
+        for _ in range(per_episode):
+            action = trot.act(obs[None])[0]
+            t0 = time.perf_counter()
+            obs, _, terminated, truncated, _ = env.step(action)
+            elapsed += time.perf_counter() - t0
+            done += 1
+            if terminated or truncated:
+                break
+        distances.append(float(np.linalg.norm(env.unwrapped.data.qpos[0:2] - spawn)))
+    single, single_distance = done / elapsed, float(np.mean(distances))
+    env.close()
+
+    vec = BatchedVecEnv(env_id, num_envs, **kwargs)
+    trot = _trot(vec.envs[0], vec.envs)
+    for i in range(num_envs):
+        mask = np.arange(num_envs) == i
+        obs, _ = vec.reset(seed=[i] * num_envs, options={**_walk_options(vec.envs[i], i), "reset_mask": mask})
+
+    def positions() -> np.ndarray:
+        return np.array([each.unwrapped.data.qpos[0:2] for each in vec.envs])
+
+    spawn, distances, restarting = positions(), [], np.zeros(num_envs, dtype=bool)
+    elapsed = 0.0
+    for _ in range(per_episode):
+        actions = trot.act(obs)
+        t0 = time.perf_counter()
+        obs, _, terminated, truncated, _ = vec.step(actions)
+        elapsed += time.perf_counter() - t0
+        spawn[restarting] = positions()[restarting]  # these copies' autoreset step: their new spawn
+        restarting = terminated | truncated
+        distances += np.linalg.norm(positions()[restarting] - spawn[restarting], axis=1).tolist()
+    distances += np.linalg.norm(positions()[~restarting] - spawn[~restarting], axis=1).tolist()
+    vec.close()
+    return {"single": single, f"batched_x{num_envs}": per_episode * num_envs / elapsed,
+            "distance_m": single_distance, f"distance_x{num_envs}_m": float(np.mean(distances))}
+
+
+def terrain_section(args: argparse.Namespace) -> dict[str, float]:
+    """The ``--terrain`` comparison, while the scripted trot walks (:func:`bench_walk`): the terrain curriculum beside
+    flat ground (``openclaw_go1``), and the terrain with only its heightfield types (rough ground and slopes) or
+    only its box types (stairs, obstacles); with ``--leg-collisions`` also flat and terrain with the legs colliding
+    (the env argument ``leg_collisions``). Then the terrain's step time over the flat one's, one env and batched.
+
+    Both envs are driven by the trot at :data:`WALK_COMMAND` (0.6 m/s forward), the terrain's episodes each on a
+    fixed tile (:func:`_walk_options`: every type, levels 0 .. 5), so that the timed steps walk off the spawn
+    platform and over the tile (the distances in the table, m). Until 2026-12-07 this section timed uniform random
+    actions from seeded resets (:func:`bench_variant`), under which the robots barely leave the spawn platforms
+    (issue 78); those figures are in ``benchmarks/RESULTS.md``, and the random-action comparison is ``--robots``'s
+    and ``--arms``'s only now. No render figure: rendering does not depend on where the robot walks."""
     from envs.quadruped.terrain import STEPPED_TYPES, TERRAIN_TYPES
 
     terrain = "OpenClaw/QuadrupedTerrain-v1"
@@ -300,7 +399,18 @@ def terrain_section(args: argparse.Namespace) -> dict[str, float]:
                 "terrain: stairs, obstacles": (terrain, {"terrain_types": list(STEPPED_TYPES)})}
     if args.leg_collisions:
         variants |= {f"{name}+legs": (variants[name][0], {"leg_collisions": True}) for name in ("flat", "terrain")}
-    return compare_variants(args, variants, "env")
+    n = (args.vec or [16])[0]
+    titles = ("env steps/s (one env)", "batched x{n} steps/s", "distance (m, one env)", "distance (m, x{n})")
+    per_episode = max(args.steps // args.seeds, 50)
+    episodes = (f"the trot walking at {WALK_COMMAND[0]} m/s: {args.seeds} episodes of {per_episode} steps (one env), "
+                f"copy i of {n} walking episode i (batched); terrain levels 0 .. {WALK_LEVELS - 1}")
+    results = compare_variants(args, variants, "env", bench=bench_walk, titles=titles, episodes=episodes)
+    for name in variants:
+        if name != "flat" and not name.startswith("flat+"):
+            flat = "flat+legs" if name.endswith("+legs") else "flat"
+            ratios = [results[f"{flat}/{k}"] / results[f"{name}/{k}"] for k in ("single", f"batched_x{n}")]
+            print(f"{name}: step time / {flat}'s: one env {ratios[0]:.2f}x, x{n} {ratios[1]:.2f}x (target <= 1.3x)")
+    return results
 
 
 def main() -> None:
@@ -310,13 +420,14 @@ def main() -> None:
     parser.add_argument("--modes", nargs="*", default=["sync", "async"], choices=["sync", "async"])
     parser.add_argument("--steps", type=int, default=3000, help="env steps per timing")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; the median is reported")
-    parser.add_argument("--quick", action="store_true", help="1000 steps, 3 repeats (--batched: process-based up to 8 copies)")
+    parser.add_argument("--quick", action="store_true",
+                        help="1000 steps, 3 repeats (--batched: process-based up to 8 copies)")
     parser.add_argument("--batched", action="store_true", help="the vector section: every vectorisation incl. ours")
     parser.add_argument("--robots", action="store_true", help="the robots section: every robot= of Quadruped-v1")
     parser.add_argument("--terrain", action="store_true", help="the terrain section: QuadrupedTerrain-v1 vs flat")
     parser.add_argument("--leg-collisions", action="store_true", help="--terrain: also both with leg_collisions=True")
     parser.add_argument("--seeds", type=int, help="--robots/--arms/--terrain: episodes from this many seeds per figure "
-                        "(default 1; --terrain: 22, its columns)")
+                        f"(default 1; --terrain: {WALK_EPISODES} walking episodes, two per terrain type)")
     parser.add_argument("--arms", action="store_true", help="the arms section: every arm= of Claw-v0")
     parser.add_argument("--max-procs", type=int, default=32, help="--batched: largest N for process-based vector envs")
     parser.add_argument("--json", help="also write the results to this file")
@@ -327,12 +438,11 @@ def main() -> None:
         parser.error(f"--seeds {args.seeds}: give a whole number >= 1")
     if args.seeds is not None and not (args.robots or args.arms or args.terrain):
         parser.error("--seeds applies to the --robots, --arms and --terrain sections; add one of them")
-    if args.seeds is None:  # the terrain: one seed per column (terrain_section)
-        from envs.quadruped.terrain import COLUMN_TYPES
+    if args.seeds is None:
+        args.seeds = WALK_EPISODES if args.terrain else 1
 
-        args.seeds = len(COLUMN_TYPES) if args.terrain else 1
-
-    print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, python {platform.python_version()}")
+    machine = platform.processor() or platform.machine()
+    print(f"machine: {machine}, {platform.system()}, python {platform.python_version()}")
     print(f"mujoco {mujoco.__version__}, gymnasium {gym.__version__}, numpy {np.__version__}")
     print(f"steps per timing {args.steps}, median of {args.repeats} interleaved repeats\n")
     sections = {"batched": vector_section, "robots": robots_section, "terrain": terrain_section, "arms": arms_section}
