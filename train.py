@@ -20,12 +20,11 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, open_dict
 
 from agents.config.schema import register_configs
 from agents.errors import ConfigError
 from agents.overrides import exit_if_invalid, resume_argv
-from agents.teachers.stages import teaching_stages
 from agents.training.checks import validate
 from agents.training.inputs import pin
 
@@ -53,7 +52,6 @@ def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:
     run_dir = _given(argv, "hydra.run.dir")
     if cfg.resume:
         resumed = resumed_config(cfg, argv)  # a damaged config.yaml is named first
-        _check_read(resumed, argv)
         option = "resume" if run_dir in (None, cfg.resume) else "hydra.run.dir"
         saved_config.check_output_dir(option, run_dir or cfg.resume)
         return resumed
@@ -67,24 +65,6 @@ def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:
     if sweep_dir:
         saved_config.check_output_dir("hydra.sweep.dir", sweep_dir)
     return cfg
-
-
-def _check_read(resumed: DictConfig, argv: list[str]) -> None:
-    """:class:`ConfigError` naming an override of a ``distill`` key that a resume applies but no teacher of the run
-    reads: every stage of the sequence sets its own (``distill.alpha=0.3`` where each stage has its alpha)."""
-    from agents import saved_config
-
-    saved = saved_config.load(resumed.resume, "resume")
-    before, after = teaching_stages(saved.distill), teaching_stages(resumed.distill)
-    for override in OverridesParser.create().parse_overrides(argv):
-        full = override.key_or_group
-        section, _, key = full.partition(".")
-        if section != "distill" or OmegaConf.select(resumed, full) == OmegaConf.select(saved, full):
-            continue
-        if all(old.distill.get(key) == new.distill.get(key) for old, new in zip(before, after)):
-            raise ConfigError(f"{override.input_line}: cannot change when resuming: every stage of distill="
-                              f"{resumed.distill.name} sets its own {key}, so no teacher would read it (and a stage's "
-                              "settings are the run's); drop the override, or start a new run")
 
 
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecEnv
@@ -191,7 +190,7 @@ class EvalAndCheckpoint(BaseCallback):
     Evaluation results are appended to ``<run_dir>/eval.csv`` (:attr:`FIELDS`, then the metrics the env
     declares; ``wall_time_s`` is the run's training time, continued across resumes) and logged under ``eval/``.
     Checkpoints go through :mod:`agents.checkpoint` (atomic, prunes old ones); each is written at a whole update
-    (:class:`WholeUpdate`: the one due in a rollout once its update is made; :meth:`save`), and from a rollout's end
+    (:class:`WholeUpdate`: the one due in a rollout once its update is made), and from a rollout's end
     to the next one's start (the progress row, the update) Ctrl-C and SIGTERM wait. With
     ``video_episodes`` > 0 (eval envs wrapped in :class:`agents.evaluation.video.ClipRecorder`) the first episodes of
     each evaluation go to ``<run_dir>/videos/step_<n>_env<i>_ep<k>.mp4`` and to the logger as
@@ -266,9 +265,10 @@ class EvalAndCheckpoint(BaseCallback):
     def _on_rollout_start(self) -> None:  # SB3 calls it right after an update
         self.whole = self._whole_update()
         self.release()
-        if self._checkpoint_due:
+        if self._checkpoint_due:  # nothing is pending now: the checkpoint is of this whole update
             self._checkpoint_due = False
-            self.save(self.model, self.training_env)
+            checkpoint.save(self.run_dir, self.model, self.training_env, keep=self.keep, **self.clock(),
+                            **self.whole.meta)
 
     def _on_training_end(self) -> None:  # after the last update
         self.whole = self._whole_update()
@@ -286,12 +286,6 @@ class EvalAndCheckpoint(BaseCallback):
     def _whole_update(self) -> WholeUpdate:
         return WholeUpdate(int(self.num_timesteps), {checkpoint.PENDING_LOG_KEY: pending_log(self.logger),
                                                      **self.run_state()})
-
-    def save(self, model: BaseAlgorithm, venv: VecEnv) -> checkpoint.Checkpoint:
-        """Save a checkpoint of ``model`` and ``venv`` as of the last whole update (:attr:`whole`; before training
-        started: as they are): a resume from it collects again, and evaluates again, what came after."""
-        whole = self.whole or WholeUpdate(int(model.num_timesteps))
-        return checkpoint.save(self.run_dir, model, venv, keep=self.keep, step=whole.step, **self.clock(), **whole.meta)
 
     def run_evaluation(self) -> EvalResult | None:
         """Evaluate now (or return the evaluation already made at this step)."""

@@ -31,6 +31,7 @@ from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output
 
 from agents import saved_config
 from agents.errors import ConfigError
+from agents.teachers.stages import teaching_stages
 
 LOCK = ".lock"
 SUMMARY = "summary.json"
@@ -117,11 +118,13 @@ def resumed_config(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
     """The saved config of run ``cfg.resume`` with the values ``overrides`` set in ``cfg`` applied.
 
     An override that leaves a setting as saved is fine; one that changes a setting outside
-    :data:`RESUMABLE` raises :class:`ConfigError` naming it, and so does resuming a finished run
+    :data:`RESUMABLE`, or a ``distill`` setting no teaching stage reads (every stage of a sequence sets its own
+    ``alpha``), raises :class:`ConfigError` naming it, and so does resuming a finished run
     (:func:`check_unfinished`) or one that another process trains.
     """
     check_not_in_use(cfg.resume)
     merged = saved_config.load(cfg.resume, "resume")
+    saved_stages = teaching_stages(merged.distill)
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group
         if key in ("resume", "run_dir") or key.split(".")[0] == "hydra":
@@ -140,6 +143,12 @@ def resumed_config(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
             )
         with open_dict(merged):
             OmegaConf.update(merged, key, value, merge=False)
+        section, _, setting = key.partition(".")
+        stages = teaching_stages(merged.distill) if section == "distill" else []
+        if stages and all(old.distill.get(setting) == new.distill.get(setting) for old, new in zip(saved_stages, stages)):
+            raise ConfigError(f"{override.input_line}: cannot change when resuming: every stage of distill="
+                              f"{merged.distill.name} sets its own {setting}, so no teacher would read it (and a "
+                              "stage's settings are the run's); drop the override, or start a new run")
     with open_dict(merged):
         merged.resume = cfg.resume
     check_unfinished(cfg.resume, merged.train.total_timesteps)

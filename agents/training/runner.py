@@ -140,9 +140,9 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
 
 def _final_save(run_dir: Path, model: BaseAlgorithm, venv: VecEnv, keep: int, clock: dict[str, float],
                 whole: WholeUpdate | None = None) -> tuple[checkpoint.Checkpoint | None, OSError | None, bool]:
-    """Save where training stopped (as of its last whole update ``whole``: a resume collects again what came
-    after) unless a parameter or statistic is not finite or the disk is full (then keep the last good one);
-    Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error, whether a Ctrl-C / SIGTERM
+    """Save where training stopped, as of its last whole update ``whole`` (a resume collects again what came after;
+    None before training started: as it is), unless a parameter or statistic is not finite or the disk is full
+    (then keep the last good one); Ctrl-C / SIGTERM wait until the save is whole. (checkpoint, disk-full error, whether a Ctrl-C / SIGTERM
     arrived meanwhile)."""
     whole = whole or WholeUpdate(int(model.num_timesteps))
     with signals_deferred() as arrived:

@@ -217,8 +217,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     observation = one ``np.concatenate`` of cached sensor views, scalar reward maths, the info dict). That is
     ~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine). The gait measures and
     the two foot terms (issue 37) take 0.8x of that (side by side against the commit before them); without the
-    gait measures (``gait_measures=False``, the default job's training envs) a step costs 1.51x its physics instead
-    of 1.85x (issue 78, a loaded machine); the meshed robots' physics costs more, Go1 and Go2 with their files'
+    gait measures (``gait_measures=False``, the default job's training envs) a step costs 1.52x its physics instead
+    of 1.74-1.84x (issue 78, side by side on an idle machine); the meshed robots' physics costs more, Go1 and Go2 with their files'
     elliptic cones most (``benchmarks/RESULTS.md``).
 
     ## Arguments (keyword-only; :class:`~envs.quadruped.QuadrupedConfig` holds them and their checks)
