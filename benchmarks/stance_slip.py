@@ -37,8 +37,9 @@ def stance_steps(env: gym.Env, policy: OnnxPolicy, command: np.ndarray, seed: in
     contact, slip, done = [], [], False
     while not done:
         obs, _, terminated, truncated, _ = env.step(policy.act(obs))
-        _, _, slip2 = foot_motion(base._feet(), base.foot_radius)
-        contact.append(base._s_touch[:4] > base.CONTACT_FORCE_THRESHOLD)
+        readings = base.data.sensordata
+        _, _, slip2 = foot_motion(readings[base._sensor_slices[-1]].tolist(), base.foot_radius)
+        contact.append(readings[base._sensor_slices[2]][:4] > base.CONTACT_FORCE_THRESHOLD)
         slip.append(np.sqrt(slip2))
         done = terminated or truncated
     return np.array(contact), np.array(slip)

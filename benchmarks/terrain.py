@@ -488,7 +488,7 @@ def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[Climb]:
     for k in range(episodes):
         sim.reset(k, seed=10_000 + k, options={"terrain_level": level, "terrain_type": "stairs_up"})
     tasks = sim.tasks
-    speed = [float(np.hypot(*task._command[0:2])) for task in tasks]
+    speed = [float(np.hypot(*task.command[0:2])) for task in tasks]
     out, fell, apex, cause = np.full(episodes, np.inf), np.zeros(episodes, bool), [None] * episodes, [""] * episodes
     alive, t = np.ones(episodes, bool), 0
     actions = np.zeros((episodes, *tasks[0].action_space.shape))
@@ -499,12 +499,12 @@ def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[Climb]:
         info, t = result.infos.arrays(), t + 1
         for j, i in enumerate(ids.tolist()):
             left, task = bool(info["left_tile"][j]), tasks[i]
-            if np.isinf(out[i]) and (left or task._ground >= -RIM_MARGIN):
+            if np.isinf(out[i]) and (left or task.state.ground.item() >= -RIM_MARGIN):
                 out[i] = t * task.dt
             if result.terminated[j] and not left:
                 fell[i] = True
-                cause[i] = ("tilt or low" if task._s_touch[4] <= 0.0
-                            else "upright touch" if task._s_base[8] < -0.8 else "tilted touch")
+                touch, base = (task.data.sensordata[task._sensor_slices[k]] for k in (2, 0))
+                cause[i] = ("tilt or low" if touch[4] <= 0.0 else "upright touch" if base[8] < -0.8 else "tilted touch")
             if result.terminated[j] or result.truncated[j] or left:
                 alive[i] = False
                 apex[i] = (float(info["swing_apex_FR"][j]), float(info["swing_apex_FL"][j]))

@@ -1,7 +1,10 @@
-"""The maths backends that an env's observation and reward functions are written in, one env or a batch.
+"""The array namespaces that an env's task functions are written in: N copies at once, or one.
 
-:class:`ScalarMath` computes one env on Python floats; :class:`BatchMath` the same functions on ``(N,)``
-float64 arrays for ``N`` envs at once (the batched vector env, ``envs.batched``), bit-identically.
+The task functions read their copies' state and readings as ``(N, k)`` arrays and compute through a namespace
+``m``: :class:`BatchMath` on ``(N,)`` float64 columns for ``N`` copies at once (the batched vector env,
+``envs.batched``), :class:`ScalarMath` the ``N = 1`` case on Python floats (one ``gymnasium.Env``: floats make one
+copy's step ~3x cheaper than numpy on one-row arrays), bit-identically. ``columns``, ``rows``, ``item`` and
+``store_columns`` move values between the ``(N, k)`` state arrays and the namespace's numbers.
 :func:`clip_actions` validates and clips actions, one or a batch.
 """
 
@@ -68,6 +71,31 @@ class ScalarMath:
         """The observation vector, shape ``(len(columns),)``."""
         return np.array(columns, dtype=np.float32)
 
+    @staticmethod
+    def zeros_like(x: float) -> float:
+        return 0.0
+
+    @staticmethod
+    def columns(x: np.ndarray) -> list:
+        """The columns of a one-row ``(1, k)`` state or reading array as ``k`` Python values (the functions' per-entry
+        values of one env)."""
+        return x[0].tolist()
+
+    @staticmethod
+    def rows(x: np.ndarray) -> np.ndarray:
+        """A one-row ``(1, k)`` array's row, ``(k,)`` (a view): one env's vector."""
+        return x[0]
+
+    @staticmethod
+    def item(x: np.ndarray):
+        """A one-entry ``(1,)`` array's value as a Python float, int or bool."""
+        return x.item(0)
+
+    @staticmethod
+    def store_columns(x: np.ndarray, columns: list) -> None:
+        """Write :meth:`columns`-shaped values back into the one-row array ``x``."""
+        x[0] = columns
+
 class BatchMath:
     """:class:`ScalarMath` on ``(N,)`` float64 arrays, one entry per env."""
 
@@ -93,3 +121,25 @@ class BatchMath:
     def float32(columns: tuple[np.ndarray, ...]) -> np.ndarray:
         """The observations, shape ``(N, len(columns))``."""
         return np.stack(columns, axis=1).astype(np.float32)
+
+    zeros_like = staticmethod(np.zeros_like)
+
+    @staticmethod
+    def columns(x: np.ndarray) -> np.ndarray:
+        """The columns of an ``(N, k)`` array as ``k`` ``(N,)`` arrays (``x.T``, a view)."""
+        return x.T
+
+    @staticmethod
+    def rows(x: np.ndarray) -> np.ndarray:
+        """``(N, k)`` vectors, one row per env: ``x`` itself."""
+        return x
+
+    @staticmethod
+    def item(x: np.ndarray) -> np.ndarray:
+        """An ``(N,)`` array: ``x`` itself."""
+        return x
+
+    @staticmethod
+    def store_columns(x: np.ndarray, columns) -> None:
+        """Write ``k`` ``(N,)`` columns back into the ``(N, k)`` array ``x``."""
+        x[...] = np.stack(columns, axis=1)

@@ -158,9 +158,9 @@ def test_quadruped_single_env_and_batch_share_the_reward_bit_for_bit(scales):
                 assert_identical(obs, batch.obs_of(j).copy(), where)
                 assert_identical((reward, terminated), (float(batch.rewards[j]), bool(batch.terminated[j])), where)
                 assert_identical(info, batch.infos.dicts()[j], where)
-                single, batched = singles[i].unwrapped, sim.tasks[i]
-                assert_identical((single._air_time, single._last_contact),
-                                 (batched._air_time, batched._last_contact), where)
+                single, batched = singles[i].unwrapped.state, sim.tasks[i].state
+                assert_identical((single.air_time, single.contact, single.last_action),
+                                 (batched.air_time, batched.contact, batched.last_action), where)
                 touchdowns += info["reward_feet_air_time"] != 0.0
                 falls += terminated
             live = [i for j, i in enumerate(live) if not batch.terminated[j]]

@@ -135,8 +135,9 @@ def test_the_examples_gait_measures_are_the_envs(deploy, metadata):
         if terminated:
             break
         mujoco.mj_forward(base.model, base.data)  # the env's sensors for its current state
-        stance = base._s_touch[:4] > base.CONTACT_FORCE_THRESHOLD
-        _, centre2, slip2 = foot_motion(base._feet(), base.foot_radius)
+        readings = base.data.sensordata
+        stance = readings[base._sensor_slices[2]][:4] > base.CONTACT_FORCE_THRESHOLD
+        _, centre2, slip2 = foot_motion(readings[base._sensor_slices[-1]].tolist(), base.foot_radius)
         for leg in np.flatnonzero(stance):
             expected[leg].append(float(np.sqrt(slip2[leg])))
             pivot = max(pivot, abs(np.sqrt(centre2[leg]) - expected[leg][-1]))

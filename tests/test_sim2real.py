@@ -52,7 +52,7 @@ def test_delay_is_drawn_per_episode_within_its_range():
     delays = set()
     for seed in range(20):
         env.reset(seed=seed)
-        delays.add(env._delay)
+        delays.add(env.state.delay.item())
     assert delays == {0, 1, 2}
 
 

@@ -191,7 +191,7 @@ def test_privileged_friction_and_velocity(env):
     obs, *_ = noisy.step(np.zeros(12))
     n = noisy.unwrapped
     assert not np.array_equal(obs[n.privileged_obs["true_lin_vel"]], obs[n.OBS_SLICES["lin_vel"]])
-    assert np.array_equal(obs[n.privileged_obs["true_lin_vel"]], n._s_base[0:3].astype(np.float32))
+    assert np.array_equal(obs[n.privileged_obs["true_lin_vel"]], n.data.sensordata[n._sensor_slices[0]][0:3].astype(np.float32))
     noisy.close()
 
 
@@ -204,8 +204,9 @@ def test_foot_heights_are_taken_above_the_ground_under_each_foot(env):
         env.reset(seed=0, options={"terrain_type": kind, "terrain_level": 9, "command": np.zeros(3)})
         for _ in range(25):  # settle onto the feet
             env.step(np.zeros(12, dtype=np.float32))
-        world = base._s_feet[2:12:3] - base.foot_radius
-        local = np.array(base._feet()[2:12:3]) - base.foot_radius
+        feet = base.data.sensordata[base._sensor_slices[-1]]
+        world = feet[2:12:3] - base.foot_radius
+        local = type(base).feet(base, base.state, feet[None])[0, 2:12:3] - base.foot_radius
         assert np.abs(world).min() > 0.1, (kind, world)  # the tile's ground is far from z = 0 ...
         assert np.abs(local).max() < 0.02, (kind, local)  # ... and the feet stand on it
     rng = np.random.default_rng(0)
@@ -213,12 +214,12 @@ def test_foot_heights_are_taken_above_the_ground_under_each_foot(env):
         env.reset(seed=1, options={"terrain_type": kind, "terrain_level": 6})
         for _ in range(30):
             env.step(rng.uniform(-1, 1, 12).astype(np.float32))
-            feet = base._s_feet
+            feet = base.data.sensordata[base._sensor_slices[-1]]
             under = base.tiles.heights_at(feet[0:12:3], feet[1:12:3])
-            assert np.array_equal(base._feet()[2:12:3], feet[2:12:3] - under), kind
+            assert np.array_equal(type(base).feet(base, base.state, feet[None])[0, 2:12:3], feet[2:12:3] - under), kind
             reach = np.clip(FOOT_LOOKAHEAD * feet[12:24], -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
             ahead = base.tiles.heights_at(feet[0:12:3] + reach[0::3], feet[1:12:3] + reach[1::3])
-            assert np.array_equal(base._step_ground, np.maximum(under, ahead)), kind
+            assert np.array_equal(base.state.step_ground[0], np.maximum(under, ahead)), kind
 
 
 def test_the_ground_ahead_of_a_foot_is_where_its_velocity_takes_it():
@@ -266,7 +267,7 @@ def test_the_trunk_clearance_is_its_touch_zones_lowest_corner_over_the_ground_ah
         reach = np.clip(FOOT_LOOKAHEAD * base.data.qvel[0:2], -FOOT_LOOKAHEAD_REACH, FOOT_LOOKAHEAD_REACH)
         ground = np.maximum(base.tiles.heights_at(box[:, 0], box[:, 1]),
                             base.tiles.heights_at(box[:, 0] + reach[0], box[:, 1] + reach[1]))
-        assert base._trunk_clearance() == pytest.approx((box[:, 2] - ground).min(), abs=1e-12)
+        assert base.state.trunk_clearance.item() == pytest.approx((box[:, 2] - ground).min(), abs=1e-12)
         assert info["reward_trunk_clearance"] == 0.0  # the env's default scale
         if terminated:
             break

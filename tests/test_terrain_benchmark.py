@@ -143,7 +143,7 @@ def test_climb_times_the_trot_out_of_a_level_0_pit_and_not_a_robot_that_stands(t
     commands = []
     for k in range(2):
         env.reset(seed=10_000 + k, options={"terrain_level": 0, "terrain_type": "stairs_up"})
-        commands.append(float(np.hypot(*env.unwrapped._command[0:2])))
+        commands.append(float(np.hypot(*env.unwrapped.command[0:2])))
     trot = TrotController(spec=env.unwrapped.controller_spec)
     env.close()
     climbed = terrain_benchmark._climbs(trot.act, {}, 0, 2)

@@ -14,7 +14,8 @@ Longer than ~450 lines for its docstring: the env's spec (about 175 lines of tab
 from __future__ import annotations
 
 import functools
-import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -38,6 +39,7 @@ from envs.quadruped.observation import (
     observation,
 )
 from envs.quadruped.gait import FOOT_SENSOR_DIM, GAIT_METRICS, new_gait_state
+from envs.quadruped.task_state import TaskState
 from envs.quadruped.randomize import Randomization
 from envs.quadruped.rewards import TERM_TABLE, StepReadings, step_outcome
 from envs.quadruped.robots import LEGS, OPENCLAW_MODEL, PARTS, LegGeometry, robot_model, robot_named
@@ -338,23 +340,20 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         # settings the episodes and steps read, derived from the config
         self._cmd_lo = np.array([config.command_vx[0], config.command_vy[0], config.command_yaw_rate[0]])
         self._cmd_hi = np.array([config.command_vx[1], config.command_vy[1], config.command_yaw_rate[1]])
-        # the terms in the order they are summed, each with its scale per step, not per second (step_outcome reads it)
-        self.reward_terms = tuple((term.function, config.reward_scales[term.name] * self.dt, term.info_key)
+        # the terms in the order they are summed, each with its scale per step, not per second (step_outcome reads
+        # it); a term at scale 0 is not computed (its function None: its info entry is 0)
+        scales = {term.name: config.reward_scales[term.name] * self.dt for term in TERM_TABLE}
+        self.reward_terms = tuple((term.function if scales[term.name] else None, scales[term.name], term.info_key)
                                   for term in TERM_TABLE)
         if not config.gait_measures:  # evaluations find no gait measures to report
             self.METRICS = tuple(metric for metric in self.METRICS if metric not in GAIT_METRICS)
 
-        # state (episode state is set again by reset())
-        self._command = np.zeros(3)
-        self._last_action = np.zeros(12)
-        self.gait_phase = 0.0
-        self._clock_obs = np.zeros(9)  # sin (4), cos (4) of each leg's phase, frequency (Hz)
-        self._update_clock_obs()
+        # the copies' state (TaskState rows: N = 1 here; the batched vector env shares N rows); reset() sets it
         self._default_pose32 = self.default_pose.astype(np.float32)
+        self.state = self._new_state(1)
+        self.state.frequency[:] = self.gait_frequency_hz
+        self._batch: SharedRows | None = None  # the batch whose rows this env's state is a view of, if any
         self._bind_views()
-        self._air_time = [0.0, 0.0, 0.0, 0.0]
-        self._last_contact = [False, False, False, False]
-        self._gait = self._new_gait()
 
     def _make_model(self, config: QuadrupedConfig) -> mujoco.MjModel:
         """The compiled model this env runs (a copy of its own): the robot in our scene (with the feet's heightfield
@@ -363,25 +362,27 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         return rough_model(config.robot, legs) if config.terrain == "rough" else robot_model(config.robot, legs)
 
     def _set_observation_layout(self, appended: dict[str, slice]) -> None:
-        """``OBS_SLICES`` = the class's 0-47 plus ``appended`` (name -> slice, contiguous from 48), the
-        observation space and the noise half-widths at ``obs_noise=1`` per entry (``OBS_NOISE_SCALES``; 0 for
-        the names it lacks)."""
+        """``OBS_SLICES`` = the class's 0-47 plus ``appended`` (name -> slice, contiguous from 48), then the history
+        slots (``history_steps`` > 1), the observation space and the noise half-widths at ``obs_noise=1`` per entry
+        (``OBS_NOISE_SCALES``; 0 for the names it lacks; the history's frames are copies of noisy observations)."""
         self.OBS_SLICES = {**type(self).OBS_SLICES, **appended}
         dim = max(sl.stop for sl in self.OBS_SLICES.values())
         self._noise_scales = np.zeros(dim, dtype=np.float32)
         for name, sl in self.OBS_SLICES.items():
             self._noise_scales[sl] = self.OBS_NOISE_SCALES.get(name, 0.0)
-        self._history = None  # (k - 1, frame) past frames, newest first (envs.quadruped.history)
+        self._frame_index = frame_index(self.OBS_SLICES)  # a frame's entries (envs.quadruped.history)
         if self.history_steps > 1:
-            self._frame_index = frame_index(self.OBS_SLICES)
-            self._history = np.zeros((self.history_steps - 1, len(self._frame_index)), dtype=np.float32)
             self.OBS_SLICES = {**self.OBS_SLICES, **history_slices(dim, self.history_steps, len(self._frame_index))}
-            dim += self._history.size
-        self._history_fill = True  # the next observation starts the history (a reset)
+            dim += (self.history_steps - 1) * len(self._frame_index)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(dim,), dtype=np.float32)
 
+    def _new_state(self, copies: int) -> TaskState:
+        """A zero :class:`~envs.quadruped.task_state.TaskState` of ``copies`` rows for copies of this env."""
+        history = (self.history_steps - 1, len(self._frame_index)) if self.history_steps > 1 else None
+        return TaskState.zeros(copies, max_delay=self._max_delay, gait=self.gait_measures, history=history)
+
     def _bind_views(self) -> None:
-        """Cache numpy views into MjData for the hot path (valid for the life of ``self.data``)."""
+        """Cache views into MjData for the hot path (valid for the life of ``self.data``)."""
         m, d = self.model, self.data
 
         def adr(name: str) -> int:
@@ -399,21 +400,16 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         # where each group of readings lies in sensordata (also for the batch's sensordata rows)
         self._sensor_slices = (slice(a0, a0 + 9), slice(a1, a1 + 24), slice(t0, t0 + 5), slice(z, z + 1),
                                slice(f0, f0 + FOOT_SENSOR_DIM))
-        self._s_base, self._s_joints, self._s_touch, self._s_trunk_z, self._s_feet = (
-            d.sensordata[k] for k in self._sensor_slices)
-        self._qvel = d.qvel
-        self._ctrl = d.ctrl
-        self._act_force = d.actuator_force
-        self._obs_parts = (self._s_base, self._command, self._s_joints, self._last_action)
-        if self.gait_clock:
-            self._obs_parts += (self._clock_obs,)
-        self._obs_parts += self._extra_obs_parts()
+        # this env's data as one-row arrays, the task functions' N = 1 (views)
+        self._rows = (d.qpos[None], d.qvel[None], d.actuator_force[None])
+        self._readings = self.readings(self, d.sensordata[None])
+        self._ctrl_row = d.ctrl[None]
 
     def __getstate__(self):
         state = super().__getstate__()
-        views = ("_s_base", "_s_joints", "_s_touch", "_s_trunk_z", "_s_feet", "_qvel", "_ctrl", "_act_force", "_obs_parts")
-        for k in views:
+        for k in ("_rows", "_readings", "_ctrl_row"):
             state.pop(k, None)
+        state["state"], state["_batch"] = self.state.copy(), None  # a pickled copy keeps its own rows
         return state
 
     def __setstate__(self, state) -> None:
@@ -422,7 +418,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     # ------------------------------------------------------------------ reset
     def _reset_task(self, options: dict[str, Any]) -> None:
-        d, rng = self.data, self.np_random
+        d, rng, state = self.data, self.np_random, self.state
         if self.domain_randomization:
             self._randomize_physics()
         d.qpos[2] = self.stand_height
@@ -437,158 +433,187 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             self._draw_action_delay()
 
         command = options.get("command")
-        self._command[:] = rng.uniform(self._cmd_lo, self._cmd_hi) if command is None else command
-        self._last_action[:] = 0.0
-        self._air_time[:] = (0.0, 0.0, 0.0, 0.0)
-        self._last_contact[:] = (False, False, False, False)
-        self._gait = self._new_gait()
-        self._steps = 0
-        self.gait_phase = 0.0
-        self._update_clock_obs()
-        self._history_fill = True
+        state.command[0] = rng.uniform(self._cmd_lo, self._cmd_hi) if command is None else command
+        state.last_action[:] = 0.0
+        state.air_time[:] = 0.0
+        state.contact[:] = False
+        if state.gait is not None:
+            state.gait[0] = new_gait_state()
+        state.steps[:] = 0
+        state.phase[:] = 0.0
+        state.clock[:] = clock_observation(state.phase, state.frequency)
 
-    # ------------------------------------------------------------------ a step, in order
+    # ------------------------------------------------------------------ one env's step: the task functions at N = 1
     # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
-    # finish_step (_observe, _step_outcome).
+    # finish_step; each runs the task function below on this env's one row, on Python floats (ScalarMath).
     def _apply_action(self, action: np.ndarray) -> None:
-        # ctrl = default + scale * action; always inside the joint ranges (checked in __init__).
-        ctrl = self._ctrl
-        np.multiply(self._delayed(action) if self._max_delay else action, self.ACTION_SCALE, out=ctrl)
-        ctrl += self.default_pose
-        self._last_action[:] = action
+        self.controls(self, self.state, action[None], self._ctrl_row)
 
     def _before_physics(self) -> None:
-        if self.gait_clock:
-            self.gait_phase = (self.gait_phase + self.gait_frequency_hz * self.dt) % 1.0
-            self._update_clock_obs()
-        if self._push_every:
-            self._push()
+        self.advance(self, self.state, [self], ScalarMath)
 
     def _observe(self) -> np.ndarray:
-        obs = observation(self._obs_parts, self._default_pose32)
-        if self.obs_noise > 0:
-            self._noisy(obs)
-        if self._history is None:
-            return obs
-        obs = with_history(obs, self._history, self._frame_index, self._history_fill)
-        self._history_fill = False
+        """The reset's observation (its history filled with its own frame)."""
+        base, joints = self._readings[0], self._readings[1]
+        return self.observe(self, self.state, [self], base, joints, self.state.last_action, fill=True)[0]
+
+    def finish_step(self, action: np.ndarray) -> tuple:
+        if self.diverged():
+            return self.blowup_transition()
+        obs, reward, fell, info = self.finish(self, self.state, [self], action[None], *self._rows, self._readings,
+                                              ScalarMath)
+        obs = obs[0]
+        self._action[:] = action
+        self._last_obs = obs
+        return obs, reward, fell, False, info
+
+    # ------------------------------------------------------------------ the task functions, N copies at once
+    # Each takes ``env``, the copies' settings (any copy's: the copies of a batch share their arguments), their
+    # ``state`` (TaskState, N rows), the copies themselves (``tasks``: their own generators draw the noise and the
+    # pushes, so a copy's draws are the same alone or in a batch) and their physics arrays (N, ...); no loop over the
+    # copies except those random draws and, on the terrain, each copy's box window (its own model).
+    @classmethod
+    def controls(cls, env, state: TaskState, actions: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The servos' targets (N, 12) (rad) for clipped ``actions`` (N, 12), into ``out``: through the action delay
+        line when the copies delay their actions, ``default_pose + ACTION_SCALE * action``."""
+        if env._max_delay:
+            past = state.past_actions
+            past[:, 1:] = past[:, :-1]
+            past[:, 0] = actions
+            actions = past[np.arange(len(state)), state.delay]
+        np.multiply(actions, env.ACTION_SCALE, out=out)
+        out += env.default_pose
+        return out
+
+    @classmethod
+    def advance(cls, env, state: TaskState, tasks, m) -> None:
+        """What runs before the physics: the gait clock moves one control period (the phase does not wrap past 1),
+        and a copy due a push (every ``push_interval_s``) gets a random planar trunk velocity kick."""
+        if env.gait_clock:
+            phase, frequency = m.item(state.phase), m.item(state.frequency)
+            phase = (phase + frequency * env.dt) % 1.0
+            state.phase[:] = phase
+            state.clock[:] = clock_observation(phase, frequency)
+        if env._push_every:
+            state.steps += 1
+            for i in np.flatnonzero(state.steps % env._push_every == 0).tolist():
+                tasks[i]._push()
+
+    @classmethod
+    def observe(cls, env, state: TaskState, tasks, base: np.ndarray, joints: np.ndarray, last_action: np.ndarray,
+                fill: bool = False) -> np.ndarray:
+        """The copies' observations (N, dim) float32 from their base (N, 9) and joint (N, 24) sensor readings and
+        ``last_action`` (N, 12): noisy with ``obs_noise``, then the history (``fill``: a reset's)."""
+        parts = (base, state.command, joints, last_action) + ((state.clock,) if env.gait_clock else ())
+        obs = observation(parts + cls.privileged(env, state, base), env._default_pose32)
+        if env.obs_noise > 0:
+            for task, row in zip(tasks, obs):
+                task._noisy(row)
+        if state.history is not None:
+            obs = with_history(obs, state.history, env._frame_index, fill)
         return obs
 
-    def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
-        """This env's reward, fall flag and info: :func:`~envs.quadruped.rewards.step_outcome` on its floats
-        (the batch runs it on arrays)."""
-        # the base's self._action still holds the previous action here
-        reward, fell, info, self._air_time, self._last_contact, self._gait = step_outcome(StepReadings(
-            self._s_base.tolist(), self._command.tolist(), self._s_touch.tolist(), self._feet(), self._feet_ahead(),
-            self._trunk_clearance(), self._trunk_height(), self._act_force, action, self._action, self._air_time,
-            self._last_contact, self._gait, self._qvel.item(0)), self, ScalarMath)
-        return reward, fell, info
+    @classmethod
+    def finish(cls, env, state: TaskState, tasks, actions, qpos, qvel, actuator_force, readings, m):
+        """What runs after the physics: observations (N, dim), rewards, fall flags and the info of the copies, from
+        the step's clipped ``actions`` (N, 12), their physics arrays after it (N, ...) and their sensor ``readings``
+        (:meth:`readings`), with maths ``m`` (floats and an info of floats for one copy, (N,) arrays for N); the state
+        moves on (action, air clocks, gait)."""
+        base, joints, touch, trunk_z, feet = readings
+        cls.sense_ground(env, state, tasks, qpos, qvel, feet)
+        obs = cls.observe(env, state, tasks, base, joints, actions)
+        ahead = cls.feet_ahead(env, state, feet)
+        reward, fell, info, air, contact, gait = step_outcome(StepReadings(
+            m.columns(base), m.columns(state.command), m.columns(touch), m.columns(cls.feet(env, state, feet)),
+            None if ahead is None else m.columns(ahead), m.item(state.trunk_clearance),
+            m.item(cls.trunk_height(env, state, trunk_z[:, 0])), m.rows(actuator_force), m.rows(actions),
+            m.rows(state.last_action), m.columns(state.air_time), m.columns(state.contact),
+            None if state.gait is None else m.columns(state.gait), m.item(qvel[:, 0])), env, m)
+        state.last_action[...] = actions
+        m.store_columns(state.air_time, air)
+        m.store_columns(state.contact, contact)
+        if gait is not None:
+            m.store_columns(state.gait, gait)
+        cls.tile_info(env, state, info, m)
+        return obs, reward, fell, info
 
-    def _new_gait(self) -> list[float] | None:
-        """The gait state at a reset (:func:`~envs.quadruped.gait.new_gait_state`); None without ``gait_measures``."""
-        return new_gait_state() if self.gait_measures else None
-
-    def _feet(self) -> list:
-        """The 36 foot sensor readings as the reward and the gait measures read them (:mod:`envs.quadruped.gait`;
-        world frame, heights above z = 0, the flat ground)."""
-        return self._s_feet.tolist()
+    # what the terrain env (envs.quadruped.terrain_env) measures against its ground; flat ground here
+    @classmethod
+    def sense_ground(cls, env, state: TaskState, tasks, qpos: np.ndarray, qvel: np.ndarray, feet: np.ndarray) -> None:
+        """Update the copies' knowledge of the ground after the physics (their positions ``qpos``, velocities ``qvel``
+        and foot readings ``feet`` (N, 36)); nothing on flat and rough ground."""
 
     @classmethod
-    def _feet_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
-        """:meth:`_feet` of N copies at once: ``feet`` (N, 36) -> (36, N); ``derived``: ``finish_batch``'s."""
-        return feet.T
-
-    def _feet_ahead(self) -> list | None:
-        """The feet's clearance over the ground ahead (m, four floats) that ``feet_clearance_ahead`` reads; None here,
-        where the ground is flat and the feet's heights are that clearance."""
-        return None
-
-    @classmethod
-    def _feet_ahead_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray | None:
-        """:meth:`_feet_ahead` of N copies at once (``feet`` (N, 36)): (4, N) or None."""
-        return None
-
-    def _trunk_clearance(self) -> float:
-        """The trunk's clearance over the ground (m) that ``trunk_clearance`` reads; inf here, where it is not
-        measured (the term is 0: the config refuses a scale for it)."""
-        return math.inf
-
-    @classmethod
-    def _trunk_clearance_batch(cls, tasks, derived: dict[str, Any]) -> np.ndarray:
-        """:meth:`_trunk_clearance` of N copies at once: (N,)."""
-        return np.full(len(tasks), math.inf)
-
-    def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
-        """Arrays (views kept current) appended to the observation after the clock; none here."""
+    def privileged(cls, env, state: TaskState, base: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Observation parts (N, k) after the clock; none here."""
         return ()
 
-    def _trunk_height(self) -> float:
-        """The trunk's height (m) that the base-height reward and the fall check read: world z here."""
-        return self._s_trunk_z.item()
+    @classmethod
+    def feet(cls, env, state: TaskState, feet: np.ndarray) -> np.ndarray:
+        """The 36 foot readings (N, 36) as the reward and the gait measures read them (:mod:`envs.quadruped.gait`;
+        heights above z = 0, the flat ground)."""
+        return feet
 
-    # ------------------------------------------------------------------ the same step for N envs (envs.batched)
+    @classmethod
+    def feet_ahead(cls, env, state: TaskState, feet: np.ndarray) -> np.ndarray | None:
+        """The feet's clearance over the ground ahead (N, 4) (m) that ``feet_clearance_ahead`` reads; None here, where
+        the ground is flat and the feet's heights are that clearance."""
+        return None
+
+    @classmethod
+    def trunk_height(cls, env, state: TaskState, trunk_z: np.ndarray) -> np.ndarray:
+        """The trunk's height (N,) (m) that the base-height reward and the fall check read: its world z here."""
+        return trunk_z
+
+    @classmethod
+    def tile_info(cls, env, state: TaskState, info: dict[str, Any], m) -> None:
+        """Info entries of the copies' tiles (the terrain env's); none here."""
+
+    # ------------------------------------------------------------------ the batched vector env's hooks (envs.batched)
+    # The task functions above on the batch's rows: the copies' states are rows of one shared TaskState (share_rows),
+    # so a step computes them in place and a reset of one copy writes its row.
     @classmethod
     def apply_batch(cls, tasks, actions, qpos):
-        if tasks[0]._max_delay:
-            actions = cls._delayed_batch(tasks, actions)
-        return actions * tasks[0].ACTION_SCALE + tasks[0].default_pose
+        state, done = cls.batch_rows(tasks)
+        ctrl = cls.controls(tasks[0], state, actions, np.empty_like(actions))
+        done()
+        return ctrl
 
     @classmethod
     def before_physics_batch(cls, tasks):
-        first = tasks[0]
-        if first.gait_clock:
-            phases = np.array([task.gait_phase for task in tasks])
-            frequencies = np.array([task.gait_frequency_hz for task in tasks])
-            phases = (phases + frequencies * first.dt) % 1.0
-            for task, phase, clock in zip(tasks, phases.tolist(), clock_observation(phases, frequencies)):
-                task.gait_phase = phase
-                task._clock_obs[:] = clock
-        if first._push_every:
-            cls._push_batch(tasks)
+        state, done = cls.batch_rows(tasks)
+        cls.advance(tasks[0], state, tasks, BatchMath)
+        done()
 
     @classmethod
     def finish_batch(cls, tasks, actions, qpos, qvel, derived):
-        first = tasks[0]
-        base, joints, touch, trunk_z, feet = (derived["sensordata"][:, k] for k in first._sensor_slices)
-        command = np.stack([task._command for task in tasks])
-        parts = (base, command, joints, actions) + ((np.stack([t._clock_obs for t in tasks]),) if first.gait_clock else ())
-        parts += cls._extra_obs_batch(tasks, base, derived)
-        obs = observation(parts, first._default_pose32)
-        if first.obs_noise > 0:
-            cls._noisy_batch(tasks, obs)
-        if first._history is not None:  # the histories of a step are never a reset's
-            history = np.stack([task._history for task in tasks])
-            obs = with_history(obs, history, first._frame_index, False)
-            for task, rows in zip(tasks, history):
-                task._history[...] = rows
-        previous = np.stack([task._action for task in tasks])
-        air = np.array([task._air_time for task in tasks]).T
-        last = np.array([task._last_contact for task in tasks]).T
-        gait = np.array([task._gait for task in tasks]).T if first.gait_measures else None
-        reward, fell, info, air, last, gait = step_outcome(StepReadings(
-            base.T, command.T, touch.T, cls._feet_batch(tasks, feet, derived),
-            cls._feet_ahead_batch(tasks, feet, derived), cls._trunk_clearance_batch(tasks, derived),
-            cls._trunk_heights(tasks, trunk_z[:, 0], derived), derived["actuator_force"], actions, previous, air, last,
-            gait, qvel[:, 0]), first, BatchMath)
-        for task, action, air_row, last_row in zip(tasks, actions, np.array(air).T.tolist(), np.array(last).T.tolist()):
-            task._action[:] = action  # the previous action of the next step
-            task._last_action[:] = action
-            task._air_time, task._last_contact = air_row, last_row
-        if gait is not None:
-            for task, gait_rows in zip(tasks, np.array(gait).T.tolist()):
-                task._gait = gait_rows
-        return obs, reward, fell, info
+        state, done = cls.batch_rows(tasks)
+        result = cls.finish(tasks[0], state, tasks, actions, qpos, qvel, derived["actuator_force"],
+                            cls.readings(tasks[0], derived["sensordata"]), BatchMath)
+        done()
+        return result
 
     @classmethod
-    def _extra_obs_batch(cls, tasks, base: np.ndarray, derived: dict[str, Any]) -> tuple[np.ndarray, ...]:
-        """:meth:`_extra_obs_parts` of N envs as (N, k) arrays; ``base`` (N, 9): their base sensor readings;
-        ``derived``: ``finish_batch``'s (a subclass's own ``finish_batch`` may add its batch's arrays there)."""
-        return ()
+    def readings(cls, env, sensordata: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The copies' sensor readings (views of ``sensordata`` (N, nsensordata)) in the groups the task reads: base
+        (N, 9: body-frame linear velocity m/s, angular velocity rad/s, projected gravity), joints (N, 24: angles rad,
+        velocities rad/s), touch (N, 5: the feet's and the trunk's, N), trunk z (N, 1: m, world) and the feet (N, 36:
+        :mod:`envs.quadruped.gait`)."""
+        return tuple(sensordata[:, k] for k in env._sensor_slices)
 
     @classmethod
-    def _trunk_heights(cls, tasks, trunk_z: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
-        """:meth:`_trunk_height` of N envs from their trunk z sensor readings ``trunk_z`` (N,) (m, world)."""
-        return trunk_z
+    def batch_rows(cls, tasks) -> tuple[TaskState, Callable[[], None]]:
+        """The state rows of ``tasks`` for a batched step, and what to call after it. Copies that share their rows
+        in this order (every copy of a batch, the usual case) get the shared state itself; a subset of them a copy
+        of its rows, written back by the call; copies that share no rows yet are made to (:func:`share_rows`)."""
+        batch = tasks[0]._batch
+        if batch is None or not all(task._batch is batch for task in tasks):
+            batch = share_rows(tasks)
+        if batch.tasks == tasks:
+            return batch.state, _nothing
+        ids = np.array([batch.tasks.index(task) for task in tasks])
+        rows = batch.state.take(ids)
+        return rows, lambda: batch.state.put(ids, rows)
 
     # ------------------------------------------------------------------ gait clock
     def set_gait_frequency(self, frequency_hz: float) -> None:
@@ -598,14 +623,18 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         its gait frequency (e.g. an LLM hint) calls this, so that the clock it follows is the one observed.
         """
         self.gait_frequency_hz = checked_gait_frequency(frequency_hz)
-        self._update_clock_obs()
+        state = self.state
+        state.frequency[:] = self.gait_frequency_hz
+        state.clock[:] = clock_observation(state.phase, state.frequency)
+
+    @property
+    def gait_phase(self) -> float:
+        """The gait clock's phase (cycles, in [0, 1); 0 at reset)."""
+        return self.state.phase.item()
 
     def leg_phases(self) -> np.ndarray:
         """Each leg's gait phase (FR, FL, RR, RL) as a fraction of a cycle in [0, 1)."""
         return leg_phases(self.gait_phase)
-
-    def _update_clock_obs(self) -> None:
-        self._clock_obs[:] = clock_observation(self.gait_phase, self.gait_frequency_hz)
 
     # ------------------------------------------------------------------ what generic code reads
     def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
@@ -634,15 +663,37 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     def history_frames(self) -> list[list[int]] | None:
         """With ``history_steps`` = k > 1, the k proprioceptive frames' entry indices in the observation, oldest
         first, the current observation's frame last (``envs.quadruped.history``); None without a history."""
-        return frames_oldest_first(self.OBS_SLICES, self.history_steps) if self._history is not None else None
+        return frames_oldest_first(self.OBS_SLICES, self.history_steps) if self.history_steps > 1 else None
 
     @property
     def command(self) -> np.ndarray:
         """The current episode's command (vx m/s, vy m/s, wz rad/s), body frame (a copy)."""
-        return self._command.copy()
+        return self.state.command[0].copy()
 
 
 QuadrupedEnv.__init__.__signature__ = QuadrupedConfig.signature()  # help(), inspect: the keyword arguments
+
+
+@dataclass(eq=False)
+class SharedRows:
+    """Copies whose task states are the rows of one :class:`~envs.quadruped.task_state.TaskState`: copy ``tasks[i]``'s
+    ``state`` is ``state``'s row ``i`` (views)."""
+
+    state: TaskState
+    tasks: list
+
+
+def share_rows(tasks: list[QuadrupedEnv]) -> SharedRows:
+    """Make the copies' states rows of one new state (each copy's values kept): the batched vector env's copies share
+    their rows, so a batched step updates them in place and a copy's reset writes its own row."""
+    batch = SharedRows(type(tasks[0].state).stack([task.state for task in tasks]), list(tasks))
+    for i, task in enumerate(tasks):
+        task.state, task._batch = batch.state.rows(i, i + 1), batch
+    return batch
+
+
+def _nothing() -> None:
+    """After a batched step on the shared rows themselves: nothing to write back."""
 
 
 @functools.lru_cache(maxsize=None)

@@ -70,17 +70,19 @@ class TerrainState:
         self.trunk_clearance[:] = np.inf
 
     def update(self, qpos: np.ndarray, heading: np.ndarray, feet: np.ndarray | None = None,
-               qvel: np.ndarray | None = None) -> None:
+               qvel: np.ndarray | None = None, out=None) -> None:
         """From ``qpos`` (N, nq) (the free joint first), ``heading`` (N,) (rad, world), ``feet`` (N, 36): the foot
         sensor readings (``envs.quadruped.gait``: positions (m, world) then linear velocities (m/s, world)) and
         ``qvel`` (N, nv) (the free joint first: its linear velocity is in the world frame); without them (e.g. before
         the first step, when the sensors are not current) the feet's ground and the trunk's clearance are left as
-        they were."""
+        they were. Writes into ``out``'s arrays of the same names (e.g. the terrain env's task state,
+        ``envs.quadruped.task_state.TerrainTaskState``), or this object's."""
         if feet is None:
             feet, qvel = _NO_FEET, _NO_FEET
+        o = self if out is None else out
         _terrain_state(self.grid.padded, self.grid.stepped_from, self.points, self.trunk_corners, qpos, qvel, heading,
-                       *self.yaw_range, feet, self.scan, self.ground, self.yaw_rate, self.foot_ground, self.step_ground,
-                       self.trunk_clearance)
+                       *self.yaw_range, feet, o.scan, o.ground, o.yaw_rate, o.foot_ground, o.step_ground,
+                       o.trunk_clearance)
 
 
 _NO_FEET = np.zeros((0, 36))

@@ -12,8 +12,9 @@ docstring; defaults in :mod:`envs.quadruped.config`):
 
 :class:`Randomization` is a base of :class:`~envs.quadruped.QuadrupedEnv`: its methods read and write the
 env's model, state and random generator (``np_random``), so the draws come from the env's one seeded stream
-in the order the env's reset and step call them. The ``*_batch`` classmethods are the same for the N envs
-of the batched vector env (``envs.batched``), env by env in env order (the same draws, the same bits).
+in the order the env's reset and step call them; the batched vector env (``envs.batched``) calls the same methods
+of each copy (the same draws, the same bits). The per-copy state they keep (the action delay line, the push clock)
+is the task state's (``envs.quadruped.task_state``).
 """
 
 from __future__ import annotations
@@ -36,12 +37,9 @@ class Randomization:
         self._nominal_kd_bias = m.actuator_biasprm[:, 2].copy()  # -Kd
         self._kp_factor = np.ones(m.nu)  # domain_randomization's Kp draw of the episode
         self._randomize_gains = any(r != (1.0, 1.0) for r in (config.motor_strength, config.kp_scale, config.kd_scale))
-        self._max_delay = config.action_delay_steps[1]  # control steps
-        self._delay = 0
-        self._past_actions = np.zeros((self._max_delay + 1, 12))  # newest first
+        self._max_delay = config.action_delay_steps[1]  # control steps (the state's delay line holds this many + 1)
         pushes = config.push_interval_s > 0 and config.push_velocity > 0
         self._push_every = max(1, int(round(config.push_interval_s / self.dt))) if pushes else 0  # steps
-        self._steps = 0  # control steps since the reset (the push clock)
 
     def _set_foot_friction(self, friction: float | np.ndarray) -> None:
         """The feet's sliding friction coefficient (one for all, or one per foot in our leg order), in their geoms and
@@ -74,42 +72,18 @@ class Randomization:
         m.actuator_biasprm[:, 2] = self._nominal_kd_bias * strength * rng.uniform(*self.kd_scale, size=m.nu)
 
     def _draw_action_delay(self) -> None:
-        """This episode's action delay (control steps); the servos get the default pose until the first
-        delayed action arrives."""
-        self._past_actions[:] = 0.0
-        self._delay = int(self.np_random.integers(self.action_delay_steps[0], self.action_delay_steps[1] + 1))
-
-    def _delayed(self, action: np.ndarray) -> np.ndarray:
-        """The action the servos get this step with an action delay on: the one of ``self._delay`` steps ago."""
-        self._past_actions[1:] = self._past_actions[:-1]
-        self._past_actions[0] = action
-        return self._past_actions[self._delay]
-
-    @classmethod
-    def _delayed_batch(cls, tasks, actions: np.ndarray) -> np.ndarray:
-        """:meth:`_delayed` of N envs: (N, 12) clipped actions -> the (N, 12) actions their servos get."""
-        return np.stack([task._delayed(action) for task, action in zip(tasks, actions)])
+        """This episode's action delay (control steps, into the state's ``delay``); the servos get the default pose
+        until the first delayed action arrives."""
+        self.state.past_actions[:] = 0.0
+        self.state.delay[0] = int(self.np_random.integers(self.action_delay_steps[0], self.action_delay_steps[1] + 1))
 
     def _push(self) -> None:
-        """Every ``push_interval_s``, add a random planar velocity (up to ``push_velocity`` m/s) to the trunk."""
-        self._steps += 1
-        if self._steps % self._push_every == 0:
-            v = self.push_velocity
-            self._qvel[0:2] += self.np_random.uniform(-v, v, 2)
-
-    @classmethod
-    def _push_batch(cls, tasks) -> None:
-        """:meth:`_push` of N envs."""
-        for task in tasks:
-            task._push()
+        """A random planar velocity kick (up to ``push_velocity`` m/s, world frame) to the trunk: the task's ``advance``
+        calls it every ``push_interval_s`` (the state's ``steps``)."""
+        v = self.push_velocity
+        self.data.qvel[0:2] += self.np_random.uniform(-v, v, 2)
 
     def _noisy(self, obs: np.ndarray) -> np.ndarray:
         """``obs`` plus uniform noise ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry (in place)."""
         obs += (self.obs_noise * self._noise_scales * self.np_random.uniform(-1.0, 1.0, obs.shape)).astype(obs.dtype)
         return obs
-
-    @classmethod
-    def _noisy_batch(cls, tasks, obs: np.ndarray) -> None:
-        """:meth:`_noisy` of N envs' (N, dim) observations ``obs``, row by row, in place."""
-        for task, row in zip(tasks, obs):
-            task._noisy(row)

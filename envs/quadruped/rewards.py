@@ -244,7 +244,8 @@ def step_outcome(s: StepReadings, env, m: type[ScalarMath] | type[BatchMath]):
     env on (N,) arrays (``m=BatchMath``), so both give the same bits.
 
     The reward is the sum of :data:`TERM_TABLE` in their order, each at the env's per-step scale
-    (``env.reward_terms``: function, scale x dt, info key); the info carries each term's contribution,
+    (``env.reward_terms``: function, scale x dt, info key; a term at scale 0 is skipped, its contribution 0); the info
+    carries each term's contribution,
     ``tracking_error``, ``x_velocity``, ``fell`` and, with a gait state, the gait measures
     (:func:`~envs.quadruped.gait.gait_info`).
     """
@@ -261,6 +262,9 @@ def step_outcome(s: StepReadings, env, m: type[ScalarMath] | type[BatchMath]):
     info = {}
     reward = 0.0
     for function, scale, key in env.reward_terms:
+        if function is None:  # scale 0: adds nothing
+            info[key] = m.zeros_like(s.z)
+            continue
         term = function(scale, q, env, m)
         info[key] = term
         reward = reward + term

@@ -23,6 +23,7 @@ from envs.quadruped.config import QuadrupedTerrainConfig
 from envs.quadruped.env import QuadrupedEnv
 from envs.quadruped.height_scan import TerrainLegGeometry, TerrainState, scan_points
 from envs.quadruped.robots import LegGeometry
+from envs.quadruped.task_state import TerrainTaskState
 from envs.quadruped.scene import VIEW_CELL, VIEW_SAMPLES, tiles_model
 from envs.quadruped.terrain import COLUMN_TYPES, LEVELS, TERRAIN_TYPES
 from envs.quadruped.terrain_boxes import BoxWindow
@@ -133,13 +134,9 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def __init__(self, **kwargs: Any) -> None:
         """Keyword arguments: :class:`QuadrupedTerrainConfig`'s fields (the class docstring's tables)."""
         super().__init__(**kwargs)
-        self.scan_points = scan_points(self.tiles.scale, self.scan_grid, self.scan_spacing)
-        self._foot_ground = np.zeros(4)  # m, world: the ground under each foot at the last step
-        self._step_ground = np.zeros(4)  # m, world: the higher of that and the ground ahead of the foot (height_scan)
         self._trunk_corners = self._touch_zone_bottom()
-        self._trunk_clear = np.zeros(1)  # m: the trunk's clearance over the ground at the last step (height_scan)
-        self._bind_terrain()
-        self._batch_terrain: dict[int, TerrainState] = {}  # finish_batch's state of N copies, by N
+        self._ground_sensor = TerrainState(self.tiles, self.scan_points, self.command_yaw_rate, 0,
+                                           trunk_corners=self._trunk_corners)
         start, n = self.CLOCK_OBS_DIM, len(self.scan_points)
         self.privileged_obs = {"height_scan": slice(start, start + n), "friction": slice(start + n, start + n + 1),
                                "true_lin_vel": slice(start + n + 1, start + n + 4)}
@@ -152,18 +149,17 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         # a seeded reset's choices: the columns of terrain_types (all six by default), in grid order
         kinds = set(self.terrain_types or TERRAIN_TYPES)
         self._drawn_columns = sorted(c for kind in kinds for c in self._columns[kind])
-        self._column, self._level = 0, 0
+        self._column = 0
         self._origin = np.zeros(3)  # this episode's spawn point (m, world)
-        self._heading = 0.0  # this episode's heading (rad, world)
-        self._ground = 0.0  # mean ground height of the scan (m, world)
         self._started = self._keep_state = False
         self._seed: int | None = None  # the seed of the reset under way (None: unseeded)
-        self._left_tile = False  # whether the trunk has left this episode's tile
-        self._tile_centre = [0.0, 0.0]  # this episode's tile: its centre (m, world xy), half side (m), type index
-        self._half_tile = self.tiles.tile_size / 2
-        self._type_index = 0
         self._spawn_noise = 0.25 * self.tiles.scale  # m
         self._view_centre: tuple[float, float] | None = None  # of the rendered window (m, world xy)
+
+    def _new_state(self, copies: int) -> TerrainTaskState:
+        history = (self.history_steps - 1, len(self._frame_index)) if self.history_steps > 1 else None
+        return TerrainTaskState.zeros(copies, max_delay=self._max_delay, gait=self.gait_measures, history=history,
+                                      **TerrainTaskState.terrain_fields(len(self.scan_points)))
 
     def _touch_zone_bottom(self) -> np.ndarray:
         """The four bottom corners of the trunk's touch zone (the ``trunk_touch`` box site: a contact in it is a fall),
@@ -176,53 +172,28 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         box = np.array([[ax * sx, ay * sy, -sz] for ax in (1.0, -1.0) for ay in (1.0, -1.0)])
         return site.pos + box @ rotation.reshape(3, 3).T
 
-    def _bind_terrain(self) -> None:
-        """The scan's state, writing into this env's scan, feet's ground and trunk's clearance (views, so rebuilt after
-        unpickling)."""
-        self._terrain = TerrainState(self.tiles, self.scan_points, self.command_yaw_rate,
-                                     trunk_corners=self._trunk_corners, scan=self._scan_friction[None, :-1],
-                                     foot_ground=self._foot_ground[None], step_ground=self._step_ground[None],
-                                     trunk_clearance=self._trunk_clear)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_terrain", None)
-        state["_batch_terrain"] = {}
-        return state
-
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        self._bind_terrain()
-
     def _make_model(self, config: QuadrupedTerrainConfig) -> mujoco.MjModel:
         model, self.tiles = tiles_model(config.robot, int(config.terrain_seed), config.leg_collisions)
-        self._scan_friction = np.zeros(math.prod(config.scan_grid) + 1)  # the scan and the friction of the observation
+        self.scan_points = scan_points(self.tiles.scale, config.scan_grid, config.scan_spacing)
         model = copy.deepcopy(model)
         self._box_window = BoxWindow(model, self.tiles)  # edits this copy
         return model
-
-    def _extra_obs_parts(self) -> tuple[np.ndarray, ...]:
-        return (self._scan_friction, self._s_base[0:3])
-
-    @classmethod
-    def _extra_obs_batch(cls, tasks, base: np.ndarray, derived: dict[str, Any]) -> tuple[np.ndarray, ...]:
-        friction = np.array([task._scan_friction[-1] for task in tasks])
-        return (derived["terrain"].scan, friction[:, None], base[:, 0:3])
 
     # ------------------------------------------------------------------ episodes and the curriculum
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         options = checked_options(type(self), options or {})  # a refused option moves no level
         if self._started and self.curriculum and seed is None and not self._keep_state:
-            self._level = self._next_level()  # the episode that ended moves the level, before the state resets
+            self.state.level[0] = self._next_level()  # the episode that ended moves the level, before the state resets
         self._seed = seed
         return super().reset(seed=seed, options=options)
 
     def _next_level(self) -> int:
         """legged_gym's rule (class docstring) for the episode that just ended."""
         walked = float(np.hypot(*(self.data.qpos[0:2] - self._origin[0:2])))
-        commanded = float(np.hypot(*self._command[0:2])) * self._episode_length_s()
+        commanded = float(np.hypot(*self.state.command[0, 0:2])) * self._episode_length_s()
         up = walked > self.tiles.tile_size / 2
-        level = self._level + 1 if up else self._level - 1 if walked < 0.5 * commanded else self._level
+        level = self.terrain_level
+        level = level + 1 if up else level - 1 if walked < 0.5 * commanded else level
         return int(self.np_random.integers(LEVELS)) if level >= LEVELS else max(level, 0)
 
     def _episode_length_s(self) -> float:
@@ -231,35 +202,38 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def _reset_task(self, options: dict[str, Any]) -> None:
         super()._reset_task(options)
-        rng, d = self.np_random, self.data
+        rng, d, state = self.np_random, self.data, self.state
         if self._keep_state:  # restored by set_curriculum_state: continue there
             self._keep_state = False
         elif self._seed is not None or not self._started:
             self._column = self._seeded_column(rng)
-            self._level = int(rng.integers(self.max_init_level + 1))
+            state.level[0] = int(rng.integers(self.max_init_level + 1))
         elif not self.curriculum:
-            self._level = int(rng.integers(LEVELS))
+            state.level[0] = int(rng.integers(LEVELS))
         if "terrain_type" in options:
             self._column = int(rng.choice(self._columns[options["terrain_type"]]))
         if "terrain_level" in options:
-            self._level = options["terrain_level"]
+            state.level[0] = options["terrain_level"]
         self._started = True
-        self._left_tile = False
-        origin = self.tiles.origins[self._level, self._column]
-        self._tile_centre = origin[0:2].tolist()
-        self._type_index = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
+        state.left_tile[0] = False
+        origin = self.tiles.origins[self.terrain_level, self._column]
+        state.tile[0] = (origin[0], origin[1], self.tiles.tile_size / 2)
+        state.type_index[0] = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
         d.qpos[0:2] = origin[0:2] + rng.uniform(-self._spawn_noise, self._spawn_noise, 2)
         d.qpos[2] += origin[2]
         self._origin[:] = d.qpos[0:3]
         friction = rng.uniform(*self.ground_friction)
         self._set_foot_friction(friction)
-        self._scan_friction[-1] = friction
+        state.scan_friction[0, -1] = friction
         if "heading" in options:
-            self._heading = options["heading"]
+            state.heading[0] = options["heading"]
         elif self.heading_command:
-            self._heading = float(rng.uniform(-math.pi, math.pi))
+            state.heading[0] = float(rng.uniform(-math.pi, math.pi))
         self._box_window.follow(*d.qpos[0:2].tolist(), reset=True)
-        self._update_terrain(feet=False)  # the sensors are computed after the reset; the first step reads them
+        # the scan, the ground under the trunk and the heading's command (the feet's ground: after the first step)
+        self._ground_sensor.update(d.qpos[None], state.heading, out=state)
+        if self.heading_command:
+            state.command[:, 2] = state.yaw_rate
 
     def _seeded_column(self, rng: np.random.Generator) -> int:
         """A seeded reset's column (class docstring): of the drawn columns, the one at the fraction ``frac(seed / phi)``
@@ -272,9 +246,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def task_context(self) -> TaskContext:
         """The robot and the episode's tile class: ``TaskContext("go1/stairs_up/level3", {"terrain_type":
         "stairs_up", "terrain_level": 3})`` (the options put an episode on a tile of that type and level)."""
-        kind = COLUMN_TYPES[self._column]
-        return TaskContext(f"{self.robot}/{kind}/level{self._level}",
-                           {"terrain_type": kind, "terrain_level": self._level})
+        kind, level = COLUMN_TYPES[self._column], self.terrain_level
+        return TaskContext(f"{self.robot}/{kind}/level{level}", {"terrain_type": kind, "terrain_level": level})
 
     def deploy_metadata(self) -> dict[str, Any]:
         """The quadruped's entries, the foot friction drawn per episode being ``ground_friction``, and the
@@ -292,7 +265,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def curriculum_state(self) -> dict[str, int]:
         """This copy's place in the curriculum: ``{"column": c, "level": l}`` (JSON)."""
-        return {"column": self._column, "level": self._level}
+        return {"column": self._column, "level": self.terrain_level}
 
     def set_curriculum_state(self, state: dict[str, int]) -> None:
         """Continue from ``state`` (:meth:`curriculum_state`) at the next reset, seeded or not."""
@@ -300,7 +273,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         if not (0 <= column < len(COLUMN_TYPES) and 0 <= level < LEVELS):
             raise ValueError(f"curriculum state {state!r}: column must be in [0, {len(COLUMN_TYPES) - 1}], "
                              f"level in [0, {LEVELS - 1}]")
-        self._column, self._level, self._keep_state = column, level, True
+        self._column, self._keep_state = column, True
+        self.state.level[0] = level
 
     @property
     def terrain_type(self) -> str:
@@ -310,102 +284,48 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     @property
     def terrain_level(self) -> int:
         """The level of this copy's tile."""
-        return self._level
+        return self.state.level.item()
 
-    # ------------------------------------------------------------------ steps
-    def _update_terrain(self, feet: bool = True) -> None:
-        """The scan, the ground under the trunk and (``feet``: after a step, when the foot sensors are current) under
-        each foot, and the heading's yaw command."""
-        state = self._terrain  # writes the scan, the feet's ground (views of this env's arrays)
-        state.update(self.data.qpos[None], np.array((self._heading,)), self._s_feet[None] if feet else None,
-                     self.data.qvel[None] if feet else None)
-        self._ground = state.ground.item()
-        if self.heading_command:
-            self._command[2] = state.yaw_rate.item()
-
-    def finish_step(self, action: np.ndarray) -> tuple:
-        self._box_window.follow(*self.data.qpos[0:2].tolist())
-        self._update_terrain()
-        return super().finish_step(action)
-
-    def _trunk_height(self) -> float:
-        return self._s_trunk_z.item() - self._ground
+    # ------------------------------------------------------------------ the task functions' terrain (QuadrupedEnv's)
+    @classmethod
+    def sense_ground(cls, env, state, tasks, qpos, qvel, feet) -> None:
+        """Each copy's box window follows its trunk (its own model); then, for all copies from the height array, the
+        scan, the ground under the trunk and under and ahead of each foot, the trunk's clearance, the heading's yaw
+        command, and whether the trunk has left its tile."""
+        xy = qpos[:, 0:2]
+        for task, (x, y) in zip(tasks, xy.tolist()):
+            task._box_window.follow(x, y)
+        env._ground_sensor.update(qpos, state.heading, feet, qvel, out=state)
+        if env.heading_command:
+            state.command[:, 2] = state.yaw_rate
+        state.left_tile |= (np.abs(xy - state.tile[:, 0:2]) > state.tile[:, 2:3]).any(axis=1)
 
     @classmethod
-    def _trunk_heights(cls, tasks, trunk_z: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
-        return trunk_z - derived["terrain"].ground
+    def privileged(cls, env, state, base):
+        return (state.scan_friction, base[:, 0:3])
 
-    def _feet(self) -> list:
+    @classmethod
+    def feet(cls, env, state, feet):
         """The foot readings with each foot's height taken above the ground under it (not z = 0), so that the
         ``feet_clearance`` term and the swing apex measure clearance over the terrain."""
-        feet = self._s_feet.copy()
-        feet[2:12:3] -= self._foot_ground
-        return feet.tolist()
-
-    @classmethod
-    def _feet_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
         feet = feet.copy()
-        feet[:, 2:12:3] -= derived["terrain"].foot_ground
-        return feet.T
+        feet[:, 2:12:3] -= state.foot_ground
+        return feet
 
-    def _feet_ahead(self) -> list:
+    @classmethod
+    def feet_ahead(cls, env, state, feet):
         """Each foot's lowest point's height over the higher of the ground under it and the ground ahead of it (m)."""
-        return (self._s_feet[2:12:3] - (self.foot_radius + self._step_ground)).tolist()
+        return feet[:, 2:12:3] - (env.foot_radius + state.step_ground)
 
     @classmethod
-    def _feet_ahead_batch(cls, tasks, feet: np.ndarray, derived: dict[str, Any]) -> np.ndarray:
-        return (feet[:, 2:12:3] - (tasks[0].foot_radius + derived["terrain"].step_ground)).T
-
-    def _trunk_clearance(self) -> float:
-        return self._trunk_clear.item()
+    def trunk_height(cls, env, state, trunk_z):
+        return trunk_z - state.ground
 
     @classmethod
-    def _trunk_clearance_batch(cls, tasks, derived: dict[str, Any]) -> np.ndarray:
-        return derived["terrain"].trunk_clearance
-
-    def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
-        reward, fell, info = super()._step_outcome(action)
-        self._left_tile |= self._off_tile(*self.data.qpos[0:2].tolist())
-        info["terrain_level"] = self._level
-        info["terrain_type"] = self._type_index
-        info["left_tile"] = self._left_tile
-        return reward, fell, info
-
-    def _off_tile(self, x: float, y: float) -> bool:
-        """Whether world point (x, y) (m) lies outside this episode's tile."""
-        (cx, cy), half = self._tile_centre, self._half_tile
-        return abs(x - cx) > half or abs(y - cy) > half
-
-    @classmethod
-    def finish_batch(cls, tasks, actions, qpos, qvel, derived):
-        first = tasks[0]
-        heading = np.array([task._heading for task in tasks])
-        feet = derived["sensordata"][:, first._sensor_slices[-1]]
-        state = first._batch_terrain.get(len(tasks))
-        if state is None:  # one per batch size, kept by the batch's first copy (its arrays are read within the step)
-            state = first._batch_terrain[len(tasks)] = TerrainState(first.tiles, first.scan_points,
-                                                                     first.command_yaw_rate, len(tasks),
-                                                                     trunk_corners=first._trunk_corners)
-        state.update(qpos, heading, feet, qvel)
-        for task, row, g, w, under, step, clear, (x, y) in zip(
-                tasks, state.scan, state.ground.tolist(), state.yaw_rate.tolist(), state.foot_ground, state.step_ground,
-                state.trunk_clearance.tolist(), qpos[:, 0:2].tolist()):
-            task._foot_ground[:] = under
-            task._step_ground[:] = step
-            task._trunk_clear[0] = clear
-            task._scan_friction[:-1] = row
-            task._ground = g
-            if first.heading_command:
-                task._command[2] = w
-            task._box_window.follow(x, y)
-            task._left_tile |= task._off_tile(x, y)
-        # the batch hooks (_extra_obs_batch, _feet_batch, _feet_ahead_batch, _trunk_heights) read the batch's arrays;
-        # the copies' rows written above keep each env's own state what its single step would leave
-        obs, reward, fell, info = super().finish_batch(tasks, actions, qpos, qvel, {**derived, "terrain": state})
-        info["terrain_level"] = np.array([task._level for task in tasks])
-        info["terrain_type"] = np.array([task._type_index for task in tasks])
-        info["left_tile"] = np.array([task._left_tile for task in tasks])
-        return obs, reward, fell, info
+    def tile_info(cls, env, state, info, m) -> None:
+        info["terrain_level"] = m.item(state.level)
+        info["terrain_type"] = m.item(state.type_index)
+        info["left_tile"] = m.item(state.left_tile)
 
     # ------------------------------------------------------------------ rendering
     def render(self):
@@ -441,7 +361,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:
         """The quadruped's lines and the tile: type and level."""
-        return super().overlay_lines(obs, info) + [f"{self.terrain_type} level {self._level}"]
+        return super().overlay_lines(obs, info) + [f"{self.terrain_type} level {self.terrain_level}"]
 
 
 QuadrupedTerrainEnv.__init__.__signature__ = QuadrupedTerrainConfig.signature()
