@@ -54,3 +54,29 @@ def test_the_reward_table_is_the_table_of_terms():
     info = env.step(np.zeros(12))[4]
     assert [key for key in info if key.startswith("reward_")] == [term.info_key for term in TERM_TABLE]
     env.close()
+
+
+def test_the_observation_table_is_the_table_of_terms():
+    """QuadrupedEnv's observation table (``## Observation space``) lists the terms of ``envs.quadruped.observation``'s
+    tables (``TERMS``, then ``CLOCK_TERMS``) in their order, each at its indices with its unit and frame; an env's
+    slices, noise scales and deploy metadata's terms are the tables'."""
+    from envs.quadruped.observation import CLOCK_TERMS, TERMS
+
+    doc = inspect.getdoc(QuadrupedEnv)
+    lines = doc[doc.index("## Observation space"):doc.index("## Rewards")].splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("indices ") and "unit" in line)
+    unit, frame = lines[top].index("unit"), lines[top].index("frame")
+    end = next(i for i in range(top + 2, len(lines)) if lines[i].startswith("==="))
+    rows = [(line.split()[0], line.split()[1], line[unit:frame].strip(), line[frame:].strip())
+            for line in lines[top + 2:end] if line[:1] != " "]
+    env = QuadrupedEnv(gait_clock=True)
+    expected = []
+    for term in TERMS + CLOCK_TERMS:
+        s = env.OBS_SLICES[term.name]
+        expected.append((f"{s.start}-{s.stop - 1}" if s.stop - s.start > 1 else f"{s.start}", term.name, term.unit,
+                         term.frame))
+    assert rows == expected
+    assert env.OBS_NOISE_SCALES == {t.name: t.noise for t in TERMS + CLOCK_TERMS if t.noise}
+    meta = env.deploy_metadata()["observation_terms"]
+    assert {name: meta[name]["unit"] for name in meta} == {t.name: t.unit for t in TERMS + CLOCK_TERMS}
+    env.close()

@@ -8,9 +8,10 @@ module              job
 ``terrain_env``     :class:`QuadrupedTerrainEnv`: the same on legged_gym's terrain curriculum
 ``config``          every default in one place: the task's constants, :class:`QuadrupedConfig` and
                     :class:`QuadrupedTerrainConfig` (the constructors' arguments and their checks)
+``task_state``      the task's per-copy state as (N, ...) arrays (:class:`TaskState`; one env: N = 1)
 ``rewards``         the table of reward terms (``TERM_TABLE``) and ``step_outcome`` (one env or the batch)
 ``observation``     the observation layout and the gait clock (one env or the batch)
-``randomize``       domain and sim-to-real randomisation (one env or the batch)
+``randomize``       domain and sim-to-real randomisation (each copy's draws from its own generator)
 ``robots``          the ``robot=`` table, the ``MjSpec`` builder of the meshed robots, :class:`LegGeometry`
 ``scene``           the compiled model: the robot in our scene with its terrain (rough field, tile grid)
 ``terrain``         terrain generation: the rough field and legged_gym's tile grid (heights only, numpy), and

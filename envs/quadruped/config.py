@@ -50,10 +50,6 @@ GAIT_FREQUENCY_RANGE = (1.0, 4.0)  # Hz, allowed by set_gait_frequency
 # Trot: FR and RL share a phase, FL and RR are half a cycle later (fraction of a cycle).
 GAIT_PHASE_OFFSETS = np.array([0.0, 0.5, 0.5, 0.0])
 
-# Observation noise per channel at obs_noise=1 (half-widths of uniform noise): MuJoCo Playground's Go1
-# joystick noise_config scales (linvel 0.1, gyro 0.2, gravity 0.05, joint_pos 0.03, joint_vel 1.5).
-OBS_NOISE_SCALES = {"lin_vel": 0.1, "ang_vel": 0.2, "gravity": 0.05, "joint_pos": 0.03, "joint_vel": 1.5}
-
 # DEFAULT_REWARD_SCALES (per second, by term) comes from the table of terms, envs.quadruped.rewards.TERM_TABLE
 REWARD_TERMS = tuple(DEFAULT_REWARD_SCALES)  # the terms' names in the order they are summed
 

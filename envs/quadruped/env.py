@@ -1,9 +1,12 @@
 """Go1-class quadruped tracking a commanded base velocity (the "joystick" task): :class:`QuadrupedEnv`.
 
 The spec - observation, action, reward, termination and argument tables, with units and frames - is
-:class:`QuadrupedEnv`'s docstring (``help(envs.quadruped.QuadrupedEnv)``). The class reads top-down as a
-step runs: construction, reset, the step's hooks (action, physics-side logic, observation, outcome), their
-batched twins, then what generic code reads. The reward is ``envs.quadruped.rewards``, the observation
+:class:`QuadrupedEnv`'s docstring (``help(envs.quadruped.QuadrupedEnv)``). The task is a handful of functions of
+N copies at once (``controls``, ``advance``, ``observe``, ``finish``: classmethods over the copies' state rows,
+``envs.quadruped.task_state``, and their physics arrays): one env runs them on its one row (N = 1, on floats), the
+batched vector env (``envs.batched``) on the rows its copies share (on arrays), with the same bits; the terrain env
+overrides the few that read the ground. The class reads top-down: construction, reset, one env's step, the task
+functions, the batch's hooks, then what generic code reads. The reward is ``envs.quadruped.rewards``, the observation
 ``envs.quadruped.observation``, the randomisation ``envs.quadruped.randomize``, the defaults
 ``envs.quadruped.config``, the model ``envs.quadruped.scene``. :func:`default_leg_geometry` is the default
 robot's geometry, read from its model (no env is built).
@@ -33,6 +36,7 @@ from envs.quadruped.observation import (
     CLOCK_OBS_DIM,
     CLOCK_SLICES,
     OBS_DIM,
+    OBS_NOISE_SCALES,
     OBS_SLICES,
     clock_observation,
     leg_phases,
@@ -103,20 +107,20 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     start of the last physics substep (i.e. 4 ms before the returned state; the usual "sensor latency" of
     ``mj_step``).
 
-    =======  ==============  ==============================================================  ==========  =====
-    indices  name            meaning                                                         unit        frame
-    =======  ==============  ==============================================================  ==========  =====
-    0-2      lin_vel         trunk linear velocity (velocimeter at the IMU site)             m/s         body
-    3-5      ang_vel         trunk angular velocity (gyro)                                   rad/s       body
-    6-8      gravity         unit gravity direction; (0, 0, -1) when upright                 -           body
-    9-11     command         commanded (vx, vy, wz)                                          m/s, rad/s  body
-    12-23    joint_pos       joint angles minus ``DEFAULT_POSE``                             rad         joint
-    24-35    joint_vel       joint velocities                                                rad/s       joint
-    36-47    last_action     the action applied in this step (``[-1, 1]``, zeros at reset)   -           -
-    48-51    phase_sin       sin(2 pi phase) of each leg's gait phase (FR, FL, RR, RL)       -           -
-    52-55    phase_cos       cos(2 pi phase), same legs                                      -           -
-    56       gait_frequency  the gait clock's frequency                                      Hz          -
-    =======  ==============  ==============================================================  ==========  =====
+    =======  ==============  ==============================================================  ===============  =====
+    indices  name            meaning                                                         unit             frame
+    =======  ==============  ==============================================================  ===============  =====
+    0-2      lin_vel         trunk linear velocity (velocimeter at the IMU site)             m/s              body
+    3-5      ang_vel         trunk angular velocity (gyro)                                   rad/s            body
+    6-8      gravity         unit gravity direction; (0, 0, -1) when upright                 1                body
+    9-11     command         commanded (vx, vy, wz)                                          m/s, m/s, rad/s  body
+    12-23    joint_pos       joint angles minus ``DEFAULT_POSE``                             rad              joint
+    24-35    joint_vel       joint velocities                                                rad/s            joint
+    36-47    last_action     the action applied in this step (``[-1, 1]``, zeros at reset)   1                joint
+    48-51    phase_sin       sin(2 pi phase) of each leg's gait phase (FR, FL, RR, RL)       1                leg
+    52-55    phase_cos       cos(2 pi phase), same legs                                      1                leg
+    56       gait_frequency  the gait clock's frequency                                      Hz               -
+    =======  ==============  ==============================================================  ===============  =====
 
     ``history_steps=k`` > 1 appends the last k - 1 proprioceptive frames (``history_1`` .. ``history_{k-1}``,
     42 entries each, newest first; at reset copies of the first frame): ``envs.quadruped.history``.
@@ -288,7 +292,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     GAIT_FREQUENCY_HZ = defaults.GAIT_FREQUENCY_HZ  # Hz
     GAIT_FREQUENCY_RANGE = defaults.GAIT_FREQUENCY_RANGE  # Hz, allowed by set_gait_frequency
     GAIT_PHASE_OFFSETS = defaults.GAIT_PHASE_OFFSETS  # fraction of a cycle per leg (a trot)
-    OBS_NOISE_SCALES = defaults.OBS_NOISE_SCALES  # half-widths at obs_noise=1
+    OBS_NOISE_SCALES = OBS_NOISE_SCALES  # half-widths at obs_noise=1 (the observation's table of terms)
     DEFAULT_REWARD_SCALES = defaults.DEFAULT_REWARD_SCALES  # per second
     REWARD_TERMS = defaults.REWARD_TERMS
     CONFIG: ClassVar[type[QuadrupedConfig]] = QuadrupedConfig  # the constructor's arguments

@@ -6,8 +6,8 @@ action, the feet's air clocks, the gait clock, the gait measures, the history, t
 clock and, on the terrain, the scan and the ground under the feet. The task's functions (``envs.quadruped.env``:
 control, clock, observation, outcome) read and write these arrays for all N copies at once, with no loop over the
 copies; one ``gymnasium.Env`` holds a state of one row (``N = 1``), the batched vector env (``envs.batched``) one of
-N rows whose row ``i`` each env ``i`` sees through views (:meth:`TaskState.share`): a reset of env ``i`` writes its
-row, a batched step all rows, and neither copies anything back.
+N rows whose row ``i`` env ``i`` sees through views (``envs.quadruped.env.share_rows``): a reset of env ``i`` writes
+its row, a batched step all rows, and nothing is copied back.
 """
 
 from __future__ import annotations
