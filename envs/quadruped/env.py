@@ -445,7 +445,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             state.gait[0] = new_gait_state()
         state.steps[:] = 0
         state.phase[:] = 0.0
-        state.clock[:] = clock_observation(state.phase, state.frequency)
+        clock_observation(state.phase, state.frequency, state.clock)
 
     # ------------------------------------------------------------------ one env's step: the task functions at N = 1
     # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
@@ -497,7 +497,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             phase, frequency = m.item(state.phase), m.item(state.frequency)
             phase = (phase + frequency * env.dt) % 1.0
             state.phase[:] = phase
-            state.clock[:] = clock_observation(phase, frequency)
+            clock_observation(phase, frequency, state.clock)
         if env._push_every:
             state.steps += 1
             for i in np.flatnonzero(state.steps % env._push_every == 0).tolist():
@@ -611,9 +611,10 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         in this order (every copy of a batch, the usual case) get the shared state itself; a subset of them a copy
         of its rows, written back by the call; copies that share no rows yet are made to (:func:`share_rows`)."""
         batch = tasks[0]._batch
+        if batch is not None and batch.tasks == tasks:  # the usual case, checked without a Python loop
+            return batch.state, _nothing
         if batch is None or not all(task._batch is batch for task in tasks):
             batch = share_rows(tasks)
-        if batch.tasks == tasks:
             return batch.state, _nothing
         ids = np.array([batch.tasks.index(task) for task in tasks])
         rows = batch.state.take(ids)
@@ -629,7 +630,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self.gait_frequency_hz = checked_gait_frequency(frequency_hz)
         state = self.state
         state.frequency[:] = self.gait_frequency_hz
-        state.clock[:] = clock_observation(state.phase, state.frequency)
+        clock_observation(state.phase, state.frequency, state.clock)
 
     @property
     def gait_phase(self) -> float:

@@ -72,17 +72,22 @@ OBS_NOISE_SCALES = {t.name: t.noise for t in TERMS + CLOCK_TERMS if t.noise}  # 
 assert [t.name for t in TERMS] == ["lin_vel", "ang_vel", "gravity", "command", "joint_pos", "joint_vel", "last_action"]
 
 
+_TWO_PI = 2.0 * np.pi
+
+
 def leg_phases(phase: float | np.ndarray) -> np.ndarray:
     """Each leg's gait phase (FR, FL, RR, RL; fraction of a cycle in [0, 1)) for the clock phase of one
     env (a float: shape (4,)) or of N envs ((N,): shape (N, 4))."""
     return (np.asarray(phase)[..., None] + GAIT_PHASE_OFFSETS) % 1.0
 
 
-def clock_observation(phase: float | np.ndarray, frequency_hz: float | np.ndarray) -> np.ndarray:
-    """The gait-clock part of the observation: sin (4), cos (4) of each leg's phase and the frequency
-    (Hz), shape (9,) for one env or (N, 9) for (N,) arrays of phases and frequencies."""
-    angle = 2.0 * np.pi * leg_phases(phase)
-    return np.concatenate([np.sin(angle), np.cos(angle), np.asarray(frequency_hz, dtype=np.float64)[..., None]], axis=-1)
+def clock_observation(phase: float | np.ndarray, frequency_hz: float | np.ndarray, out: np.ndarray) -> None:
+    """The gait-clock part of the observation into ``out``: sin (4), cos (4) of each leg's phase and the frequency
+    (Hz); ``out`` (9,) for one env's float phase and frequency, (N, 9) for N envs' (N,) arrays of them."""
+    angle = _TWO_PI * leg_phases(phase)
+    np.sin(angle, out=out[..., 0:4])
+    np.cos(angle, out=out[..., 4:8])
+    out[..., 8] = frequency_hz
 
 
 def observation(parts: tuple[np.ndarray, ...], default_pose32: np.ndarray) -> np.ndarray:
