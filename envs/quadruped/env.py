@@ -523,16 +523,11 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         the step's clipped ``actions`` (N, 12), their physics arrays after it (N, ...) and their sensor ``readings``
         (:meth:`readings`), with maths ``m`` (floats and an info of floats for one copy, (N,) arrays for N); the state
         moves on (action, air clocks, gait)."""
-        base, joints, touch, trunk_z, feet = readings
-        cls.sense_ground(env, state, tasks, qpos, qvel, feet)
+        base, joints = readings[0], readings[1]
+        cls.sense_ground(env, state, tasks, qpos, qvel, readings[4])
         obs = cls.observe(env, state, tasks, base, joints, actions)
-        ahead = cls.feet_ahead(env, state, feet)
-        reward, fell, info, air, contact, gait = step_outcome(StepReadings(
-            m.columns(base), m.columns(state.command), m.columns(touch), m.columns(cls.feet(env, state, feet)),
-            None if ahead is None else m.columns(ahead), m.item(state.trunk_clearance),
-            m.item(cls.trunk_height(env, state, trunk_z[:, 0])), m.rows(actuator_force), m.rows(actions),
-            m.rows(state.last_action), m.columns(state.air_time), m.columns(state.contact),
-            None if state.gait is None else m.columns(state.gait), m.item(qvel[:, 0])), env, m)
+        reward, fell, info, air, contact, gait = step_outcome(
+            cls.step_readings(env, state, actions, qvel, actuator_force, readings, m), env, m)
         state.last_action[...] = actions
         m.store_columns(state.air_time, air)
         m.store_columns(state.contact, contact)
@@ -540,6 +535,20 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             m.store_columns(state.gait, gait)
         cls.tile_info(env, state, info, m)
         return obs, reward, fell, info
+
+    @classmethod
+    def step_readings(cls, env, state: TaskState, actions, qvel, actuator_force, readings, m) -> StepReadings:
+        """What :func:`~envs.quadruped.rewards.step_outcome` reads of the copies' step, in ``m``'s numbers: ``state``,
+        ``actions``, ``qvel``, ``actuator_force`` and ``readings`` as :meth:`finish` takes them, numpy arrays or (with
+        ``envs.torch_math.TorchMath``) torch tensors."""
+        base, _, touch, trunk_z, feet = readings
+        ahead = cls.feet_ahead(env, state, feet)
+        return StepReadings(
+            m.columns(base), m.columns(state.command), m.columns(touch), m.columns(cls.feet(env, state, feet)),
+            None if ahead is None else m.columns(ahead), m.item(state.trunk_clearance),
+            m.item(cls.trunk_height(env, state, trunk_z[:, 0])), m.rows(actuator_force), m.rows(actions),
+            m.rows(state.last_action), m.columns(state.air_time), m.columns(state.contact),
+            None if state.gait is None else m.columns(state.gait), m.item(qvel[:, 0]))
 
     # what the terrain env (envs.quadruped.terrain_env) measures against its ground; flat ground here
     @classmethod
