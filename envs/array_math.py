@@ -76,6 +76,20 @@ class ScalarMath:
         return 0.0
 
     @staticmethod
+    def sin_into(x: np.ndarray, out: np.ndarray) -> None:
+        """``out[...] = sin(x)`` (numpy's, on arrays: the gait clock of one env or N)."""
+        np.sin(x, out=out)
+
+    @staticmethod
+    def cos_into(x: np.ndarray, out: np.ndarray) -> None:
+        np.cos(x, out=out)
+
+    @staticmethod
+    def concat32(parts: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The parts (N, k_i) side by side as float32 (N, sum k_i)."""
+        return np.concatenate(parts, axis=-1, dtype=np.float32)
+
+    @staticmethod
     def columns(x: np.ndarray) -> list:
         """The columns of a one-row ``(1, k)`` state or reading array as ``k`` Python values (the functions' per-entry
         values of one env)."""
@@ -123,6 +137,9 @@ class BatchMath:
         return np.stack(columns, axis=1).astype(np.float32)
 
     zeros_like = staticmethod(np.zeros_like)
+    sin_into = ScalarMath.sin_into
+    cos_into = ScalarMath.cos_into
+    concat32 = ScalarMath.concat32
 
     @staticmethod
     def columns(x: np.ndarray) -> np.ndarray:

@@ -29,6 +29,19 @@ class TorchMath:
     zeros_like = staticmethod(torch.zeros_like)
 
     @staticmethod
+    def sin_into(x: torch.Tensor, out: torch.Tensor) -> None:
+        out[...] = torch.sin(x)
+
+    @staticmethod
+    def cos_into(x: torch.Tensor, out: torch.Tensor) -> None:
+        out[...] = torch.cos(x)
+
+    @staticmethod
+    def concat32(parts) -> torch.Tensor:
+        """The parts (N, k_i) side by side as float32 (N, sum k_i)."""
+        return torch.cat([p.to(torch.float32) for p in parts], dim=-1)
+
+    @staticmethod
     def where(condition, a, b):
         return torch.where(condition, a, b)
 

@@ -445,7 +445,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             state.gait[0] = new_gait_state()
         state.steps[:] = 0
         state.phase[:] = 0.0
-        clock_observation(state.phase, state.frequency, state.clock)
+        clock_observation(state.phase, state.frequency, state.clock, BatchMath)
 
     # ------------------------------------------------------------------ one env's step: the task functions at N = 1
     # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
@@ -459,7 +459,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     def _observe(self) -> np.ndarray:
         """The reset's observation (its history filled with its own frame)."""
         base, joints = self._readings[0], self._readings[1]
-        return self.observe(self, self.state, [self], base, joints, self.state.last_action, fill=True)[0]
+        return self.observe(self, self.state, [self], base, joints, self.state.last_action, BatchMath, fill=True)[0]
 
     def finish_step(self, action: np.ndarray) -> tuple:
         if self.diverged():
@@ -494,22 +494,20 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         """What runs before the physics: the gait clock moves one control period (the phase does not wrap past 1),
         and a copy due a push (every ``push_interval_s``) gets a random planar trunk velocity kick."""
         if env.gait_clock:
-            phase, frequency = m.item(state.phase), m.item(state.frequency)
-            phase = (phase + frequency * env.dt) % 1.0
-            state.phase[:] = phase
-            clock_observation(phase, frequency, state.clock)
+            state.phase[:] = (m.item(state.phase) + m.item(state.frequency) * env.dt) % 1.0
+            clock_observation(state.phase, state.frequency, state.clock, m)
         if env._push_every:
             state.steps += 1
             for i in np.flatnonzero(state.steps % env._push_every == 0).tolist():
                 tasks[i]._push()
 
     @classmethod
-    def observe(cls, env, state: TaskState, tasks, base: np.ndarray, joints: np.ndarray, last_action: np.ndarray,
+    def observe(cls, env, state: TaskState, tasks, base: np.ndarray, joints: np.ndarray, last_action: np.ndarray, m,
                 fill: bool = False) -> np.ndarray:
         """The copies' observations (N, dim) float32 from their base (N, 9) and joint (N, 24) sensor readings and
-        ``last_action`` (N, 12): noisy with ``obs_noise``, then the history (``fill``: a reset's)."""
+        ``last_action`` (N, 12), in ``m``'s arrays: noisy with ``obs_noise``, then the history (``fill``: a reset's)."""
         parts = (base, state.command, joints, last_action) + ((state.clock,) if env.gait_clock else ())
-        obs = observation(parts + cls.privileged(env, state, base), env._default_pose32)
+        obs = observation(parts + cls.privileged(env, state, base), env._default_pose32, m)
         if env.obs_noise > 0:
             for task, row in zip(tasks, obs):
                 task._noisy(row)
@@ -525,7 +523,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         moves on (action, air clocks, gait)."""
         base, joints = readings[0], readings[1]
         cls.sense_ground(env, state, tasks, qpos, qvel, readings[4])
-        obs = cls.observe(env, state, tasks, base, joints, actions)
+        obs = cls.observe(env, state, tasks, base, joints, actions, m)
         reward, fell, info, air, contact, gait = step_outcome(
             cls.step_readings(env, state, actions, qvel, actuator_force, readings, m), env, m)
         state.last_action[...] = actions
@@ -639,7 +637,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         self.gait_frequency_hz = checked_gait_frequency(frequency_hz)
         state = self.state
         state.frequency[:] = self.gait_frequency_hz
-        clock_observation(state.phase, state.frequency, state.clock)
+        clock_observation(state.phase, state.frequency, state.clock, BatchMath)
 
     @property
     def gait_phase(self) -> float:
@@ -648,7 +646,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     def leg_phases(self) -> np.ndarray:
         """Each leg's gait phase (FR, FL, RR, RL) as a fraction of a cycle in [0, 1)."""
-        return leg_phases(self.gait_phase)
+        return leg_phases(np.asarray(self.gait_phase))
 
     # ------------------------------------------------------------------ what generic code reads
     def overlay_lines(self, obs: np.ndarray, info: dict[str, Any]) -> list[str]:

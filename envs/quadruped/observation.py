@@ -75,24 +75,25 @@ assert [t.name for t in TERMS] == ["lin_vel", "ang_vel", "gravity", "command", "
 _TWO_PI = 2.0 * np.pi
 
 
-def leg_phases(phase: float | np.ndarray) -> np.ndarray:
-    """Each leg's gait phase (FR, FL, RR, RL; fraction of a cycle in [0, 1)) for the clock phase of one
-    env (a float: shape (4,)) or of N envs ((N,): shape (N, 4))."""
-    return (np.asarray(phase)[..., None] + GAIT_PHASE_OFFSETS) % 1.0
+def leg_phases(phase: np.ndarray, offsets: np.ndarray = GAIT_PHASE_OFFSETS) -> np.ndarray:
+    """Each leg's gait phase (FR, FL, RR, RL; fraction of a cycle in [0, 1)) for the clock phases ``phase`` of N envs
+    ((N,): shape (N, 4); a 0-d array: (4,)); ``offsets``: :data:`GAIT_PHASE_OFFSETS` in the phases' namespace."""
+    return (phase[..., None] + offsets) % 1.0
 
 
-def clock_observation(phase: float | np.ndarray, frequency_hz: float | np.ndarray, out: np.ndarray) -> None:
-    """The gait-clock part of the observation into ``out``: sin (4), cos (4) of each leg's phase and the frequency
-    (Hz); ``out`` (9,) for one env's float phase and frequency, (N, 9) for N envs' (N,) arrays of them."""
-    angle = _TWO_PI * leg_phases(phase)
-    np.sin(angle, out=out[..., 0:4])
-    np.cos(angle, out=out[..., 4:8])
+def clock_observation(phase: np.ndarray, frequency_hz, out: np.ndarray, m,
+                      offsets: np.ndarray = GAIT_PHASE_OFFSETS) -> None:
+    """The gait-clock part of the observation into ``out`` (N, 9): sin (4), cos (4) of each leg's phase and the
+    frequency (Hz), for N envs' (N,) phases and frequencies (arrays, or tensors with ``m`` = ``TorchMath``)."""
+    angle = _TWO_PI * leg_phases(phase, offsets)
+    m.sin_into(angle, out[..., 0:4])
+    m.cos_into(angle, out[..., 4:8])
     out[..., 8] = frequency_hz
 
 
-def observation(parts: tuple[np.ndarray, ...], default_pose32: np.ndarray) -> np.ndarray:
-    """The observation from its parts (base sensors, command, joint sensors, last action, [clock]) of
-    one env (1-D parts) or N envs ((N, k) parts): float32, joint positions relative to the default pose."""
-    obs = np.concatenate(parts, axis=-1, dtype=np.float32)
+def observation(parts: tuple[np.ndarray, ...], default_pose32: np.ndarray, m) -> np.ndarray:
+    """The observation from its parts (base sensors, command, joint sensors, last action, [clock]) of N envs
+    ((N, k) parts, arrays or tensors with ``m``): float32, joint positions relative to the default pose."""
+    obs = m.concat32(parts)
     obs[..., 12:24] -= default_pose32
     return obs
