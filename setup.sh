@@ -24,4 +24,4 @@ fi
 if ! python -c "import torch" >/dev/null 2>&1; then
   python -m pip install -q "torch==2.13.0"
 fi
-python -m pip install -q -e ".[test,scale,export,wandb,robots,arms]"
+python -m pip install -q -e ".[test,scale,export,wandb,robots,arms,gpu]"

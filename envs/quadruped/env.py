@@ -485,8 +485,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             past[:, 1:] = past[:, :-1]
             past[:, 0] = actions
             actions = past[np.arange(len(state)), state.delay]
-        np.multiply(actions, env.ACTION_SCALE, out=out)
-        out += env.default_pose
+        out[...] = actions * env.ACTION_SCALE + env.default_pose
         return out
 
     @classmethod
@@ -495,7 +494,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         and a copy due a push (every ``push_interval_s``) gets a random planar trunk velocity kick."""
         if env.gait_clock:
             state.phase[:] = (m.item(state.phase) + m.item(state.frequency) * env.dt) % 1.0
-            clock_observation(state.phase, state.frequency, state.clock, m)
+            clock_observation(state.phase, state.frequency, state.clock, m, env.GAIT_PHASE_OFFSETS)
         if env._push_every:
             state.steps += 1
             for i in np.flatnonzero(state.steps % env._push_every == 0).tolist():

@@ -1,0 +1,206 @@
+"""The quadruped task on MuJoCo Warp: :class:`WarpQuadruped`, N worlds of one env's model stepped together on a Warp
+device (a GPU; Warp's CPU device runs the tests), the task computed on torch tensors that share memory with Warp's.
+
+Needs ``pip install -e ".[gpu]"`` (``mujoco-warp``, ``warp-lang``; ``setup.sh`` installs them). What runs on the
+device, all worlds at once: the controls, the gait clock, the ``frame_skip`` physics steps (``mujoco_warp.step``;
+on a GPU captured once as a CUDA graph), the observation, the reward terms, the fall check and the gait measures -
+the same functions as the C MuJoCo env's (:class:`~envs.quadruped.QuadrupedEnv`'s ``controls``, ``observe``,
+``step_readings`` and ``envs.quadruped.rewards.step_outcome``, in :class:`~envs.torch_math.TorchMath`) - and the
+resets of the worlds whose episode ended, inside the step (:meth:`WarpQuadruped.reset_worlds`: the C env's reset
+draws, default pose plus noise and a uniform command, from a seeded torch generator).
+
+The model is the C env's with one option changed, the midphase (``mjDSBL_MIDPHASE`` cleared: Warp's collision
+pipeline requires it). Not on Warp yet (refused with the reason): the terrain env (its copies re-place their stair
+boxes in their own models as they walk), observation noise, action delay, pushes, domain and gain randomisation and
+the history.
+
+Example::
+
+    from envs.quadruped.warp_sim import WarpQuadruped
+
+    sim = WarpQuadruped("OpenClaw/Quadruped-v1", num_worlds=4096, device="cuda:0", seed=0)
+    obs = sim.obs                                   # (4096, 57) float32 torch tensor on the device
+    obs, reward, terminated, truncated, info = sim.step(policy(obs))
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import torch
+import warp as wp
+
+from envs.quadruped.env import QuadrupedEnv
+from envs.quadruped.gait import new_gait_state
+from envs.quadruped.observation import clock_observation
+from envs.quadruped.rewards import step_outcome
+from envs.torch_math import TorchMath
+
+# arguments whose effect is not on Warp yet: name -> its value that turns it off
+NOT_ON_WARP = {"obs_noise": 0.0, "action_delay_steps": (0, 0), "push_interval_s": 0.0, "domain_randomization": False,
+               "motor_strength": (1.0, 1.0), "kp_scale": (1.0, 1.0), "kd_scale": (1.0, 1.0), "history_steps": 1}
+
+
+def warp_model(model: mujoco.MjModel) -> mujoco.MjModel:
+    """A copy of ``model`` with the only option Warp needs changed: the midphase on."""
+    model = copy.deepcopy(model)
+    model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_MIDPHASE)
+    return model
+
+
+class _OnDevice:
+    """An env's settings as the task functions read them, with its arrays as tensors on ``device``."""
+
+    def __init__(self, env: QuadrupedEnv, device: torch.device) -> None:
+        self._env = env
+        tensor = lambda a, dtype=torch.float64: torch.as_tensor(np.asarray(a), dtype=dtype, device=device)  # noqa: E731
+        self.ACTION_SCALE, self.default_pose = tensor(env.ACTION_SCALE), tensor(env.default_pose)
+        self._default_pose32 = tensor(env._default_pose32, torch.float32)
+        self.GAIT_PHASE_OFFSETS = tensor(env.GAIT_PHASE_OFFSETS)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+
+class WarpQuadruped:
+    """``num_worlds`` copies of ``gymnasium.make(env_id, **kwargs)``'s task on a Warp ``device`` (module docstring).
+
+    Observations, rewards and flags are torch tensors on the device, one row per world; episodes end on a fall
+    (``terminated``) or after the registration's ``max_episode_steps`` (``truncated``), and those worlds are reset
+    within the same :meth:`step`, whose ``obs`` row is then the new episode's first (``info["final_obs"]`` holds the
+    ended one's, as Isaac Lab and rsl_rl's vector envs do). The same ``seed`` gives the same rollouts on a device.
+    """
+
+    def __init__(self, env_id: str = "OpenClaw/Quadruped-v1", num_worlds: int = 1024, *, device: str | None = None,
+                 seed: int = 0, **kwargs: Any) -> None:
+        if num_worlds < 1:
+            raise ValueError(f"num_worlds={num_worlds} must be >= 1")
+        env = gym.make(env_id, **kwargs)
+        self.max_episode_steps = env.spec.max_episode_steps if env.spec is not None else None
+        self.env = base = env.unwrapped
+        if type(base) is not QuadrupedEnv:
+            raise ValueError(f"{env_id} ({type(base).__name__}) is not on Warp yet: only the flat and rough quadruped "
+                             "(OpenClaw/Quadruped-*, QuadrupedRough-*); the terrain env's copies re-place their stair "
+                             "boxes in their own models")
+        used = {k: getattr(base, k) for k, off in NOT_ON_WARP.items() if _plain(getattr(base, k)) != off}
+        if used:
+            raise ValueError(f"{used} not on Warp yet: leave them at {({k: NOT_ON_WARP[k] for k in used})}")
+        self.num_worlds = num_worlds
+        self.wp_device = wp.get_device(device)
+        self.device = wp.device_to_torch(self.wp_device)
+        self.settings = _OnDevice(base, self.device)
+        base.reset(seed=seed)
+        mjm = warp_model(base.model)
+        with wp.ScopedDevice(self.wp_device):
+            self.model = mjw.put_model(mjm)
+            self.data = mjw.put_data(mjm, base.data, nworld=num_worlds)
+        view = lambda name: wp.to_torch(getattr(self.data, name))  # noqa: E731  (shares Warp's memory)
+        self.qpos, self.qvel, self.ctrl, self.sensordata, self.actuator_force = (
+            view(k) for k in ("qpos", "qvel", "ctrl", "sensordata", "actuator_force"))
+        self.state = _tensors(base._new_state(num_worlds), self.device)
+        self.state.frequency[:] = base.gait_frequency_hz
+        self.steps = torch.zeros(num_worlds, dtype=torch.int64, device=self.device)  # control steps in the episode
+        self._qpos_index = torch.as_tensor(base._qpos_index, device=self.device)
+        self._qvel_index = torch.as_tensor(base._qvel_index, device=self.device)
+        self._cmd_lo, self._cmd_hi = (torch.as_tensor(c, device=self.device) for c in (base._cmd_lo, base._cmd_hi))
+        self._new_gait = torch.as_tensor(new_gait_state(), dtype=torch.float64, device=self.device)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self._graph = None  # the physics steps as one CUDA graph (on a GPU, after the first step)
+        self.reset_worlds(torch.ones(num_worlds, dtype=torch.bool, device=self.device))
+        self.obs = self._observe(self.state.last_action)
+
+    # ------------------------------------------------------------------ resets
+    def _uniform(self, low, high, shape: tuple[int, ...]) -> torch.Tensor:
+        return low + (high - low) * torch.rand(shape, generator=self.generator, dtype=torch.float64, device=self.device)
+
+    def reset_worlds(self, mask: torch.Tensor) -> None:
+        """Start a new episode in the worlds where ``mask`` (num_worlds,) is True, as the C env's reset does: the
+        default pose standing on the ground, joint angles (rad) and velocities (rad/s) plus ``U(-reset_noise_scale,
+        reset_noise_scale)``, servos at the default pose, a command ``U`` of the constructor's ranges, the gait clock
+        at phase 0; their sensors recomputed, every other world's readings kept."""
+        env, state, ids = self.env, self.state, mask.nonzero().squeeze(1)
+        n, noise = len(ids), env.reset_noise_scale
+        mjw.reset_data(self.model, self.data, wp.from_torch(mask))
+        self.qpos[ids, 2] = env.stand_height
+        self.qpos[ids, 3] = 1.0
+        joints = self.settings.default_pose + self._uniform(-noise, noise, (n, 12))
+        self.qpos[ids[:, None], self._qpos_index] = joints.to(self.qpos.dtype)  # Warp's arrays are float32
+        self.qvel[ids[:, None], self._qvel_index] = self._uniform(-noise, noise, (n, 12)).to(self.qvel.dtype)
+        self.ctrl[ids] = self.settings.default_pose.to(self.ctrl.dtype)
+        state.command[ids] = self._uniform(self._cmd_lo, self._cmd_hi, (n, 3))
+        state.last_action[ids] = 0.0
+        state.air_time[ids] = 0.0
+        state.contact[ids] = False
+        if state.gait is not None:
+            state.gait[ids] = self._new_gait
+        state.phase[ids] = 0.0
+        clock_observation(state.phase, state.frequency, state.clock, TorchMath, self.settings.GAIT_PHASE_OFFSETS)
+        self.steps[ids] = 0
+        kept = self.sensordata.clone()
+        mjw.forward(self.model, self.data)  # the sensors of the reset worlds' new state
+        self.sensordata[~mask] = kept[~mask]  # the others keep the readings of their last step (mj_step's)
+
+    # ------------------------------------------------------------------ a step
+    def _physics(self) -> None:
+        for _ in range(self.env.frame_skip):
+            mjw.step(self.model, self.data)
+
+    def _step_physics(self) -> None:
+        """``frame_skip`` physics steps of every world; on a CUDA device replayed from a graph captured once."""
+        if not self.wp_device.is_cuda:
+            self._physics()
+        elif self._graph is None:
+            with wp.ScopedCapture(self.wp_device) as capture:
+                self._physics()
+            self._graph = capture.graph
+            wp.capture_launch(self._graph)
+        else:
+            wp.capture_launch(self._graph)
+
+    def _observe(self, last_action: torch.Tensor) -> torch.Tensor:
+        readings = QuadrupedEnv.readings(self.env, self.sensordata)
+        return QuadrupedEnv.observe(self.settings, self.state, [], readings[0], readings[1], last_action, TorchMath)
+
+    def step(self, actions: torch.Tensor):
+        """Step every world with ``actions`` (num_worlds, 12) (clipped to [-1, 1]); returns ``(obs, reward,
+        terminated, truncated, info)`` as tensors on the device (``info``: the reward terms, ``tracking_error``,
+        ``x_velocity``, ``fell``, the gait measures, and ``final_obs`` where an episode ended)."""
+        env, settings, state = self.env, self.settings, self.state
+        a = torch.clamp(torch.as_tensor(actions, device=self.device).to(torch.float64), -1.0, 1.0)
+        QuadrupedEnv.controls(settings, state, a, self.ctrl)
+        QuadrupedEnv.advance(settings, state, [], TorchMath)
+        self._step_physics()
+        readings = QuadrupedEnv.readings(env, self.sensordata)
+        obs = QuadrupedEnv.observe(settings, state, [], readings[0], readings[1], a, TorchMath)
+        reward, fell, info, air, contact, gait = step_outcome(
+            QuadrupedEnv.step_readings(settings, state, a, self.qvel, self.actuator_force, readings, TorchMath),
+            settings, TorchMath)
+        state.last_action[...] = a
+        TorchMath.store_columns(state.air_time, air)
+        TorchMath.store_columns(state.contact, contact)
+        if gait is not None:
+            TorchMath.store_columns(state.gait, gait)
+        self.steps += 1
+        truncated = (self.steps >= self.max_episode_steps) & ~fell if self.max_episode_steps else torch.zeros_like(fell)
+        done = fell | truncated
+        if bool(done.any()):
+            info["final_obs"] = obs.clone()
+            self.reset_worlds(done)
+            obs[done] = self._observe(state.last_action)[done]
+        self.obs = obs
+        return obs, reward, fell, truncated, info
+
+
+def _plain(value: Any) -> Any:
+    """A list argument as the tuple it stands for."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _tensors(state, device: torch.device):
+    """A copy of a task state with torch tensors on ``device`` for its arrays."""
+    return type(state)(**{k: None if a is None else torch.as_tensor(a, device=device).clone() for k, a in state._arrays()})
