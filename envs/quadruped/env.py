@@ -292,6 +292,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
     GAIT_FREQUENCY_HZ = defaults.GAIT_FREQUENCY_HZ  # Hz
     GAIT_FREQUENCY_RANGE = defaults.GAIT_FREQUENCY_RANGE  # Hz, allowed by set_gait_frequency
     GAIT_PHASE_OFFSETS = defaults.GAIT_PHASE_OFFSETS  # fraction of a cycle per leg (a trot)
+    GAIT_START = np.array(new_gait_state())  # the gait measures' state at a reset (envs.quadruped.gait)
     OBS_NOISE_SCALES = OBS_NOISE_SCALES  # half-widths at obs_noise=1 (the observation's table of terms)
     DEFAULT_REWARD_SCALES = defaults.DEFAULT_REWARD_SCALES  # per second
     REWARD_TERMS = defaults.REWARD_TERMS
@@ -422,30 +423,43 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     # ------------------------------------------------------------------ reset
     def _reset_task(self, options: dict[str, Any]) -> None:
-        d, rng, state = self.data, self.np_random, self.state
+        d, rng = self.data, self.np_random
         if self.domain_randomization:
             self._randomize_physics()
-        d.qpos[2] = self.stand_height
-        d.qpos[3] = 1.0
-        noise = self.reset_noise_scale
-        d.qpos[self._qpos_index] = self.default_pose + rng.uniform(-noise, noise, 12)
-        d.qvel[self._qvel_index] = rng.uniform(-noise, noise, 12)
-        d.ctrl[:] = self.default_pose
+        self.reset_pose(self, d.qpos[None], d.qvel[None], d.ctrl[None], rng.uniform)
         if self._randomize_gains:
             self._randomize_servos()
         if self._max_delay:
             self._draw_action_delay()
+        self.reset_episode(self, self.state, rng.uniform, BatchMath, options.get("command"))
 
-        command = options.get("command")
-        state.command[0] = rng.uniform(self._cmd_lo, self._cmd_hi) if command is None else command
+    # the reset's draws, for N copies at once (one env: N = 1 and its generator; envs.quadruped.warp_sim: N worlds)
+    @classmethod
+    def reset_pose(cls, env, qpos: np.ndarray, qvel: np.ndarray, ctrl: np.ndarray, uniform) -> None:
+        """The copies' physics rows (N, nq), (N, nv), (N, nu) at a reset: standing at the default pose on the ground
+        (trunk at ``stand_height`` m, world z, heading +x), joint angles (rad) and velocities (rad/s) plus
+        ``U(-reset_noise_scale, reset_noise_scale)`` (``uniform(low, high, shape)``: the copies' generator), the
+        servos' targets at the default pose."""
+        n, noise = len(qpos), env.reset_noise_scale
+        qpos[:, 2] = env.stand_height
+        qpos[:, 3] = 1.0
+        qpos[:, env._qpos_index] = env.default_pose + uniform(-noise, noise, (n, 12))
+        qvel[:, env._qvel_index] = uniform(-noise, noise, (n, 12))
+        ctrl[:] = env.default_pose
+
+    @classmethod
+    def reset_episode(cls, env, state: TaskState, uniform, m, command=None) -> None:
+        """The copies' task state at a reset: a command ``U`` of the constructor's ranges (or ``command``), no last
+        action, the feet's clocks and the gait measures at their start, the gait clock at phase 0."""
+        state.command[:] = uniform(env._cmd_lo, env._cmd_hi, (len(state), 3)) if command is None else command
         state.last_action[:] = 0.0
         state.air_time[:] = 0.0
         state.contact[:] = False
         if state.gait is not None:
-            state.gait[0] = new_gait_state()
+            state.gait[:] = env.GAIT_START
         state.steps[:] = 0
         state.phase[:] = 0.0
-        clock_observation(state.phase, state.frequency, state.clock, BatchMath)
+        clock_observation(state.phase, state.frequency, state.clock, m, env.GAIT_PHASE_OFFSETS)
 
     # ------------------------------------------------------------------ one env's step: the task functions at N = 1
     # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,

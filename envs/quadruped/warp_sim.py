@@ -36,8 +36,6 @@ import torch
 import warp as wp
 
 from envs.quadruped.env import QuadrupedEnv
-from envs.quadruped.gait import new_gait_state
-from envs.quadruped.observation import clock_observation
 from envs.quadruped.rewards import step_outcome
 from envs.torch_math import TorchMath
 
@@ -61,7 +59,9 @@ class _OnDevice:
         tensor = lambda a, dtype=torch.float64: torch.as_tensor(np.asarray(a), dtype=dtype, device=device)  # noqa: E731
         self.ACTION_SCALE, self.default_pose = tensor(env.ACTION_SCALE), tensor(env.default_pose)
         self._default_pose32 = tensor(env._default_pose32, torch.float32)
-        self.GAIT_PHASE_OFFSETS = tensor(env.GAIT_PHASE_OFFSETS)
+        self.GAIT_PHASE_OFFSETS, self.GAIT_START = tensor(env.GAIT_PHASE_OFFSETS), tensor(env.GAIT_START)
+        self._cmd_lo, self._cmd_hi = tensor(env._cmd_lo), tensor(env._cmd_hi)
+        self._qpos_index, self._qvel_index = (tensor(i, torch.int64) for i in (env._qpos_index, env._qvel_index))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)
@@ -105,10 +105,6 @@ class WarpQuadruped:
         self.state = _tensors(base._new_state(num_worlds), self.device)
         self.state.frequency[:] = base.gait_frequency_hz
         self.steps = torch.zeros(num_worlds, dtype=torch.int64, device=self.device)  # control steps in the episode
-        self._qpos_index = torch.as_tensor(base._qpos_index, device=self.device)
-        self._qvel_index = torch.as_tensor(base._qvel_index, device=self.device)
-        self._cmd_lo, self._cmd_hi = (torch.as_tensor(c, device=self.device) for c in (base._cmd_lo, base._cmd_hi))
-        self._new_gait = torch.as_tensor(new_gait_state(), dtype=torch.float64, device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self._graph = None  # the physics steps as one CUDA graph (on a GPU, after the first step)
         self.reset_worlds(torch.ones(num_worlds, dtype=torch.bool, device=self.device))
@@ -119,27 +115,18 @@ class WarpQuadruped:
         return low + (high - low) * torch.rand(shape, generator=self.generator, dtype=torch.float64, device=self.device)
 
     def reset_worlds(self, mask: torch.Tensor) -> None:
-        """Start a new episode in the worlds where ``mask`` (num_worlds,) is True, as the C env's reset does: the
-        default pose standing on the ground, joint angles (rad) and velocities (rad/s) plus ``U(-reset_noise_scale,
-        reset_noise_scale)``, servos at the default pose, a command ``U`` of the constructor's ranges, the gait clock
-        at phase 0; their sensors recomputed, every other world's readings kept."""
-        env, state, ids = self.env, self.state, mask.nonzero().squeeze(1)
-        n, noise = len(ids), env.reset_noise_scale
+        """Start a new episode in the worlds where ``mask`` (num_worlds,) is True with the C env's reset functions
+        (``QuadrupedEnv.reset_pose``, ``reset_episode``: the default pose plus noise, a command drawn from the ranges;
+        from this object's torch generator); their sensors recomputed, every other world's readings kept."""
+        ids = mask.nonzero().squeeze(1)
         mjw.reset_data(self.model, self.data, wp.from_torch(mask))
-        self.qpos[ids, 2] = env.stand_height
-        self.qpos[ids, 3] = 1.0
-        joints = self.settings.default_pose + self._uniform(-noise, noise, (n, 12))
-        self.qpos[ids[:, None], self._qpos_index] = joints.to(self.qpos.dtype)  # Warp's arrays are float32
-        self.qvel[ids[:, None], self._qvel_index] = self._uniform(-noise, noise, (n, 12)).to(self.qvel.dtype)
-        self.ctrl[ids] = self.settings.default_pose.to(self.ctrl.dtype)
-        state.command[ids] = self._uniform(self._cmd_lo, self._cmd_hi, (n, 3))
-        state.last_action[ids] = 0.0
-        state.air_time[ids] = 0.0
-        state.contact[ids] = False
-        if state.gait is not None:
-            state.gait[ids] = self._new_gait
-        state.phase[ids] = 0.0
-        clock_observation(state.phase, state.frequency, state.clock, TorchMath, self.settings.GAIT_PHASE_OFFSETS)
+        rows = [array[ids].to(torch.float64) for array in (self.qpos, self.qvel, self.ctrl)]
+        QuadrupedEnv.reset_pose(self.settings, *rows, self._uniform)
+        for array, row in zip((self.qpos, self.qvel, self.ctrl), rows):
+            array[ids] = row.to(array.dtype)  # Warp's arrays are float32
+        state = self.state.take(ids)
+        QuadrupedEnv.reset_episode(self.settings, state, self._uniform, TorchMath)
+        self.state.put(ids, state)
         self.steps[ids] = 0
         kept = self.sensordata.clone()
         mjw.forward(self.model, self.data)  # the sensors of the reset worlds' new state
