@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from envs.array_math import BatchMath
+
 
 def _maximum(x, y):
     """Element-wise maximum of a tensor and a tensor or a number."""
@@ -50,18 +52,9 @@ class TorchMath:
         """``x . x`` of each row of ``(N, k)`` ``x``."""
         return (x * x).sum(dim=1)
 
-    @staticmethod
-    def columns(x: torch.Tensor) -> torch.Tensor:
-        """The columns of an ``(N, k)`` tensor as ``k`` ``(N,)`` tensors (``x.T``, a view)."""
-        return x.T
-
-    @staticmethod
-    def rows(x: torch.Tensor) -> torch.Tensor:
-        return x
-
-    @staticmethod
-    def item(x: torch.Tensor) -> torch.Tensor:
-        return x
+    columns = BatchMath.columns  # x.T: an (N, k) tensor's k (N,) columns
+    rows = BatchMath.rows
+    item = BatchMath.item
 
     @staticmethod
     def store_columns(x: torch.Tensor, columns) -> None:
