@@ -154,7 +154,7 @@ def test_valid_reset_options_are_kept_as_their_kind():
     env.reset(seed=0, options={"terrain_level": np.int64(3), "terrain_type": "stairs_up", "heading": 1,
                                "command": np.array([0.5, 0.0, 0.0])})
     assert env.task_context().options == {"terrain_type": "stairs_up", "terrain_level": 3}
-    assert env._heading == 1.0 and isinstance(env._heading, float)
+    assert env.state.heading.item() == 1.0  # the heading (rad, world) of the task state
 
 
 def test_a_refused_reset_option_changes_nothing():
