@@ -387,7 +387,7 @@ def test_bad_distill_values(override, expected):
 def test_torch_normalisation_matches_vec_normalize_both_ways():
     """The torch versions of VecNormalize's maths (checkpoint teacher: normalise; SAC raw observations:
     unnormalise) equal SB3's numpy ones, on a Dict env with one normalised key and on a Box env."""
-    from agents.vec_env import torch_normalize_obs, torch_unnormalize_obs
+    from agents.students.normalization import torch_normalize_obs, torch_unnormalize_obs
 
     rng = np.random.default_rng(0)
     for env_id, keys in (("OpenClaw/Claw-v0", ["observation"]), ("OpenClaw/Quadruped-v0", [None])):
@@ -436,7 +436,7 @@ def imported_modules(package: str, depth: int = 1) -> set[str]:
 
 
 def distill_core_imports() -> set[str]:
-    """What the distillation method (``distill/*.py``, not ``distill/llm/``) imports."""
+    """What the distillation method (``distill/*.py``) imports."""
     names: set[str] = set()
     for path in (ROOT / "distill").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -451,13 +451,14 @@ def test_imports_flow_one_way():
     assert not {"agents", "distill", "stable_baselines3"} & imported_modules("envs")
     assert not {"agents", "envs", "stable_baselines3"} & imported_modules("distill")
     core = distill_core_imports()
-    assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "openai"} or n.startswith("distill.llm")}
+    assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "coach", "openai"}}
     assert "agents.training" not in imported_modules("agents/evaluation", depth=2)
     # the config schema, read by saved run directories and so by evaluation, imports nothing of ours
     assert not {"agents", "envs", "distill"} & imported_modules("agents/config")
-    assert not {"agents", "envs"} & imported_modules("distill/llm")
+    assert not {"agents", "envs"} & imported_modules("coach/llm")
+    assert not {"agents", "distill", "stable_baselines3", "torch"} & imported_modules("coach")  # envs/ alone
     llm_at_load = {path.relative_to(ROOT / "agents").as_posix() for path in (ROOT / "agents").rglob("*.py")
-                   if {n for n in top_level_imports(path) if n == "openai" or n.startswith("distill.llm")}}
+                   if {n for n in top_level_imports(path) if n == "openai" or n.startswith("coach.llm")}}
     assert llm_at_load == {"teachers/adaptive.py"}  # loaded only for distill=adaptive
 
 

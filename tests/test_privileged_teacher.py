@@ -24,7 +24,8 @@ from agents.factory import build_agent
 from agents.students import policy_entry
 from agents.teachers.builders import build_distillation
 from agents.teachers.observation_map import observation_entries, teacher_input_index
-from agents.vec_env import env_kwargs, make_vec_env, torch_normalize_obs, wrap_normalization
+from agents.students.normalization import torch_normalize_obs
+from agents.vec_env import env_kwargs, make_vec_env, wrap_normalization
 from distill.teachers import CheckpointTeacher, EMATeacher
 from test_train import compose_train
 

@@ -293,9 +293,9 @@ def run_loading(script: str, argv: list[str], prefixes: tuple[str, ...]) -> tupl
 
 
 def test_the_default_job_loads_no_llm_code(tmp_path):
-    """The default job (the scripted trot teaching) trains without importing distill.llm or openai."""
+    """The default job (the scripted trot teaching) trains without importing coach.llm or openai."""
     out, loaded = run_loading("train.py", ["train=smoke", "train.progress_bar=false", "train.video=false",
-                                           f"hydra.run.dir={tmp_path}"], ("distill.llm", "openai"))
+                                           f"hydra.run.dir={tmp_path}"], ("coach.llm", "openai"))
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["distill"] == "scripted"
     assert loaded == "LOADED []", out.stdout

@@ -185,7 +185,7 @@ class TrainConfig:
     env: EnvGroupConfig = MISSING
     agent: Any = MISSING
     distill: DistillConfig = field(default_factory=DistillConfig)
-    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.llm.settings.ChannelConfig)
+    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: coach.llm.settings.ChannelConfig)
     train: RunConfig = field(default_factory=RunConfig)
     seed: int = 0
     resume: Optional[str] = None  # a run directory to continue

@@ -36,7 +36,8 @@ from agents.teachers.observation_map import (
     teacher_input_index,
 )
 from agents.teachers.stages import stage_spans, teaching_stages
-from agents.vec_env import env_kwargs, torch_normalize_obs
+from agents.students.normalization import torch_normalize_obs
+from agents.vec_env import env_kwargs
 from distill.opd import OnlinePolicyDistillation
 from distill.policy import Observation, PolicyEntry, PolicyRegistry
 from distill.schedules import AlphaSchedule, make_schedule

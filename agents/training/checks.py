@@ -276,8 +276,8 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     if not TEACHERS[d.name].adaptive or d.proposer not in LLM_PROPOSERS:
         return
     from agents.teachers.adaptive import channel_config
-    from distill.llm.errors import ChannelError
-    from distill.llm.settings import check_settings
+    from coach.llm.errors import ChannelError
+    from coach.llm.settings import check_settings
 
     try:
         settings = channel_config(cfg)  # the llm group's, as the run opens it (environment overrides applied)

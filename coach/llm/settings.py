@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from distill.llm.errors import ChannelError
+from coach.llm.errors import ChannelError
 
 ENV_BASE_URL = "OPENCLAW_LLM_BASE_URL"
 ENV_HINT_MODEL = "OPENCLAW_HINT_MODEL"
