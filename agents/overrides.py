@@ -27,6 +27,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents import saved_config
+from agents.config.tree import config_leaves
 from agents.errors import ConfigError
 
 _KEY_RE = re.compile(r"full_key: ([\w.\[\]]+)")  # a list entry as [i]: distill.stages[0].steps
@@ -154,20 +155,11 @@ def config_secret(cfg: DictConfig, source: str) -> str | None:
     except OmegaConfBaseException:
         tree = OmegaConf.to_container(cfg, resolve=False)
     written = f"the config ({source}) is written in plain text to the run directory (.hydra/, config.yaml)"
-
-    def walk(node: object, prefix: str) -> str | None:
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            full = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
-            if isinstance(value, (dict, list)) and not (isinstance(key, str) and secret_name(key)):
-                found = walk(value, full)
-            else:
-                found = _secret_problem(full, value, full, written)
-            if found:
-                return found
-        return None
-
-    return walk(tree, "")
+    for path, _, value in config_leaves(tree, descend=lambda key: not (isinstance(key, str) and secret_name(key))):
+        found = _secret_problem(path, value, path, written)
+        if found:
+            return found
+    return None
 
 
 def resume_argv(argv: Sequence[str]) -> list[str]:

@@ -17,7 +17,7 @@ from agents.errors import ConfigError
 from agents.teachers.context_mask import ContextMask
 from agents.training.checks import validate
 from agents.vec_env import make_vec_env
-from distill.policy import DiagGaussian, PolicyRegistry
+from distill.policy import DiagGaussian, PolicyEntry
 from distill.teachers import CheckpointTeacher, TeacherActions
 from test_privileged_teacher import saved_teacher
 from test_train import cli_here, compose_train, train_here
@@ -56,7 +56,7 @@ def test_the_weights_are_whether_each_copys_episode_is_in_a_taught_context():
 
 def test_a_masked_checkpoint_teacher_weighs_its_targets_by_the_recorded_weights():
     module = torch.nn.Linear(3, 2)
-    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, lambda m, o: DiagGaussian(m(o), m(o) * 0)),
+    teacher = CheckpointTeacher(PolicyEntry(module, lambda m, o: DiagGaussian(m(o), m(o) * 0)),
                                 masked=True)
     assert teacher.needs_teacher_actions
     obs, weights = torch.randn(4, 3), torch.tensor([1.0, 0.0, 0.0, 1.0])

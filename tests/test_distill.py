@@ -18,7 +18,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 from agents.students import PPOStudent, SACStudent, policy_entry, ppo_action_distribution
 from distill.kl import diag_gaussian_kl, distillation_kl, weighted_mean
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import DiagGaussian, PolicyRegistry
+from distill.policy import DiagGaussian, PolicyEntry
+from distill.sequence import TeacherSequence
 from distill.schedules import make_schedule
 from distill.teachers import CheckpointTeacher, EMATeacher
 from test_train import SAC_SHORT, train_here
@@ -129,8 +130,7 @@ def linear_policy(seed: int) -> tuple[torch.nn.Module, callable]:
 
 def test_ema_teacher_update_rule_period_and_condition():
     student_module, dist = linear_policy(0)
-    registry = PolicyRegistry()
-    student = registry.register("student", student_module, dist)
+    student = PolicyEntry(student_module, dist)
     allow = {"value": True}
     teacher = EMATeacher(student, decay=0.9, update_every=2, condition=lambda: allow["value"])
     before = [p.detach().clone() for p in teacher.entry.module.parameters()]
@@ -156,10 +156,8 @@ def test_ema_teacher_update_rule_period_and_condition():
 def test_distillation_pulls_student_toward_teacher():
     student_module, dist = linear_policy(0)
     teacher_module, _ = linear_policy(1)
-    registry = PolicyRegistry()
-    registry.register("student", student_module, dist)
-    teacher = CheckpointTeacher(registry.register("teacher", teacher_module, dist))
-    opd = OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 1.0))
+    teacher = CheckpointTeacher(PolicyEntry(teacher_module, dist))
+    opd = OnlinePolicyDistillation(PolicyEntry(student_module, dist), TeacherSequence.alone(teacher, make_schedule("constant", 1.0)))
     optimizer = torch.optim.Adam(student_module.parameters(), lr=0.05)
     obs = torch.randn(256, 3)
     losses = []
@@ -177,7 +175,7 @@ def test_distillation_pulls_student_toward_teacher():
 
 def test_checkpoint_teacher_raw_input_contract():
     module, dist = linear_policy(0)
-    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, dist), preprocess=lambda o: o * 0.0, raw_input=True)
+    teacher = CheckpointTeacher(PolicyEntry(module, dist), preprocess=lambda o: o * 0.0, raw_input=True)
     assert teacher.needs_raw_obs
     with pytest.raises(ValueError, match="raw"):
         teacher.targets(torch.zeros(4, 3))
@@ -208,10 +206,9 @@ def _sac(cls, seed=3, **kwargs):
 
 
 def _ema(model, alpha):
-    registry = PolicyRegistry()
     entry = policy_entry(model)
-    student = registry.register("student", entry.module, entry.distribution_fn)
-    return OnlinePolicyDistillation(registry, EMATeacher(student, decay=0.9), make_schedule("constant", alpha))
+    student = PolicyEntry(entry.module, entry.distribution_fn)
+    return OnlinePolicyDistillation(student, TeacherSequence.alone(EMATeacher(student, decay=0.9), make_schedule("constant", alpha)))
 
 
 @pytest.mark.parametrize("build, steps", [(_ppo, 256), (_sac, 160)])
@@ -274,11 +271,10 @@ def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
         seen.append(obs.clone())
         return DiagGaussian(torch.zeros(obs.shape[0], 12), torch.zeros(obs.shape[0], 12))
 
-    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, dist), raw_input=True)
-    registry = PolicyRegistry()
+    teacher = CheckpointTeacher(PolicyEntry(module, dist), raw_input=True)
     entry = policy_entry(model)
-    registry.register("student", entry.module, entry.distribution_fn)
-    model.attach_distillation(OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 0.5)))
+    student = PolicyEntry(entry.module, entry.distribution_fn)
+    model.attach_distillation(OnlinePolicyDistillation(student, TeacherSequence.alone(teacher, make_schedule("constant", 0.5))))
     model.learn(64)
     raw = torch.cat(seen)
     assert raw.shape[1] == 48

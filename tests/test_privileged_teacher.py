@@ -140,12 +140,12 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     if agent == "ppo":
         assert cfg.agent.privileged_critic and cfg.agent.perceptive_actor == perceptive
     distillation = build_distillation(cfg, model)
-    first, anchor = distillation.sequence.stages
+    first, anchor = distillation.teacher.stages
     assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, second)
     assert (cfg.distill.stages[0].get("teach_contexts"), cfg.distill.stages[1].get("teach_contexts")) == (None, contexts)
     assert first.end == anchor.start == taught  # whole env steps
     assert (first.alpha(0.0), first.alpha(first.end / 2), anchor.alpha(0.5), anchor.alpha(1.0)) == (1.0, 0.5, 0.1, 0.1)
-    assert distillation.sequence.select(0.0) is first
+    assert distillation.teacher.select(0.0) is first
     venv = model.get_env()
     venv.reset()
     raw = venv.get_original_obs()
@@ -169,7 +169,7 @@ def test_a_teacher_whose_scan_samples_other_points_is_refused_naming_the_kwargs(
                   "scan_spacing (teacher 0.1, student None)", "give the student the teacher's env kwargs"):
         assert named in str(err.value), str(err.value)
     cfg, model = learner(tmp_path / "same", *student, "+env.kwargs.scan_spacing=0.1", distill="")
-    assert isinstance(build_distillation(cfg, model).sequence.stages[0].teacher, CheckpointTeacher)
+    assert isinstance(build_distillation(cfg, model).teacher.stages[0].teacher, CheckpointTeacher)
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])

@@ -28,16 +28,15 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import VecEnv
 
-from agents.controller_policy import obs_row
 from agents.errors import ConfigError
 from agents.teachers.controller import ControllerTeacher
-from coach.verifier import ShadowVerifier
 from coach.contexts import ContextTable
 from coach.llm.check import check_models, models_of
 from coach.llm.client import open_channel
@@ -47,6 +46,8 @@ from coach.llm.proposer import LLMProposer
 from coach.llm.settings import ChannelConfig
 from coach.proposals import ParameterSchema, Proposer, ProposalService
 from coach.search import CMAProposer, HybridProposer, RandomProposer
+from coach.verifier import ShadowVerifier
+from distill.policy import per_entry
 from envs.controllers import ControllerFamily
 from envs.declarations import ControllerSpec, TaskContext
 
@@ -93,7 +94,7 @@ class AdaptiveControllerTeacher(ControllerTeacher):
     def reset(self):
         obs = super().reset()
         self.segments = [self.family.segment() for _ in range(self.num_envs)]
-        self.episode_start = [copy.deepcopy(obs_row(obs, i)) for i in range(self.num_envs)]
+        self.episode_start = [copy.deepcopy(per_entry(itemgetter(i), obs)) for i in range(self.num_envs)]
         for i in range(self.num_envs):
             self._enter_context(i)
         return obs
@@ -128,7 +129,7 @@ class AdaptiveControllerTeacher(ControllerTeacher):
     def _track_segments(self, obs: Any, dones: np.ndarray, infos: list[dict]) -> None:
         """Add the step to each env's segment; a finished segment asks for a proposal for its context."""
         for i, info in enumerate(infos):
-            self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
+            self.segments[i].add(info["terminal_observation"] if dones[i] else per_entry(itemgetter(i), obs), info)
             if dones[i] or self.segments[i].steps >= self.segment_steps:
                 summary, outcome = self.segments[i].summary()
                 context = self.contexts[i]
@@ -138,7 +139,7 @@ class AdaptiveControllerTeacher(ControllerTeacher):
                                     build_request(self.schema, entry.params, summary, outcome), start)
                 self.segments[i] = self.family.segment()
             if dones[i]:
-                self.episode_start[i] = copy.deepcopy(obs_row(obs, i))
+                self.episode_start[i] = copy.deepcopy(per_entry(itemgetter(i), obs))
                 self._enter_context(i)
 
     def _collect(self) -> None:

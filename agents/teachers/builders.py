@@ -1,7 +1,8 @@
 """Build the teachers and the online policy distillation (``distill/``) of the PPO/SAC students from ``cfg.distill``.
 
-This is the only place that knows both sides: it registers the student's SB3 module in a
-:class:`~distill.policy.PolicyRegistry` and builds the configured teacher: a model teacher (EMA of the
+This is the only place that knows both sides: it makes the student's SB3 module a
+:class:`~distill.policy.PolicyEntry` and builds the configured teachers, every one a stage of a
+:class:`~distill.sequence.TeacherSequence` (one teacher: one stage): a model teacher (EMA of the
 student, or another run's checkpoint) or, for a controller teacher, the Gaussian around the actions it
 recorded with the samples. :func:`controller_teacher` builds that controller teacher itself (scripted or
 adaptive), which acts beside the student while the samples are collected.
@@ -35,11 +36,11 @@ from agents.teachers.observation_map import (
     observation_entries,
     teacher_input_index,
 )
-from agents.teachers.stages import stage_spans, teaching_stages
+from agents.teachers.stages import Stage, stage_spans, teaching_stages
 from agents.students.normalization import torch_normalize_obs
 from agents.vec_env import env_kwargs
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import Observation, PolicyEntry, PolicyRegistry
+from distill.policy import Observation, PolicyEntry
 from distill.schedules import AlphaSchedule, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
@@ -158,7 +159,7 @@ def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
 def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_condition: Callable[[], bool] | None,
              student_env: tuple[str, dict[str, Any]]) -> Teacher:
     """The teacher ``d`` (a ``distill`` section of one teacher) names, for the student ``model`` (``student``: its
-    registry entry; ``student_env``: its env id and kwargs)."""
+    policy entry; ``student_env``: its env id and kwargs)."""
     if d.name == "ema":
         condition = ema_condition if d.ema_condition == "eval_not_worse" else None
         return EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
@@ -179,25 +180,26 @@ def _schedule(d: DictConfig, steps: int) -> AlphaSchedule:
 def build_distillation(
     cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
 ) -> OnlinePolicyDistillation | None:
-    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``; ``distill=sequence``:
-    its stages' teachers in a :class:`~distill.sequence.TeacherSequence` (:mod:`agents.teachers.stages`)."""
+    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``: the teachers of
+    :func:`~agents.teachers.stages.teaching_stages` (one for any ``distill.name`` but ``sequence``) in a
+    :class:`~distill.sequence.TeacherSequence`. A lone stage that teaches to the end of the run spans its progress
+    ``[0, 1]`` (its alpha is its schedule's at the run's progress); stages with steps span whole env steps."""
     d = cfg.distill
     if d.name == "none":
         return None
-    registry = PolicyRegistry()
-    student = registry.add("student", policy_entry(model))
+    student = policy_entry(model)
     total, student_env = cfg.train.total_timesteps, (cfg.env.id, env_kwargs(cfg))
-    if d.name != "sequence":
-        teacher = _teacher(d, model, student, ema_condition, student_env)
-        return OnlinePolicyDistillation(registry, teacher, _schedule(d, total), direction=d.direction,
-                                        rl_weight=d.rl_weight)
     stages = teaching_stages(d)
-    sequence = TeacherSequence([
-        TeachingStage(stage.label, _teacher(stage.distill, model, student, ema_condition, student_env),
-                      _schedule(stage.distill, end - start), start, end, stage.distill.rl_weight)
-        for stage, (start, end) in zip(stages, stage_spans(stages, total))
-    ], total)
-    return OnlinePolicyDistillation(registry, sequence, direction=d.direction)
+
+    def stage(s: Stage, start: float, end: float, steps: int) -> TeachingStage:
+        return TeachingStage(s.label, _teacher(s.distill, model, student, ema_condition, student_env),
+                             _schedule(s.distill, steps), start, end, s.distill.rl_weight)
+
+    if len(stages) == 1 and stages[0].steps is None:
+        return OnlinePolicyDistillation(student, TeacherSequence([stage(stages[0], 0.0, 1.0, total)]), d.direction)
+    spans = stage_spans(stages, total)
+    sequence = TeacherSequence([stage(s, start, end, end - start) for s, (start, end) in zip(stages, spans)], total)
+    return OnlinePolicyDistillation(student, sequence, d.direction)
 
 
 def controller_teacher(venv: VecEnv, cfg: DictConfig) -> ControllerTeacher:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from omegaconf import DictConfig, OmegaConf
 
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
+from agents.config.tree import config_leaves
 from agents.errors import ConfigError, check_seed, env_error
 from agents.teachers.stages import controller_stage, masked_stages, stage_spans, teaching_stages
 
@@ -94,19 +95,6 @@ def _check_choices(cfg: DictConfig, choices: dict[str, tuple[str, ...]]) -> None
             raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(allowed)}")
 
 
-def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
-    """(key, value) of the first NaN or infinite float in a config container, or None."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        path = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
-        if isinstance(value, float) and not math.isfinite(value):
-            return path, value
-        found = _first_non_finite(value, path)
-        if found is not None:
-            return found
-    return None
-
-
 def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
     """Construct the training env once (and the evaluation env as the video recorder will) and return the training
     env's controller spec (None for an env without a scripted controller): bad
@@ -171,7 +159,8 @@ def validate(cfg: DictConfig) -> None:
     from agents.factory import check_device
 
     renamed_teacher(cfg.distill, "the command line")
-    bad = _first_non_finite(OmegaConf.to_container(cfg, resolve=True))
+    bad = next(((path, value) for path, _, value in config_leaves(OmegaConf.to_container(cfg, resolve=True))
+                if isinstance(value, float) and not math.isfinite(value)), None)
     if bad is not None:
         raise ConfigError(f"{bad[0]}={bad[1]} is invalid: it must be a finite number")
     check_seed("seed", cfg.seed)
