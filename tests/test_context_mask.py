@@ -6,11 +6,13 @@ targets carry those weights; a run logs the coverage; bad settings are refused b
 from __future__ import annotations
 
 import csv
+import json
 import fnmatch
 
 import numpy as np
 import pytest
 import torch
+import yaml
 
 import envs  # noqa: F401
 from agents.errors import ConfigError
@@ -91,6 +93,8 @@ def test_a_student_run_logs_the_coverage_of_the_contexts_its_teacher_teaches(tmp
             rows = [row for row in csv.DictReader(f) if row.get("distill/checkpoint/coverage")]
         coverage[agent, name] = [float(row["distill/checkpoint/coverage"]) for row in rows]
         assert ("matches none of the 4 training copies' task contexts" in result.stderr) == (name == "typo")
+        recipe = yaml.safe_load((run_dir / "config.yaml").read_text())["distill"]["recipe"]  # the env's recipe, by name
+        assert recipe == json.loads((run_dir / "summary.json").read_text())["distill"] == "perceptive_teacher"
     for agent in ("ppo", "sac"):
         assert coverage[agent, "stepped"] and all(0.0 < c < 1.0 for c in coverage[agent, "stepped"]), coverage
     assert coverage["ppo", "typo"] and not any(coverage["ppo", "typo"]), coverage

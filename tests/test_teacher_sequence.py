@@ -142,7 +142,7 @@ def test_each_stage_logs_its_statistics():
 
 
 @pytest.mark.parametrize("stages, named", [
-    ([{"name": "adaptive", "steps": 10}], "use one of: scripted, checkpoint, ema"),
+    ([{"name": "adaptive", "steps": 10}], "use one of: ema, checkpoint, scripted"),
     ([{"name": "ema", "steps": 10, "alpa": 1}], "unknown key(s) ['alpa']"),
     ([{"name": "scripted"}, {"name": "ema"}], "distill.stages[0]: steps=None is invalid"),
     ([{"name": "scripted", "steps": 10}, {"name": "scripted", "label": "again"}], "one controller teacher"),

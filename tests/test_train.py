@@ -224,6 +224,7 @@ def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, 
     from omegaconf import OmegaConf
 
     from agents import saved_config
+    from agents.config.teacher_kinds import renamed_recipe
     from agents.training.checks import validate
 
     old = compose_train("distill=llm_hint", "distill.proposer=cma")
@@ -237,6 +238,7 @@ def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, 
     OmegaConf.save(old, tmp_path / saved_config.CONFIG)
     assert saved_config.load(tmp_path, "run").distill.name == "adaptive"
     assert capsys.readouterr().err.splitlines() == said
+    assert renamed_recipe("llm_hint") == "adaptive" and renamed_recipe("scripted_sac") == "scripted_sac"  # recorded
 
 
 def test_keys_added_since_a_run_are_named_once_however_its_directory_is_spelt(tmp_path, monkeypatch, capsys):

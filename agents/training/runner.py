@@ -368,7 +368,7 @@ def _write_summary(run: _Run, final: Any, fresh: bool, wall: float, interrupted:
     summary: dict[str, Any] = {
         "env": cfg.env.id,
         "agent": cfg.agent.name,
-        "distill": cfg.distill.name,
+        "distill": cfg.distill.recipe or cfg.distill.name,  # the recipe (scripted_sac), or a resumed old run's teacher
         "seed": cfg.seed,
         "steps": int(model.num_timesteps),
         "wall_time_s": round(wall, 1),
