@@ -79,12 +79,12 @@ def main(cfg: DictConfig) -> None:
             cfg.run_dir = HydraConfig.get().runtime.output_dir
         if not cfg.resume:  # the recipe (configs/distill/<recipe>.yaml) this command composed; a resume keeps its own
             cfg.distill.recipe = renamed_recipe(HydraConfig.get().runtime.choices["distill"])
-        validate(cfg)  # first: it gives a teacher named by its old name the new one, before anything reads it
+        checked = validate(cfg)  # first: it gives a teacher named by its old name the new one, before anything reads it
         if not cfg.resume:  # the files it reads, as config.yaml records them: absolute, the parameter file's digest
             pin(cfg)
         from agents.training.report import format_summary
 
-        summary = train(cfg)
+        summary = train(cfg, checked)
         print(format_summary(summary))
         print(f"\nrun directory: {cfg.run_dir}")
         if "teacher_warning" in summary:  # the last word, where it is seen

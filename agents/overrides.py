@@ -302,7 +302,7 @@ def check_overrides(
     config_dir: str,
     config_name: str,
     argv: Sequence[str],
-    validate: Callable[[DictConfig], None] | None = None,
+    validate: Callable[[DictConfig], object] | None = None,
     prepare: Callable[[DictConfig, list[str]], DictConfig] | None = None,
 ) -> str | None:
     """Compose ``config_name`` with ``argv``; return a one-line problem description, or ``None`` if it is fine.
@@ -378,7 +378,7 @@ def exit_if_invalid(
     config_dir: str,
     config_name: str,
     argv: Sequence[str],
-    validate: Callable[[DictConfig], None] | None = None,
+    validate: Callable[[DictConfig], object] | None = None,
     prepare: Callable[[DictConfig, list[str]], DictConfig] | None = None,
 ) -> None:
     """A command's first step: :func:`check_overrides`; on a problem print ``error: <problem>`` to stderr

@@ -23,6 +23,7 @@ from agents.errors import ConfigError
 from agents.factory import build_agent
 from agents.students import policy_entry
 from agents.teachers.builders import build_distillation
+from agents.training.checks import validate
 from agents.teachers.observation_map import observation_entries, teacher_input_index
 from agents.students.normalization import torch_normalize_obs
 from agents.vec_env import env_kwargs, make_vec_env, wrap_normalization
@@ -178,7 +179,10 @@ def test_ppo_and_sac_students_with_history_learn_from_a_teacher_without(agent, f
     short = ("agent.learning_starts=64", "agent.buffer_size=1024") if agent == "sac" else ("agent.n_steps=32", "agent.batch_size=64")
     cfg, model = learner(tmp_path, f"agent={agent}", "env.kwargs.history_steps=3", "distill=checkpoint",
                          f"distill.teacher={run_dir}", "distill.teacher_checkpoint=best", *short)
-    distillation = build_distillation(cfg, model)
+    checked = validate(cfg)  # loads the teacher's checkpoint to check it; the run teaches with that one
+    distillation = build_distillation(cfg, model, loaded=checked.teacher_runs)
+    (intact,) = checked.teacher_runs.values()
+    assert distillation.teacher.stages[0].teacher.entry.module is intact.value[0].policy
     model.attach_distillation(distillation)
     venv = model.get_env()
     venv.reset()

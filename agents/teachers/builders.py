@@ -78,6 +78,12 @@ def teacher_checkpoint(run_dir: str, which: str,
                           f"({err}); restore the teacher's checkpoints from a copy or pass another run") from None
 
 
+def teacher_run_key(d: DictConfig) -> tuple[str, str]:
+    """A checkpoint teacher's run as :class:`agents.training.checks.Checked` keys it: (the run directory made
+    absolute, as ``config.yaml`` records it, ``distill.teacher_checkpoint``)."""
+    return str(Path(d.teacher).absolute()), d.teacher_checkpoint
+
+
 def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tuple[Any, Any],
                               student_env: tuple[str, dict[str, Any]]) -> np.ndarray | None:
     """Which of the student's observation entries make the observation of the teacher of run ``run_dir`` (its
@@ -134,13 +140,16 @@ def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Obser
 
 
 def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
-                            student_env: tuple[str, dict[str, Any]], masked: bool = False) -> CheckpointTeacher:
+                            student_env: tuple[str, dict[str, Any]], masked: bool = False,
+                            loaded: checkpoint.Intact | None = None) -> CheckpointTeacher:
     """A frozen teacher from another run's ``best`` or ``latest`` checkpoint (:func:`teacher_checkpoint`: a
-    damaged one falls back to the newest intact one, said on stderr), with its own normalisation, reading its own
+    damaged one falls back to the newest intact one, said on stderr; ``loaded``: that checkpoint as the config's
+    check loaded it, used when it lies on the student's device), with its own normalisation, reading its own
     observation from the student's (:func:`teacher_observation_index`; ``student_env``: the student's env id and
     kwargs). ``masked``: it teaches where the weights recorded with the samples say (``teach_contexts``,
     :mod:`agents.teachers.context_mask`)."""
-    intact = teacher_checkpoint(run_dir, which, student.device)
+    same_device = loaded is not None and loaded.value[0].device == student.device
+    intact = loaded if same_device else teacher_checkpoint(run_dir, which, student.device)
     note = intact.instead("teaching with")
     if note:
         print(f"warning: distill.teacher={run_dir}: {note}", file=sys.stderr)
@@ -157,15 +166,15 @@ def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
 
 
 def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_condition: Callable[[], bool] | None,
-             student_env: tuple[str, dict[str, Any]]) -> Teacher:
+             student_env: tuple[str, dict[str, Any]], loaded: dict[tuple[str, str], checkpoint.Intact]) -> Teacher:
     """The teacher ``d`` (a ``distill`` section of one teacher) names, for the student ``model`` (``student``: its
-    policy entry; ``student_env``: its env id and kwargs)."""
+    policy entry; ``student_env``: its env id and kwargs; ``loaded``: the teacher runs the config's check loaded)."""
     if d.name == "ema":
         condition = ema_condition if d.ema_condition == "eval_not_worse" else None
         return EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     if TEACHERS[d.name].reads_run:
         return load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, student_env,
-                                       masked=d.get("teach_contexts") is not None)
+                                       masked=d.get("teach_contexts") is not None, loaded=loaded.get(teacher_run_key(d)))
     if TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
         return RecordedActionTeacher(d.teacher_std)
     raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
@@ -178,12 +187,14 @@ def _schedule(d: DictConfig, steps: int) -> AlphaSchedule:
 
 
 def build_distillation(
-    cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
+    cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None,
+    loaded: dict[tuple[str, str], checkpoint.Intact] | None = None,
 ) -> OnlinePolicyDistillation | None:
     """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``: the teachers of
     :func:`~agents.teachers.stages.teaching_stages` (one for any ``distill.name`` but ``sequence``) in a
     :class:`~distill.sequence.TeacherSequence`. A lone stage that teaches to the end of the run spans its progress
-    ``[0, 1]`` (its alpha is its schedule's at the run's progress); stages with steps span whole env steps."""
+    ``[0, 1]`` (its alpha is its schedule's at the run's progress); stages with steps span whole env steps.
+    ``loaded``: the checkpoint teachers' runs :func:`agents.training.checks.validate` loaded (not loaded again)."""
     d = cfg.distill
     if d.name == "none":
         return None
@@ -192,7 +203,7 @@ def build_distillation(
     stages = teaching_stages(d)
 
     def stage(s: Stage, start: float, end: float, steps: int) -> TeachingStage:
-        return TeachingStage(s.label, _teacher(s.distill, model, student, ema_condition, student_env),
+        return TeachingStage(s.label, _teacher(s.distill, model, student, ema_condition, student_env, loaded or {}),
                              _schedule(s.distill, steps), start, end, s.distill.rl_weight)
 
     if len(stages) == 1 and stages[0].steps is None:

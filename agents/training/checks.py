@@ -9,6 +9,7 @@ are imported when a config is checked.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
@@ -95,7 +96,16 @@ def _check_choices(cfg: DictConfig, choices: dict[str, tuple[str, ...]]) -> None
             raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(allowed)}")
 
 
-def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
+@dataclass
+class Checked:
+    """What :func:`validate` loaded to check the config, handed to the run (:func:`agents.training.runner.train`) so
+    that it is not loaded twice: each checkpoint teacher's run, ``(absolute run directory, teacher_checkpoint)`` ->
+    its intact checkpoint's learner and normalisation (:func:`agents.teachers.builders.teacher_checkpoint`)."""
+
+    teacher_runs: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+
+def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:
     """Construct the training env once (and the evaluation env as the video recorder will) and return the training
     env's controller spec (None for an env without a scripted controller): bad
     ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
@@ -133,7 +143,7 @@ def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
     if cfg.agent.name == "ppo":
         history_frames(cfg.agent.history_encoder, frames)
     for stage in _run_readers(cfg.distill):
-        _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
+        _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)), cfg.train.device, checked)
     recording = controller_stage(cfg.distill) is not None or masked_stages(cfg.distill)
     if recording and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action or weight with each transition; HER "
@@ -141,18 +151,22 @@ def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
     return specs[0]
 
 
-def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]]) -> None:
+def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]],
+                          device: str, checked: Checked) -> None:
     """The checkpoint teacher's run has an intact checkpoint (``distill.teacher_checkpoint``'s, or the newest intact
     one), of a learner that acts in ``actions`` (the student's) and observes ``space`` (the student's observation
-    space) or entries of it (``student_env``: the student's env id and kwargs; :mod:`agents.teachers.observation_map`)."""
-    from agents.teachers.builders import teacher_checkpoint, teacher_observation_index
+    space) or entries of it (``student_env``: the student's env id and kwargs; :mod:`agents.teachers.observation_map`).
+    The checkpoint, loaded on the run's ``device``, goes into ``checked``."""
+    from agents.teachers.builders import teacher_checkpoint, teacher_observation_index, teacher_run_key
 
-    model, _ = teacher_checkpoint(d.teacher, d.teacher_checkpoint).value
-    teacher_observation_index(d.teacher, model, (space, actions), student_env)
+    intact = teacher_checkpoint(d.teacher, d.teacher_checkpoint, device)
+    teacher_observation_index(d.teacher, intact.value[0], (space, actions), student_env)
+    checked.teacher_runs[teacher_run_key(d)] = intact
 
 
-def validate(cfg: DictConfig) -> None:
-    """Check values that a type cannot; raise :class:`ConfigError` naming the key and the fix."""
+def validate(cfg: DictConfig) -> Checked:
+    """Check values that a type cannot; raise :class:`ConfigError` naming the key and the fix. Returns what it loaded
+    to check them (:class:`Checked`), for the run."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the OpenClaw ids)
@@ -203,9 +217,11 @@ def validate(cfg: DictConfig) -> None:
     controller = controller_stage(cfg.distill) is not None
     if controller:
         _validate_controller_teacher(cfg)
-    spec = _validate_env(cfg)
+    checked = Checked()
+    spec = _validate_env(cfg, checked)
     if controller:
         _validate_controller_params(cfg, spec)
+    return checked
 
 
 def _validate_controller_params(cfg: DictConfig, spec: ControllerSpec | None) -> None:
