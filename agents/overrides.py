@@ -18,6 +18,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -38,7 +39,9 @@ _GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 # value would be written in plain text to the run directory (Hydra's .hydra/overrides.yaml, config.yaml
 # and hydra.yaml), so one is refused before Hydra starts, and the message never repeats it.
 KEY_ENV = "api_key_env"
-DEFAULT_KEY_ENV = "OPENCLAW_LLM_API_KEY"
+# the variable configs/llm/default.yaml names (written there once; coach.llm.settings reads the same file)
+_LLM_DEFAULTS = Path(__file__).resolve().parents[1] / "configs" / "llm" / "default.yaml"
+DEFAULT_KEY_ENV = yaml.safe_load(_LLM_DEFAULTS.read_text())[KEY_ENV]
 ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HIDDEN = "<hidden>"
 SECRET_FIX = (
