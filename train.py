@@ -23,6 +23,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, open_dict
 
 from agents.config.schema import register_configs
+from agents.config.teacher_kinds import renamed_recipe
 from agents.errors import ConfigError
 from agents.overrides import exit_if_invalid, resume_argv
 from agents.training.checks import validate
@@ -76,12 +77,14 @@ def main(cfg: DictConfig) -> None:
             cfg = prepare(cfg, list(HydraConfig.get().overrides.task))
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
-        validate(cfg)  # first: it gives a teacher named by its old name the new one, before anything reads it
+        if not cfg.resume:  # the recipe (configs/distill/<recipe>.yaml) this command composed; a resume keeps its own
+            cfg.distill.recipe = renamed_recipe(HydraConfig.get().runtime.choices["distill"])
+        checked = validate(cfg)  # first: it gives a teacher named by its old name the new one, before anything reads it
         if not cfg.resume:  # the files it reads, as config.yaml records them: absolute, the parameter file's digest
             pin(cfg)
         from agents.training.report import format_summary
 
-        summary = train(cfg)
+        summary = train(cfg, checked)
         print(format_summary(summary))
         print(f"\nrun directory: {cfg.run_dir}")
         if "teacher_warning" in summary:  # the last word, where it is seen

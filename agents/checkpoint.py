@@ -137,7 +137,7 @@ def _write_dir(destination: Path, model: BaseAlgorithm, venv: VecEnv, meta: dict
     if context_state is not None:
         (tmp / CONTEXT_PARAMS).write_text(json.dumps(context_state(), indent=1))
     teacher = getattr(getattr(model, "distillation", None), "teacher", None)
-    if hasattr(teacher, "state_dict"):  # a teacher that learns (EMA) must survive a resume
+    if teacher is not None:  # the teachers' sequence: the stages begun, an EMA teacher's weights, for a resume
         torch.save(teacher.state_dict(), tmp / TEACHER)
     (tmp / META).write_text(json.dumps(meta, indent=2))
     if destination.exists():  # only "best" is overwritten: move the old one aside, then swap

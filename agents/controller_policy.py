@@ -9,10 +9,12 @@ Controllers read raw observations: do not wrap their vector env in ``VecNormaliz
 from __future__ import annotations
 
 import copy
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
+from distill.policy import per_entry
 from envs.controllers import controller_named
 from envs.declarations import ControllerSpec
 
@@ -49,7 +51,7 @@ class ControllerPolicy:
         for i, controller in enumerate(self.controllers):
             if episode_start is not None and episode_start[i]:
                 controller.reset()
-            actions.append(controller.act(obs_row(observation, i)))
+            actions.append(controller.act(per_entry(itemgetter(i), observation)))
         return np.stack(actions), None
 
     def _predict_batched(self, observation: np.ndarray) -> np.ndarray:
@@ -70,8 +72,3 @@ class ControllerPolicy:
                 actions = np.empty((len(self.controllers), group_actions.shape[1]), dtype=group_actions.dtype)
             actions[rows] = group_actions
         return actions
-
-
-def obs_row(observation: Any, i: int) -> Any:
-    """Env ``i``'s observation from a vector env's batch (array or dict of arrays)."""
-    return {k: v[i] for k, v in observation.items()} if isinstance(observation, dict) else observation[i]

@@ -18,6 +18,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -27,6 +28,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents import saved_config
+from agents.config.tree import config_leaves
 from agents.errors import ConfigError
 
 _KEY_RE = re.compile(r"full_key: ([\w.\[\]]+)")  # a list entry as [i]: distill.stages[0].steps
@@ -37,7 +39,9 @@ _GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 # value would be written in plain text to the run directory (Hydra's .hydra/overrides.yaml, config.yaml
 # and hydra.yaml), so one is refused before Hydra starts, and the message never repeats it.
 KEY_ENV = "api_key_env"
-DEFAULT_KEY_ENV = "OPENCLAW_LLM_API_KEY"
+# the variable configs/llm/default.yaml names (written there once; coach.llm.settings reads the same file)
+_LLM_DEFAULTS = Path(__file__).resolve().parents[1] / "configs" / "llm" / "default.yaml"
+DEFAULT_KEY_ENV = yaml.safe_load(_LLM_DEFAULTS.read_text())[KEY_ENV]
 ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HIDDEN = "<hidden>"
 SECRET_FIX = (
@@ -154,20 +158,11 @@ def config_secret(cfg: DictConfig, source: str) -> str | None:
     except OmegaConfBaseException:
         tree = OmegaConf.to_container(cfg, resolve=False)
     written = f"the config ({source}) is written in plain text to the run directory (.hydra/, config.yaml)"
-
-    def walk(node: object, prefix: str) -> str | None:
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            full = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
-            if isinstance(value, (dict, list)) and not (isinstance(key, str) and secret_name(key)):
-                found = walk(value, full)
-            else:
-                found = _secret_problem(full, value, full, written)
-            if found:
-                return found
-        return None
-
-    return walk(tree, "")
+    for path, _, value in config_leaves(tree, descend=lambda key: not (isinstance(key, str) and secret_name(key))):
+        found = _secret_problem(path, value, path, written)
+        if found:
+            return found
+    return None
 
 
 def resume_argv(argv: Sequence[str]) -> list[str]:
@@ -310,7 +305,7 @@ def check_overrides(
     config_dir: str,
     config_name: str,
     argv: Sequence[str],
-    validate: Callable[[DictConfig], None] | None = None,
+    validate: Callable[[DictConfig], object] | None = None,
     prepare: Callable[[DictConfig, list[str]], DictConfig] | None = None,
 ) -> str | None:
     """Compose ``config_name`` with ``argv``; return a one-line problem description, or ``None`` if it is fine.
@@ -386,7 +381,7 @@ def exit_if_invalid(
     config_dir: str,
     config_name: str,
     argv: Sequence[str],
-    validate: Callable[[DictConfig], None] | None = None,
+    validate: Callable[[DictConfig], object] | None = None,
     prepare: Callable[[DictConfig, list[str]], DictConfig] | None = None,
 ) -> None:
     """A command's first step: :func:`check_overrides`; on a problem print ``error: <problem>`` to stderr

@@ -100,5 +100,5 @@ echo "llama-server (pid $(cat "$PID_FILE"), log $CACHE/server-$PORT.log) serves 
 # llama-server ignores model names (llm.hint_model is only a label) and, started without --api-key, needs no key
 OVERRIDES="llm.base_url=http://127.0.0.1:$PORT/v1 llm.api_key_env=null llm.hint_model=$NAME llm.timeout_s=120"
 echo "overrides: $OVERRIDES"
-echo "check:     python -m distill.llm.check $OVERRIDES"
+echo "check:     python -m coach.llm.check $OVERRIDES"
 echo "stop:      bash benchmarks/llama_server.sh stop"

@@ -37,7 +37,8 @@ import envs  # noqa: F401  (registers OpenClaw/*)
 from agents.students import PPOStudent, policy_entry
 from agents.teachers.controller import ControllerTeacher
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import PolicyRegistry
+from distill.policy import PolicyEntry
+from distill.sequence import TeacherSequence
 from distill.schedules import make_schedule
 from distill.teachers import RecordedActionTeacher
 from envs.controllers import family_of
@@ -72,10 +73,10 @@ def build(args: argparse.Namespace) -> dict[str, PPO]:
                       policy_kwargs=dict(net_arch=dict(pi=args.net, vf=args.net), activation_fn=torch.nn.ELU))
         learner = cls("MlpPolicy", venv, **(fused_adam(kwargs) if fused else kwargs))
         if distilling:
-            registry, entry = PolicyRegistry(), policy_entry(learner)
-            registry.register("student", entry.module, entry.distribution_fn)
-            learner.attach_distillation(OnlinePolicyDistillation(registry, RecordedActionTeacher(0.3),
-                                                                 make_schedule("constant", 0.5)), acting_teacher=teacher)
+            entry = policy_entry(learner)
+            student = PolicyEntry(entry.module, entry.distribution_fn)
+            learner.attach_distillation(OnlinePolicyDistillation(student, TeacherSequence.alone(
+                RecordedActionTeacher(0.3), make_schedule("constant", 0.5))), acting_teacher=teacher)
         learners[name] = learner.learn(args.n_steps * args.num_envs)
     return learners
 

@@ -12,12 +12,12 @@ episodes its validation plays:
 
 Per arm the teacher phase runs the adaptive teacher's parts as training runs them, without a student: the
 controller acts alone in the case's env; every finished segment (``--segment-steps`` steps or an episode)
-becomes a request for its context (:func:`distill.llm.hints.build_request` with that segment's summary), which
-the arm's proposer answers through :class:`distill.proposals.ProposalService` with the run's verifier
-(:class:`agents.teachers.verifier.ShadowVerifier`, ``distill`` defaults of ``configs/distill/adaptive.yaml``
+becomes a request for its context (:func:`coach.llm.hints.build_request` with that segment's summary), which
+the arm's proposer answers through :class:`coach.proposals.ProposalService` with the run's verifier
+(:class:`coach.verifier.ShadowVerifier`, ``distill`` defaults of ``configs/distill/adaptive.yaml``
 unless ``--verify-rollouts``/``--verify-steps``/``--verify-confirm`` say otherwise; ``--verify-confirm N``: the
 held-out confirmation on N episodes per parameter set, seeds from 1000000, never the validation's), and the
-outcome goes into a :class:`distill.contexts.ContextTable`. One proposal is in flight at a time, until ``--budget`` proposals were
+outcome goes into a :class:`coach.contexts.ContextTable`. One proposal is in flight at a time, until ``--budget`` proposals were
 verified. After every ``--every`` verified proposals the table is validated: ``--episodes`` episodes (seeds
 1000, 1001, ...: never the verifier's seeds 0, 1) in which each episode's controller takes its context's
 parameters; the score is the verifier's (quadruped: minus tracking error in m/s minus falls; claw: success minus
@@ -64,11 +64,11 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from agents.teachers.adaptive import make_proposer, parameter_schema, teaching_context, verify_start
-from agents.teachers.verifier import ShadowVerifier, rollout_metrics, start_episode
-from distill.contexts import ContextTable
-from distill.llm.hints import build_request
-from distill.proposals import ProposalService
-from distill.search import ParameterBox
+from coach.verifier import ShadowVerifier, rollout_metrics, start_episode
+from coach.contexts import ContextTable
+from coach.llm.hints import build_request
+from coach.proposals import ProposalService
+from coach.search import ParameterBox
 from envs.controllers import FAMILIES, ControllerFamily
 from envs.controllers.params_file import read_params
 from envs.controllers.grasp import GraspParams

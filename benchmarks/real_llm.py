@@ -11,10 +11,10 @@ Without ``--base-url`` both run against the bundled coach. ``--model`` is only a
 ignores model names (default ``gemma-3-270m``).
 
 ``channel``: claw hint requests (random-action episodes, as an untrained student's, with the default grasp
-parameters) go through our channel and :class:`distill.llm.proposer.LLMProposer` (m answers, vote) in a :class:`distill.proposals.ProposalService`, once per
+parameters) go through our channel and :class:`coach.llm.proposer.LLMProposer` (m answers, vote) in a :class:`coach.proposals.ProposalService`, once per
 ``llm.structured_output`` mode (``json_schema``: a response_format with the answer's schema; ``off``: the plain
 prompt). Every accepted proposal that changes the parameters is checked by the
-:class:`agents.teachers.verifier.ShadowVerifier` (the training defaults), so the same answers give both arms: without
+:class:`coach.verifier.ShadowVerifier` (the training defaults), so the same answers give both arms: without
 verification every accepted change would teach; with it only those that beat the current parameters do. Prints
 parse rate, acceptance, adoption with and without verification and the verifier's score change of what would be
 adopted, latency p50/p95 per answer and per query, and a few answers.
@@ -45,12 +45,12 @@ sys.path.insert(0, str(runs.ROOT))
 import envs  # noqa: E402,F401  (registers the OpenClaw ids)
 from agents.teachers.adaptive import parameter_schema  # noqa: E402
 from envs.controllers import FAMILIES  # noqa: E402
-from agents.teachers.verifier import ShadowVerifier  # noqa: E402
-from distill.llm.client import open_channel  # noqa: E402
-from distill.llm.settings import load_config  # noqa: E402
-from distill.llm.hints import build_request  # noqa: E402
-from distill.llm.proposer import LLMProposer  # noqa: E402
-from distill.proposals import ProposalService  # noqa: E402
+from coach.verifier import ShadowVerifier  # noqa: E402
+from coach.llm.client import open_channel  # noqa: E402
+from coach.llm.settings import load_config  # noqa: E402
+from coach.llm.hints import build_request  # noqa: E402
+from coach.llm.proposer import LLMProposer  # noqa: E402
+from coach.proposals import ProposalService  # noqa: E402
 from envs.controllers.grasp import GraspParams  # noqa: E402
 
 ENV_ID, ENV_KWARGS = "OpenClaw/Claw-v0", {"reward_type": "dense"}  # the tuned claw (configs/tuned/claw_sac.yaml)

@@ -2,11 +2,12 @@
 
 ``distill_loss`` is the KL between teacher and student Gaussians (:mod:`distill.kl`) for a student whose
 Gaussian is over the actions (PPO), and the KL between the teacher's action and the squashed student in action
-units (:mod:`distill.squashed`, well-posed at the action bounds) for a tanh-squashed student (SAC: its registry
+units (:mod:`distill.squashed`, well-posed at the action bounds) for a tanh-squashed student (SAC: its policy
 entry is ``squashed``).
 
-:class:`OnlinePolicyDistillation` owns a teacher, an alpha schedule and the KL direction, or teachers in
-sequence, each with its alpha schedule (a :class:`~distill.sequence.TeacherSequence`). Learners
+:class:`OnlinePolicyDistillation` owns the student's :class:`~distill.policy.PolicyEntry`, the teachers in sequence,
+each with its alpha schedule (a :class:`~distill.sequence.TeacherSequence`; one teacher is a sequence of one stage,
+:meth:`~distill.sequence.TeacherSequence.alone`), and the KL direction. Learners
 call :meth:`~OnlinePolicyDistillation.distill_loss` with a minibatch of observations (and, when the
 teacher wants them, the raw observations) and add ``alpha * loss`` to their own loss before the
 gradient step, then call :meth:`~OnlinePolicyDistillation.after_optimizer_step` so that an EMA teacher
@@ -21,11 +22,10 @@ from dataclasses import dataclass, field
 import torch
 
 from distill.kl import Direction, distillation_kl, weighted_mean
-from distill.policy import DiagGaussian, Observation, PolicyRegistry
-from distill.schedules import AlphaSchedule
-from distill.sequence import TeacherSequence, TeachingStage
+from distill.policy import DiagGaussian, Observation, PolicyEntry
+from distill.sequence import TeacherSequence
 from distill.squashed import squashed_distillation_loss
-from distill.teachers import Teacher, TeacherActions
+from distill.teachers import TeacherActions
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -57,30 +57,18 @@ class DistillStats:
 
 
 class OnlinePolicyDistillation:
-    """The distillation term for one student, found in ``registry`` under ``student``: ``teacher`` with alpha
-    ``schedule`` over the whole run, or a :class:`~distill.sequence.TeacherSequence` (``schedule`` None: each stage
-    has its own). ``teacher`` is what a checkpoint saves (``state_dict``) and a resume restores. ``rl_weight``: the
-    single teacher's weight of the learner's RL actor loss (:meth:`rl_weight`; a sequence's stages carry their own)."""
+    """The distillation term for the policy ``student``, taught by ``teacher``: the stages in order, each with its
+    alpha schedule and its weight of the learner's RL actor loss (:meth:`rl_weight`). ``teacher`` is what a
+    checkpoint saves (``state_dict``) and a resume restores."""
 
-    def __init__(
-        self,
-        registry: PolicyRegistry,
-        teacher: Teacher,
-        schedule: AlphaSchedule | None = None,
-        direction: Direction = "forward",
-        student: str = "student",
-        rl_weight: float = 1.0,
-    ) -> None:
-        if isinstance(teacher, TeacherSequence) != (schedule is None):
-            raise ValueError("pass a teacher with its alpha schedule, or a TeacherSequence (whose stages have theirs) alone")
-        self.registry = registry
-        self.teacher = teacher
-        self.sequence = (teacher if isinstance(teacher, TeacherSequence)
-                         else TeacherSequence([TeachingStage("teacher", teacher, schedule, rl_weight=rl_weight)]))
-        self.direction = direction
+    def __init__(self, student: PolicyEntry, teacher: TeacherSequence, direction: Direction = "forward") -> None:
+        if not isinstance(teacher, TeacherSequence):
+            raise TypeError("pass the teachers as a TeacherSequence (one teacher: TeacherSequence.alone(teacher, schedule))")
         self.student = student
+        self.teacher = teacher
+        self.direction = direction
         self.stats = DistillStats()
-        self.stage_stats = {stage.name: DistillStats() for stage in self.sequence.stages}
+        self.stage_stats = {stage.label: DistillStats() for stage in teacher.stages}
 
     @property
     def needs_raw_obs(self) -> bool:
@@ -92,18 +80,18 @@ class OnlinePolicyDistillation:
 
     def alpha(self, progress: float) -> float:
         """alpha at training progress in [0, 1]."""
-        return self.sequence.alpha(progress)
+        return self.teacher.alpha(progress)
 
     def rl_weight(self, progress: float) -> float:
         """The weight the learner gives its RL actor loss at training ``progress`` (the teaching stage's ``rl_weight``;
         1 after the last stage): ``loss = rl_weight * actor_loss + critic_loss + alpha * distill_loss``."""
-        return self.sequence.rl_weight(progress)
+        return self.teacher.rl_weight(progress)
 
     def finished(self, progress: float, stage: str | None = None) -> bool:
         """Whether alpha is 0 from ``progress`` to the end of training (the schedule ended at 0), so that
         the teacher has nothing left to teach and can stop computing targets; with ``stage``, that stage's
         alpha (:meth:`~distill.sequence.TeacherSequence.finished`)."""
-        return self.sequence.finished(progress, stage)
+        return self.teacher.finished(progress, stage)
 
     def distill_loss(
         self,
@@ -118,15 +106,15 @@ class OnlinePolicyDistillation:
         (``action_kl``, nats).
 
         ``student_dist`` may be passed when the learner has already computed it (saves a forward
-        pass); otherwise it is taken from the registry. ``teacher_actions`` are the minibatch's recorded teacher
+        pass); otherwise it is the student entry's. ``teacher_actions`` are the minibatch's recorded teacher
         actions, for a teacher that acted while the samples were collected.
         """
         alpha = self.alpha(progress)
-        stage = self.sequence.select(progress)
+        stage = self.teacher.select(progress)
         if student_dist is None:
-            student_dist = self.registry.action_distribution(self.student, obs)
+            student_dist = self.student.distribution(obs)
         targets = stage.teacher.targets(obs, raw_obs, teacher_actions)
-        entry = self.registry.get(self.student)
+        entry = self.student
         if entry.squashed:
             name = "action_kl"
             per_sample = squashed_distillation_loss(targets.actions, student_dist, entry.width_log_std)
@@ -150,12 +138,12 @@ class OnlinePolicyDistillation:
                 "coverage": targets.coverage,
             }
         self.stats.add(values)
-        if len(self.sequence.stages) > 1:
-            self.stage_stats[stage.name].add(values)
+        if len(self.teacher.stages) > 1:
+            self.stage_stats[stage.label].add(values)
         return loss, alpha
 
     def after_optimizer_step(self) -> None:
-        self.sequence.after_optimizer_step()
+        self.teacher.after_optimizer_step()
 
     def pop_stats(self) -> dict[str, float]:
         """Means since the last call (for logging under ``distill/``), then reset; with teachers in sequence also

@@ -1,14 +1,15 @@
 """The small policy interface the distillation layer depends on.
 
-Distillation never holds a PPO or SAC object. A policy is registered under a name as a
-:class:`PolicyEntry`: a ``torch.nn.Module`` that owns the weights and a function that maps
-``(module, observations)`` to the diagonal Gaussian over (pre-squash) actions. Teachers and losses
-reach students only through this registry, so swapping the learner touches no distillation code.
+Distillation never holds a PPO or SAC object. A policy is a :class:`PolicyEntry`: a ``torch.nn.Module`` that owns
+the weights and a function that maps ``(module, observations)`` to the diagonal Gaussian over (pre-squash) actions.
+Teachers and losses reach students only through their entries, so swapping the learner touches no distillation code.
+:func:`per_entry` is the one place that tells an array observation from a Dict observation's dict of arrays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 import torch
@@ -49,25 +50,7 @@ class PolicyEntry:
         return self.distribution_fn(self.module, obs)
 
 
-class PolicyRegistry:
-    """Named :class:`PolicyEntry` objects (e.g. ``"student"``)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, PolicyEntry] = {}
-
-    def register(self, name: str, module: torch.nn.Module, distribution_fn: DistributionFn) -> PolicyEntry:
-        return self.add(name, PolicyEntry(module, distribution_fn))
-
-    def add(self, name: str, entry: PolicyEntry) -> PolicyEntry:
-        self._entries[name] = entry
-        return entry
-
-    def get(self, name: str) -> PolicyEntry:
-        try:
-            return self._entries[name]
-        except KeyError:
-            raise KeyError(f"no policy registered as {name!r}; registered: {sorted(self._entries)}") from None
-
-    def action_distribution(self, name: str, obs: Observation) -> DiagGaussian:
-        """The action distribution of policy ``name`` for a batch of observations."""
-        return self.get(name).distribution(obs)
+def per_entry(fn: Callable[[Any], Any], obs: Any) -> Any:
+    """``fn`` of an observation's array, or of each array of a Dict observation's dict (numpy or torch alike):
+    ``per_entry(operator.itemgetter(i), batch)`` is row ``i`` of a batch of observations."""
+    return {key: fn(value) for key, value in obs.items()} if isinstance(obs, dict) else fn(obs)

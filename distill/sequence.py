@@ -27,11 +27,11 @@ from distill.teachers import Teacher, TeacherActions, TeacherTargets
 @dataclass(frozen=True)
 class TeachingStage:
     """``teacher`` teaches over ``[start, end)`` (env steps, or progress in a sequence without ``total_steps``) with
-    ``schedule`` (alpha over the stage's own progress in [0, 1]); ``name`` labels its statistics. ``rl_weight`` weighs
-    the learner's RL actor loss while the stage teaches (1: RL plus distillation; 0: pure distillation, rsl_rl's recipe
+    ``schedule`` (alpha over the stage's own progress in [0, 1]); ``label`` names its statistics and its state.
+    ``rl_weight`` weighs the learner's RL actor loss while the stage teaches (1: RL plus distillation; 0: pure distillation, rsl_rl's recipe
     with this project's KL; the critic learns either way)."""
 
-    name: str
+    label: str
     teacher: Teacher
     schedule: AlphaSchedule
     start: float = 0.0
@@ -51,9 +51,9 @@ class TeacherSequence(Teacher):
     def __init__(self, stages: list[TeachingStage], total_steps: int | None = None) -> None:
         if not stages:
             raise ValueError("a teacher sequence needs at least one stage")
-        names = [stage.name for stage in stages]
-        if len(set(names)) != len(names):
-            raise ValueError(f"the stages' names {names} repeat; give each stage its own")
+        labels = [stage.label for stage in stages]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"the stages' labels {labels} repeat; give each stage its own")
         if stages[0].start != 0 or any(a.end != b.start for a, b in zip(stages, stages[1:])):
             raise ValueError("the stages must follow one another from 0, each starting where the last ended")
         self.run_end = 1.0 if total_steps is None else total_steps
@@ -67,6 +67,11 @@ class TeacherSequence(Teacher):
         self.needs_teacher_actions = any(stage.teacher.needs_teacher_actions for stage in stages)
         self.current = 0  # the stage that taught last (it gets the optimiser steps)
         self.begun = 0  # stages 0 .. begun have started (the first one with the run)
+
+    @classmethod
+    def alone(cls, teacher: Teacher, schedule: AlphaSchedule, rl_weight: float = 1.0) -> TeacherSequence:
+        """``teacher`` alone over the whole run: one stage, labelled ``teacher``, over progress ``[0, 1]``."""
+        return cls([TeachingStage("teacher", teacher, schedule, rl_weight=rl_weight)])
 
     def at(self, progress: float) -> float:
         """The position of training ``progress`` in the stages' unit: the env step ``round(progress * total_steps)``
@@ -92,10 +97,10 @@ class TeacherSequence(Teacher):
 
     def finished(self, progress: float, stage: str | None = None) -> bool:
         """Whether alpha stays 0 from ``progress`` to the end of training: the whole sequence's, or stage ``stage``'s
-        (by name). Every schedule is monotone, so 0 now and at a stage's end means 0 in between."""
+        (by label). Every schedule is monotone, so 0 now and at a stage's end means 0 in between."""
         index, at = self.index_at(progress), self.at(progress)
         for i, s in enumerate(self.stages):
-            if stage is not None and s.name != stage or index is None or i < index:
+            if stage is not None and s.label != stage or index is None or i < index:
                 continue
             if s.schedule(1.0) != 0.0 or (s.schedule(0.0) if i > index else s.alpha(at)) != 0.0:
                 return False
@@ -118,12 +123,16 @@ class TeacherSequence(Teacher):
         self.stages[self.current].teacher.after_optimizer_step()
 
     def state_dict(self) -> dict:
-        """The stages started so far and the state of each stage's teacher that learns (by stage name)."""
-        return {"begun": self.begun, "stages": {stage.name: stage.teacher.state_dict() for stage in self.stages
+        """The stages started so far and the state of each stage's teacher that learns (by stage label)."""
+        return {"begun": self.begun, "stages": {stage.label: stage.teacher.state_dict() for stage in self.stages
                                                  if hasattr(stage.teacher, "state_dict")}}
 
     def load_state_dict(self, state: dict) -> None:
+        """:meth:`state_dict`'s state; or, for a sequence of one stage, the state of its teacher alone (what a
+        checkpoint of a single teacher saved before every teacher was a sequence)."""
+        if "stages" not in state and len(self.stages) == 1:
+            state = {"begun": 0, "stages": {self.stages[0].label: state}}
         self.begun = int(state["begun"])
         for stage in self.stages:
-            if stage.name in state["stages"]:
-                stage.teacher.load_state_dict(state["stages"][stage.name])
+            if stage.label in state["stages"]:
+                stage.teacher.load_state_dict(state["stages"][stage.label])

@@ -94,7 +94,7 @@ class EMATeacher(Teacher):
     """Exponential moving average of the student's parameters: theta_T <- d * theta_T + (1 - d) * theta_S.
 
     Args:
-        student: the student's registry entry (module and distribution function).
+        student: the student's policy entry (module and distribution function).
         decay: d in [0, 1); larger is slower.
         update_every: update after every k-th optimiser step.
         condition: optional callable; when it returns False the update is skipped (e.g. "only if the

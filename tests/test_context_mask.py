@@ -6,18 +6,20 @@ targets carry those weights; a run logs the coverage; bad settings are refused b
 from __future__ import annotations
 
 import csv
+import json
 import fnmatch
 
 import numpy as np
 import pytest
 import torch
+import yaml
 
 import envs  # noqa: F401
 from agents.errors import ConfigError
 from agents.teachers.context_mask import ContextMask
 from agents.training.checks import validate
 from agents.vec_env import make_vec_env
-from distill.policy import DiagGaussian, PolicyRegistry
+from distill.policy import DiagGaussian, PolicyEntry
 from distill.teachers import CheckpointTeacher, TeacherActions
 from test_privileged_teacher import saved_teacher
 from test_train import cli_here, compose_train, train_here
@@ -56,7 +58,7 @@ def test_the_weights_are_whether_each_copys_episode_is_in_a_taught_context():
 
 def test_a_masked_checkpoint_teacher_weighs_its_targets_by_the_recorded_weights():
     module = torch.nn.Linear(3, 2)
-    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, lambda m, o: DiagGaussian(m(o), m(o) * 0)),
+    teacher = CheckpointTeacher(PolicyEntry(module, lambda m, o: DiagGaussian(m(o), m(o) * 0)),
                                 masked=True)
     assert teacher.needs_teacher_actions
     obs, weights = torch.randn(4, 3), torch.tensor([1.0, 0.0, 0.0, 1.0])
@@ -91,6 +93,8 @@ def test_a_student_run_logs_the_coverage_of_the_contexts_its_teacher_teaches(tmp
             rows = [row for row in csv.DictReader(f) if row.get("distill/checkpoint/coverage")]
         coverage[agent, name] = [float(row["distill/checkpoint/coverage"]) for row in rows]
         assert ("matches none of the 4 training copies' task contexts" in result.stderr) == (name == "typo")
+        recipe = yaml.safe_load((run_dir / "config.yaml").read_text())["distill"]["recipe"]  # the env's recipe, by name
+        assert recipe == json.loads((run_dir / "summary.json").read_text())["distill"] == "perceptive_teacher"
     for agent in ("ppo", "sac"):
         assert coverage[agent, "stepped"] and all(0.0 < c < 1.0 for c in coverage[agent, "stepped"]), coverage
     assert coverage["ppo", "typo"] and not any(coverage["ppo", "typo"]), coverage

@@ -18,7 +18,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 from agents.students import PPOStudent, SACStudent, policy_entry, ppo_action_distribution
 from distill.kl import diag_gaussian_kl, distillation_kl, weighted_mean
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import DiagGaussian, PolicyRegistry
+from distill.policy import DiagGaussian, PolicyEntry
+from distill.sequence import TeacherSequence
 from distill.schedules import make_schedule
 from distill.teachers import CheckpointTeacher, EMATeacher
 from test_train import SAC_SHORT, train_here
@@ -129,8 +130,7 @@ def linear_policy(seed: int) -> tuple[torch.nn.Module, callable]:
 
 def test_ema_teacher_update_rule_period_and_condition():
     student_module, dist = linear_policy(0)
-    registry = PolicyRegistry()
-    student = registry.register("student", student_module, dist)
+    student = PolicyEntry(student_module, dist)
     allow = {"value": True}
     teacher = EMATeacher(student, decay=0.9, update_every=2, condition=lambda: allow["value"])
     before = [p.detach().clone() for p in teacher.entry.module.parameters()]
@@ -156,10 +156,8 @@ def test_ema_teacher_update_rule_period_and_condition():
 def test_distillation_pulls_student_toward_teacher():
     student_module, dist = linear_policy(0)
     teacher_module, _ = linear_policy(1)
-    registry = PolicyRegistry()
-    registry.register("student", student_module, dist)
-    teacher = CheckpointTeacher(registry.register("teacher", teacher_module, dist))
-    opd = OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 1.0))
+    teacher = CheckpointTeacher(PolicyEntry(teacher_module, dist))
+    opd = OnlinePolicyDistillation(PolicyEntry(student_module, dist), TeacherSequence.alone(teacher, make_schedule("constant", 1.0)))
     optimizer = torch.optim.Adam(student_module.parameters(), lr=0.05)
     obs = torch.randn(256, 3)
     losses = []
@@ -177,7 +175,7 @@ def test_distillation_pulls_student_toward_teacher():
 
 def test_checkpoint_teacher_raw_input_contract():
     module, dist = linear_policy(0)
-    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, dist), preprocess=lambda o: o * 0.0, raw_input=True)
+    teacher = CheckpointTeacher(PolicyEntry(module, dist), preprocess=lambda o: o * 0.0, raw_input=True)
     assert teacher.needs_raw_obs
     with pytest.raises(ValueError, match="raw"):
         teacher.targets(torch.zeros(4, 3))
@@ -208,10 +206,9 @@ def _sac(cls, seed=3, **kwargs):
 
 
 def _ema(model, alpha):
-    registry = PolicyRegistry()
     entry = policy_entry(model)
-    student = registry.register("student", entry.module, entry.distribution_fn)
-    return OnlinePolicyDistillation(registry, EMATeacher(student, decay=0.9), make_schedule("constant", alpha))
+    student = PolicyEntry(entry.module, entry.distribution_fn)
+    return OnlinePolicyDistillation(student, TeacherSequence.alone(EMATeacher(student, decay=0.9), make_schedule("constant", alpha)))
 
 
 @pytest.mark.parametrize("build, steps", [(_ppo, 256), (_sac, 160)])
@@ -274,11 +271,10 @@ def test_ppo_student_feeds_raw_observations_to_a_raw_input_teacher():
         seen.append(obs.clone())
         return DiagGaussian(torch.zeros(obs.shape[0], 12), torch.zeros(obs.shape[0], 12))
 
-    teacher = CheckpointTeacher(PolicyRegistry().register("t", module, dist), raw_input=True)
-    registry = PolicyRegistry()
+    teacher = CheckpointTeacher(PolicyEntry(module, dist), raw_input=True)
     entry = policy_entry(model)
-    registry.register("student", entry.module, entry.distribution_fn)
-    model.attach_distillation(OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 0.5)))
+    student = PolicyEntry(entry.module, entry.distribution_fn)
+    model.attach_distillation(OnlinePolicyDistillation(student, TeacherSequence.alone(teacher, make_schedule("constant", 0.5))))
     model.learn(64)
     raw = torch.cat(seen)
     assert raw.shape[1] == 48
@@ -387,7 +383,7 @@ def test_bad_distill_values(override, expected):
 def test_torch_normalisation_matches_vec_normalize_both_ways():
     """The torch versions of VecNormalize's maths (checkpoint teacher: normalise; SAC raw observations:
     unnormalise) equal SB3's numpy ones, on a Dict env with one normalised key and on a Box env."""
-    from agents.vec_env import torch_normalize_obs, torch_unnormalize_obs
+    from agents.students.normalization import torch_normalize_obs, torch_unnormalize_obs
 
     rng = np.random.default_rng(0)
     for env_id, keys in (("OpenClaw/Claw-v0", ["observation"]), ("OpenClaw/Quadruped-v0", [None])):
@@ -436,7 +432,7 @@ def imported_modules(package: str, depth: int = 1) -> set[str]:
 
 
 def distill_core_imports() -> set[str]:
-    """What the distillation method (``distill/*.py``, not ``distill/llm/``) imports."""
+    """What the distillation method (``distill/*.py``) imports."""
     names: set[str] = set()
     for path in (ROOT / "distill").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -451,13 +447,14 @@ def test_imports_flow_one_way():
     assert not {"agents", "distill", "stable_baselines3"} & imported_modules("envs")
     assert not {"agents", "envs", "stable_baselines3"} & imported_modules("distill")
     core = distill_core_imports()
-    assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "openai"} or n.startswith("distill.llm")}
+    assert not {n for n in core if n.split(".")[0] in {"agents", "envs", "coach", "openai"}}
     assert "agents.training" not in imported_modules("agents/evaluation", depth=2)
     # the config schema, read by saved run directories and so by evaluation, imports nothing of ours
     assert not {"agents", "envs", "distill"} & imported_modules("agents/config")
-    assert not {"agents", "envs"} & imported_modules("distill/llm")
+    assert not {"agents", "envs"} & imported_modules("coach/llm")
+    assert not {"agents", "distill", "stable_baselines3", "torch"} & imported_modules("coach")  # envs/ alone
     llm_at_load = {path.relative_to(ROOT / "agents").as_posix() for path in (ROOT / "agents").rglob("*.py")
-                   if {n for n in top_level_imports(path) if n == "openai" or n.startswith("distill.llm")}}
+                   if {n for n in top_level_imports(path) if n == "openai" or n.startswith("coach.llm")}}
     assert llm_at_load == {"teachers/adaptive.py"}  # loaded only for distill=adaptive
 
 

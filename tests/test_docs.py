@@ -60,6 +60,16 @@ def test_readme_fits_in_150_lines():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 150
 
 
+def test_the_readme_results_table_is_one_line_per_row_a_figure_and_a_link():
+    """The figures' detail lives in docs/results.md; the README's table stays on one screen."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    table = lines[lines.index("## Results"):lines.index("## Layout")]
+    rows = [line for line in table if re.match(r"\| *\d+ \|", line)]
+    assert len(rows) >= 10
+    for row in rows:
+        assert len(row) <= 200 and len(re.findall(r"\]\(", row)) == 1, row
+
+
 def test_quick_start_commands_are_in_the_readme_and_ci_runs_the_second():
     lines = (ROOT / "README.md").read_text().splitlines()
     for command in QUICK_START:

@@ -152,7 +152,7 @@ def test_training_records_clips_and_tensorboard_plays_them(tmp_path):
 
 
 # what evaluating never loads: the training stack, the teachers and any LLM code
-NOT_FOR_EVALUATION = ("agents.training", "agents.teachers", "distill.llm", "openai")
+NOT_FOR_EVALUATION = ("agents.training", "agents.teachers", "coach.llm", "openai")
 
 
 def test_scripted_evaluation_loads_neither_training_nor_llm_code(tmp_path):

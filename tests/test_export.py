@@ -15,7 +15,7 @@ import torch
 from stable_baselines3.common.vec_env import VecNormalize
 
 from agents import checkpoint
-from agents.evaluation.run import run_config
+from agents.run_checkpoints import run_config
 from agents.factory import load_agent
 from agents.export.onnx_policy import OnnxPolicy, flatten_observation
 from agents.vec_env import env_kwargs, make_vec_env

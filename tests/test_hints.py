@@ -26,15 +26,15 @@ from agents.students.replay_buffer import REPLAY_EXTENSIONS, TeacherReplaySample
 from agents.students.teacher_actions import with_teacher_actions
 from agents.teachers.adaptive import AdaptiveControllerTeacher, parameter_schema
 from agents.teachers.controller import ControllerTeacher
-from agents.teachers.verifier import CONFIRM_SEED, ShadowVerifier, rollout_metrics
+from coach.verifier import CONFIRM_SEED, ShadowVerifier, rollout_metrics
 from agents.vec_env import make_vec_env
-from distill.llm.client import LLMChannel
-from distill.llm.hints import HintParseError, ParsedHint, build_request, parse_answer, vote
-from distill.llm.proposer import LLMProposer
-from distill.llm.server import start_server
-from distill.llm.settings import ChannelConfig
-from distill.proposals import ParameterSchema, Proposal, ProposalService, Verification
-from distill.search import ParameterBox
+from coach.llm.client import LLMChannel
+from coach.llm.hints import HintParseError, ParsedHint, build_request, parse_answer, vote
+from coach.llm.proposer import LLMProposer
+from coach.llm.server import start_server
+from coach.llm.settings import ChannelConfig
+from coach.proposals import ParameterSchema, Proposal, ProposalService, Verification
+from coach.search import ParameterBox
 from distill.teachers import RecordedActionTeacher, TeacherActions
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams

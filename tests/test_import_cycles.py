@@ -8,6 +8,10 @@ part of it. Each file is parsed with :mod:`ast` (nothing is imported) and each `
 ``from a.b import c`` becomes an edge to ``a.b.c`` when that is a module, else to ``a.b`` (relative
 imports resolved against the file's package). A cycle is a strongly connected component of two or more
 modules; the failure names every edge inside it with its file and line.
+
+Folders follow the same rule: the imports between modules of different folders (``agents/evaluation`` ->
+``agents/export``) make a graph of folders, and no two folders import each other, even through modules that do not
+(:func:`folder_graph`).
 """
 
 from __future__ import annotations
@@ -168,12 +172,34 @@ def describe(graph: dict[str, list[Edge]], found: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def folder_graph(root: Path) -> dict[str, list[Edge]]:
+    """Folder -> its imports of other folders' modules (the edges of :func:`import_graph` between folders; a folder
+    is the directory of a module's file, ``agents`` for ``agents/factory.py``, ``.`` for the root scripts)."""
+    modules = project_modules(root)
+
+    def folder(module: str) -> str:
+        return modules[module].parent.relative_to(root).as_posix()
+
+    graph: dict[str, list[Edge]] = {folder(m): [] for m in modules}
+    for module, edges in import_graph(root).items():
+        graph[folder(module)] += [edge._replace(target=folder(edge.target)) for edge in edges
+                                  if folder(edge.target) != folder(module)]
+    return graph
+
+
 def test_no_module_imports_one_that_imports_it_back():
     graph = import_graph(ROOT)
     assert {"envs", "agents", "distill", "train", "evaluate", "export"} <= set(graph)
     assert len(graph) > 50
     found = cycles(graph)
     assert not found, "project modules import each other (break each cycle):\n" + describe(graph, found)
+
+
+def test_no_folder_imports_one_that_imports_it_back():
+    graph = folder_graph(ROOT)
+    assert {"envs", "distill", "coach", "coach/llm", "agents", "agents/students", "agents/evaluation"} <= set(graph)
+    found = cycles(graph)
+    assert not found, "folders import each other (move the module that closes each cycle):\n" + describe(graph, found)
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -209,5 +235,10 @@ def test_the_cycle_finder_finds_lazy_relative_and_script_cycles(tmp_path):
     assert "pkg/b.py:4 imports pkg.a (inside a function)" in message
     assert "pkg/a.py:2 imports pkg.b\n" in message and "main.py:2 imports scripts.job (inside a function)" in message
 
-    _write(tmp_path, {"pkg/b.py": "X = 1\n", "main.py": "import pkg\n"})  # both cycles broken
+    folders = folder_graph(tmp_path)
+    assert {e.target for e in folders["pkg"]} == {"pkg/sub"} and {e.target for e in folders["pkg/sub"]} == {"pkg"}
+    assert cycles(folders) == [[".", "scripts"], ["pkg", "pkg/sub"]]  # pkg/d.py -> pkg/sub/, pkg/sub/__init__.py -> pkg/
+
+    _write(tmp_path, {"pkg/b.py": "X = 1\n", "main.py": "import pkg\n"})  # both module cycles broken
     assert cycles(import_graph(tmp_path)) == []
+    assert cycles(folder_graph(tmp_path)) == [["pkg", "pkg/sub"]]  # pkg/d.py -> pkg/sub/, pkg/sub/__init__.py -> pkg

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from distill.llm.check import check_channel
-from distill.llm.client import LLMChannel
-from distill.llm.completions import MODELS, ServerQuirks
-from distill.llm.errors import ChannelError
-from distill.llm.hints import response_format
-from distill.llm.server import start_server
-from distill.llm.settings import ChannelConfig, load_config, resolve_api_key
-from distill.proposals import latency_percentiles
+from coach.llm.check import check_channel
+from coach.llm.client import LLMChannel
+from coach.llm.completions import MODELS, ServerQuirks
+from coach.llm.errors import ChannelError
+from coach.llm.hints import response_format
+from coach.llm.server import start_server
+from coach.llm.settings import ChannelConfig, load_config, resolve_api_key
+from coach.proposals import latency_percentiles
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-S3CRET-0123456789abcdefXYZ"
@@ -193,7 +193,7 @@ def test_wrong_key_is_auth_and_never_leaks():
         err = ei.value
         assert err.kind == "auth" and SECRET not in str(err) and SECRET not in repr(err.args)
         assert err.__cause__ is None and err.__suppress_context__
-        proc = subprocess.run([sys.executable, "-m", "distill.llm.check", "--base-url", srv.url],
+        proc = subprocess.run([sys.executable, "-m", "coach.llm.check", "--base-url", srv.url],
                               cwd=ROOT, env=clean_env(**{VAR: SECRET}), capture_output=True,
                               text=True, timeout=60)
     out = proc.stdout + proc.stderr
@@ -289,7 +289,7 @@ def test_config_validation_and_overrides():
 
 
 def test_check_cli_default_config_prints_pong():
-    proc = subprocess.run([sys.executable, "-m", "distill.llm.check"], cwd=ROOT, env=clean_env(),
+    proc = subprocess.run([sys.executable, "-m", "coach.llm.check"], cwd=ROOT, env=clean_env(),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pong" in proc.stdout and "openclaw-coach" in proc.stdout
@@ -308,7 +308,7 @@ def test_proxy_failure_mentions_proxy_variables(monkeypatch):
 
 
 def test_server_cli_refuses_unset_key_variable_and_explains_a_busy_port():
-    cli = [sys.executable, "-m", "distill.llm.server", "--port", "0"]
+    cli = [sys.executable, "-m", "coach.llm.server", "--port", "0"]
     unset = subprocess.run([*cli, "--api-key-env", "OPENCLAW_TEST_UNSET_KEY"], cwd=ROOT, env=clean_env(),
                            capture_output=True, text=True, timeout=60)
     assert unset.returncode == 2, unset.stdout + unset.stderr
@@ -351,7 +351,7 @@ def test_structured_output_falls_back_to_plain_once_per_model_when_rejected():
 
 
 def test_structured_output_off_reads_the_same_from_yaml_and_the_check_cli():
-    # YAML reads a bare `off` as false: an llm YAML file and `python -m distill.llm.check llm.structured_output=off`
+    # YAML reads a bare `off` as false: an llm YAML file and `python -m coach.llm.check llm.structured_output=off`
     # (OmegaConf) get False where train.py's Hydra override keeps the string; both mean off
     assert load_config(None, ["llm.structured_output=off"]).structured_output == "off"
     assert response_format(REQUEST, load_config(None, ["llm.structured_output=off"]).structured_output) is None
@@ -397,7 +397,7 @@ def test_circuit_breaker_backs_off_a_server_that_fails_every_request_and_retries
 
 # ------------------------------------------------------------------------------- what llama.cpp exposed
 def run_check(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "distill.llm.check", *args], cwd=ROOT, env=clean_env(**env),
+    return subprocess.run([sys.executable, "-m", "coach.llm.check", *args], cwd=ROOT, env=clean_env(**env),
                           capture_output=True, text=True, timeout=60)
 
 
@@ -513,7 +513,7 @@ def test_connection_dropped_mid_body_is_not_cannot_connect(server):
 
 
 def test_a_huge_answer_is_refused_naming_its_size_and_the_limit(server, monkeypatch):
-    from distill.llm import client
+    from coach.llm import client
 
     with make(server.url, max_retries=2) as ch:
         err, elapsed = timed_failure(ch, "fault-huge")  # no Content-Length: cut off while reading
@@ -544,8 +544,8 @@ def test_check_cli_with_a_trickling_model_exits_in_time_with_the_mid_body_diagno
 
 # ------------------------------------------------------------------------------- stats add up
 def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
-    from distill.llm.proposer import LLMProposer
-    from distill.proposals import ParameterSchema, ProposalService
+    from coach.llm.proposer import LLMProposer
+    from coach.proposals import ParameterSchema, ProposalService
 
     with make(server.url, max_retries=0, breaker_failures=2, breaker_cooldown_s=60) as ch:
         fail(ch, 2)
@@ -569,9 +569,9 @@ def test_breaker_refusals_count_as_failed_calls(server, tmp_path):
 
 # ------------------------------------------------------------------------------- records stay small
 def test_long_answers_are_capped_in_the_records(server, tmp_path):
-    from distill.llm.proposer import LLMProposer
-    from distill.llm.completions import LONG_BYTES
-    from distill.proposals import ParameterSchema, ProposalService
+    from coach.llm.proposer import LLMProposer
+    from coach.llm.completions import LONG_BYTES
+    from coach.proposals import ParameterSchema, ProposalService
 
     cfg = ChannelConfig(base_url=server.url, hint_model="fault-long", num_answers=2)
     schema = ParameterSchema("quadruped", {"kp": (10.0, 60.0), "gait_freq": (1.0, 3.0)})
@@ -581,7 +581,7 @@ def test_long_answers_are_capped_in_the_records(server, tmp_path):
     service.close()
     [line] = [json.loads(x) for x in records.read_text().splitlines()]
     assert records.stat().st_size < 16 * 1024, f"{records.stat().st_size} bytes of records"
-    from distill.llm.proposer import RECORD_TEXT_BYTES
+    from coach.llm.proposer import RECORD_TEXT_BYTES
 
     for answer in line["answers"]:
         assert answer["text"].endswith(f"…[truncated, {LONG_BYTES} bytes]")

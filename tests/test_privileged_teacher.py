@@ -23,8 +23,10 @@ from agents.errors import ConfigError
 from agents.factory import build_agent
 from agents.students import policy_entry
 from agents.teachers.builders import build_distillation
+from agents.training.checks import validate
 from agents.teachers.observation_map import observation_entries, teacher_input_index
-from agents.vec_env import env_kwargs, make_vec_env, torch_normalize_obs, wrap_normalization
+from agents.students.normalization import torch_normalize_obs
+from agents.vec_env import env_kwargs, make_vec_env, wrap_normalization
 from distill.teachers import CheckpointTeacher, EMATeacher
 from test_train import compose_train
 
@@ -139,12 +141,12 @@ def test_the_terrain_student_configs_learn_from_a_perceptive_run(tmp_path, env, 
     if agent == "ppo":
         assert cfg.agent.privileged_critic and cfg.agent.perceptive_actor == perceptive
     distillation = build_distillation(cfg, model)
-    first, anchor = distillation.sequence.stages
+    first, anchor = distillation.teacher.stages
     assert isinstance(first.teacher, CheckpointTeacher) and isinstance(anchor.teacher, second)
     assert (cfg.distill.stages[0].get("teach_contexts"), cfg.distill.stages[1].get("teach_contexts")) == (None, contexts)
     assert first.end == anchor.start == taught  # whole env steps
     assert (first.alpha(0.0), first.alpha(first.end / 2), anchor.alpha(0.5), anchor.alpha(1.0)) == (1.0, 0.5, 0.1, 0.1)
-    assert distillation.sequence.select(0.0) is first
+    assert distillation.teacher.select(0.0) is first
     venv = model.get_env()
     venv.reset()
     raw = venv.get_original_obs()
@@ -168,7 +170,7 @@ def test_a_teacher_whose_scan_samples_other_points_is_refused_naming_the_kwargs(
                   "scan_spacing (teacher 0.1, student None)", "give the student the teacher's env kwargs"):
         assert named in str(err.value), str(err.value)
     cfg, model = learner(tmp_path / "same", *student, "+env.kwargs.scan_spacing=0.1", distill="")
-    assert isinstance(build_distillation(cfg, model).sequence.stages[0].teacher, CheckpointTeacher)
+    assert isinstance(build_distillation(cfg, model).teacher.stages[0].teacher, CheckpointTeacher)
 
 
 @pytest.mark.parametrize("agent", ["ppo", "sac"])
@@ -177,7 +179,10 @@ def test_ppo_and_sac_students_with_history_learn_from_a_teacher_without(agent, f
     short = ("agent.learning_starts=64", "agent.buffer_size=1024") if agent == "sac" else ("agent.n_steps=32", "agent.batch_size=64")
     cfg, model = learner(tmp_path, f"agent={agent}", "env.kwargs.history_steps=3", "distill=checkpoint",
                          f"distill.teacher={run_dir}", "distill.teacher_checkpoint=best", *short)
-    distillation = build_distillation(cfg, model)
+    checked = validate(cfg)  # loads the teacher's checkpoint to check it; the run teaches with that one
+    distillation = build_distillation(cfg, model, loaded=checked.teacher_runs)
+    (intact,) = checked.teacher_runs.values()
+    assert distillation.teacher.stages[0].teacher.entry.module is intact.value[0].policy
     model.attach_distillation(distillation)
     venv = model.get_env()
     venv.reset()

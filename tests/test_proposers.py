@@ -11,14 +11,14 @@ import pytest
 
 from agents.teachers.adaptive import AdaptiveControllerTeacher, parameter_schema
 from agents.vec_env import make_vec_env
-from distill.contexts import ContextTable
-from distill.llm.client import LLMChannel
-from distill.llm.hints import HintParseError, build_request, parse_answer
-from distill.llm.proposer import LLMProposer
-from distill.llm.server import start_server
-from distill.llm.settings import ChannelConfig
-from distill.proposals import ParameterSchema, ProposalOutcome, ProposalService, Verification
-from distill.search import CMAProposer, HybridProposer, ParameterBox, RandomProposer
+from coach.contexts import ContextTable
+from coach.llm.client import LLMChannel
+from coach.llm.hints import HintParseError, build_request, parse_answer
+from coach.llm.proposer import LLMProposer
+from coach.llm.server import start_server
+from coach.llm.settings import ChannelConfig
+from coach.proposals import ParameterSchema, ProposalOutcome, ProposalService, Verification
+from coach.search import CMAProposer, HybridProposer, ParameterBox, RandomProposer
 from envs.controllers import FAMILIES
 from envs.controllers.grasp import GraspParams
 from envs.controllers.trot import TrotParams

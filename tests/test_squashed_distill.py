@@ -12,7 +12,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from agents.students import SACStudent, policy_entry, sac_action_distribution
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import DiagGaussian, PolicyEntry, PolicyRegistry
+from distill.policy import DiagGaussian, PolicyEntry
+from distill.sequence import TeacherSequence
 from distill.schedules import make_schedule
 from distill.squashed import entropy_log_std, squashed_distillation_loss
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, TeacherActions
@@ -53,11 +54,11 @@ def _saturate(actor: torch.nn.Module, signs: torch.Tensor, magnitude: float) -> 
         actor.mu.bias.copy_(signs * magnitude)
 
 
-def _teachers(student_model: SACStudent, registry: PolicyRegistry, signs: torch.Tensor, magnitude: float, n: int):
+def _teachers(student_model: SACStudent, student: PolicyEntry, signs: torch.Tensor, magnitude: float, n: int):
     """The three teacher kinds SAC is taught by, each acting ``tanh(signs * magnitude)`` (recorded: that action)."""
     action = torch.tanh(signs * magnitude).expand(n, -1)
     recorded = (RecordedActionTeacher(0.1), TeacherActions(action, torch.ones(n)))
-    ema = EMATeacher(registry.get("student"), decay=0.9)
+    ema = EMATeacher(student, decay=0.9)
     _saturate(ema.entry.module, signs, magnitude)
     other = copy.deepcopy(student_model.actor)
     _saturate(other, signs, magnitude)
@@ -70,15 +71,13 @@ def _teachers(student_model: SACStudent, registry: PolicyRegistry, signs: torch.
 def test_every_sac_teacher_pulls_the_squashed_mean_toward_actions_at_the_bound(kind, magnitude):
     torch.manual_seed(0)
     model = _sac()
-    registry = PolicyRegistry()
     entry = policy_entry(model)
     assert entry.squashed
-    registry.add("student", entry)
     dim = model.action_space.shape[0]
     signs = torch.tensor([(-1.0) ** i for i in range(dim)])
     obs = torch.randn(64, *model.observation_space.shape)
-    teacher, recorded = _teachers(model, registry, signs, magnitude, len(obs))[kind]
-    opd = OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 1.0))
+    teacher, recorded = _teachers(model, entry, signs, magnitude, len(obs))[kind]
+    opd = OnlinePolicyDistillation(entry, TeacherSequence.alone(teacher, make_schedule("constant", 1.0)))
     optimizer = torch.optim.Adam(model.actor.parameters(), lr=1e-2)
     errors = []
     for _ in range(30):
@@ -92,7 +91,7 @@ def test_every_sac_teacher_pulls_the_squashed_mean_toward_actions_at_the_bound(k
     assert errors[-1] < 0.5 * errors[0]
     stats = opd.pop_stats()
     assert "kl" not in stats and stats["action_kl"] > 0 and stats["coverage"] == 1.0
-    student_action = torch.tanh(registry.action_distribution("student", obs).mean)
+    student_action = torch.tanh(entry.distribution(obs).mean)
     assert torch.all(torch.sign(student_action) == signs)  # every dimension on the teacher's side
 
 
@@ -107,11 +106,9 @@ def test_sac_weight_reads_rewards_not_q_and_entropy_update_reads_the_pre_tanh_ga
     while teaching, the entropy coefficient reads the pre-tanh log-density, which saturation does not move."""
     torch.manual_seed(0)
     model = _sac()
-    registry = PolicyRegistry()
-    entry = policy_entry(model)
-    student = registry.add("student", entry)
+    student = policy_entry(model)
     teacher = EMATeacher(student, 0.9)
-    model.attach_distillation(OnlinePolicyDistillation(registry, teacher, make_schedule("constant", 2.0)))
+    model.attach_distillation(OnlinePolicyDistillation(student, TeacherSequence.alone(teacher, make_schedule("constant", 2.0))))
     model.learn(32)
     batch = model.replay_buffer.sample(16, model._vec_normalize_env)
     term = model._distill_term(batch)

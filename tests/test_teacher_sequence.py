@@ -20,7 +20,7 @@ from agents.errors import ConfigError
 from agents.teachers.stages import stage_spans, teaching_stages
 from agents.training.checks import validate
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import DiagGaussian, PolicyRegistry
+from distill.policy import DiagGaussian, PolicyEntry
 from distill.schedules import SCHEDULES, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import EMATeacher, RecordedActionTeacher, TeacherActions
@@ -33,12 +33,11 @@ def gaussian(module: torch.nn.Module, obs: torch.Tensor) -> DiagGaussian:
     return DiagGaussian(mean, torch.zeros_like(mean))
 
 
-def two_stages() -> tuple[PolicyRegistry, TeacherSequence]:
+def two_stages() -> tuple[PolicyEntry, TeacherSequence]:
     """A recorded-action teacher over progress [0, 0.25) (alpha 0.5 -> 0), then an EMA of the student to the end."""
     torch.manual_seed(0)
-    registry = PolicyRegistry()
-    student = registry.register("student", torch.nn.Linear(3, 2), gaussian)
-    return registry, TeacherSequence([
+    student = PolicyEntry(torch.nn.Linear(3, 2), gaussian)
+    return student, TeacherSequence([
         TeachingStage("trot", RecordedActionTeacher(0.3), make_schedule("linear", 0.5), 0.0, 0.25),
         TeachingStage("ema", EMATeacher(student, decay=0.5), make_schedule("constant", 0.1), 0.25, 1.0),
     ])
@@ -47,7 +46,7 @@ def two_stages() -> tuple[PolicyRegistry, TeacherSequence]:
 @pytest.mark.parametrize("kind", SCHEDULES)
 def test_a_single_teacher_is_a_sequence_of_one_with_the_same_floats(kind):
     schedule = make_schedule(kind, 0.7, 0.05, 3.0, end=0.3)
-    sequence = TeacherSequence([TeachingStage("teacher", RecordedActionTeacher(0.3), schedule)])
+    sequence = TeacherSequence.alone(RecordedActionTeacher(0.3), schedule)
     for progress in (-0.1, 0.0, 0.1, 0.2999, 0.3, 0.77, 1.0, 1.2):
         assert sequence.alpha(progress) == schedule(progress)
         assert sequence.finished(progress) == (schedule(progress) == 0.0 and schedule(1.0) == 0.0)
@@ -71,7 +70,7 @@ def test_each_stage_weighs_the_rl_actor_loss_and_rl_is_whole_after_the_last():
         TeachingStage("pure", teacher, make_schedule("constant", 1.0), 0.0, 0.25, rl_weight=0.0),
         TeachingStage("opd", teacher, make_schedule("linear", 1.0), 0.25, 0.5, rl_weight=0.5)])
     assert [sequence.rl_weight(p) for p in (0.0, 0.2, 0.25, 0.49, 0.5, 1.0)] == [0.0, 0.0, 0.5, 0.5, 1.0, 1.0]
-    opd = OnlinePolicyDistillation(PolicyRegistry(), teacher, make_schedule("constant", 1.0), rl_weight=0.0)
+    opd = OnlinePolicyDistillation(None, TeacherSequence.alone(teacher, make_schedule("constant", 1.0), rl_weight=0.0))
     assert opd.rl_weight(0.0) == opd.rl_weight(1.0) == 0.0
 
 
@@ -87,10 +86,9 @@ def test_pure_distillation_leaves_the_actor_to_the_teacher_and_trains_the_critic
     for weight in (0.0, 1.0):
         model = PPOStudent("MlpPolicy", make_vec_env("OpenClaw/Quadruped-v0", n_envs=2, seed=0), n_steps=64,
                            batch_size=32, n_epochs=2, seed=0, device="cpu", policy_kwargs=dict(net_arch=[16]))
-        registry = PolicyRegistry()
-        student = registry.add("student", policy_entry(model))
-        model.attach_distillation(OnlinePolicyDistillation(registry, EMATeacher(student, decay=0.5),
-                                                           make_schedule("constant", 1.0), rl_weight=weight))
+        student = policy_entry(model)
+        model.attach_distillation(OnlinePolicyDistillation(student, TeacherSequence.alone(
+            EMATeacher(student, decay=0.5), make_schedule("constant", 1.0), rl_weight=weight)))
         policy = model.policy
         actor = [policy.mlp_extractor.policy_net, policy.action_net]
         before = [[p.detach().clone() for p in m.parameters()] for m in (*actor, policy.value_net)]
@@ -104,8 +102,8 @@ def test_pure_distillation_leaves_the_actor_to_the_teacher_and_trains_the_critic
 
 
 def test_the_ema_stage_starts_from_the_student_as_it_is_then_and_resumes_as_saved():
-    registry, sequence = two_stages()
-    student, ema = registry.get("student").module, sequence.stages[1].teacher
+    entry, sequence = two_stages()
+    student, ema = entry.module, sequence.stages[1].teacher
     sequence.select(0.1)
     with torch.no_grad():
         student.weight.add_(1.0)  # the first stage taught it
@@ -127,8 +125,8 @@ def test_the_ema_stage_starts_from_the_student_as_it_is_then_and_resumes_as_save
 
 
 def test_each_stage_logs_its_statistics():
-    registry, sequence = two_stages()
-    opd = OnlinePolicyDistillation(registry, sequence)
+    student, sequence = two_stages()
+    opd = OnlinePolicyDistillation(student, sequence)
     obs = torch.zeros(4, 3)
     taught = TeacherActions(torch.zeros(4, 2), torch.ones(4))
     opd.distill_loss(obs, 0.1, teacher_actions=taught)
@@ -136,15 +134,15 @@ def test_each_stage_logs_its_statistics():
     stats = opd.pop_stats()
     assert stats["trot/alpha"] == 0.3 and stats["ema/alpha"] == 0.1 and stats["alpha"] == pytest.approx(0.2)
     assert {"trot/kl", "ema/kl", "kl", "ema/coverage"} <= set(stats)
-    single = OnlinePolicyDistillation(registry, RecordedActionTeacher(0.3), make_schedule("constant", 0.4))
+    single = OnlinePolicyDistillation(student, TeacherSequence.alone(RecordedActionTeacher(0.3), make_schedule("constant", 0.4)))
     single.distill_loss(obs, 0.1, teacher_actions=taught)
     assert not any("/" in key for key in single.pop_stats())
-    with pytest.raises(ValueError, match="alpha schedule"):
-        OnlinePolicyDistillation(registry, sequence, make_schedule("constant", 0.4))
+    with pytest.raises(TypeError, match="TeacherSequence"):
+        OnlinePolicyDistillation(student, RecordedActionTeacher(0.3))
 
 
 @pytest.mark.parametrize("stages, named", [
-    ([{"name": "adaptive", "steps": 10}], "use one of: scripted, checkpoint, ema"),
+    ([{"name": "adaptive", "steps": 10}], "use one of: ema, checkpoint, scripted"),
     ([{"name": "ema", "steps": 10, "alpa": 1}], "unknown key(s) ['alpa']"),
     ([{"name": "scripted"}, {"name": "ema"}], "distill.stages[0]: steps=None is invalid"),
     ([{"name": "scripted", "steps": 10}, {"name": "scripted", "label": "again"}], "one controller teacher"),

@@ -224,6 +224,7 @@ def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, 
     from omegaconf import OmegaConf
 
     from agents import saved_config
+    from agents.config.teacher_kinds import renamed_recipe
     from agents.training.checks import validate
 
     old = compose_train("distill=llm_hint", "distill.proposer=cma")
@@ -237,6 +238,7 @@ def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, 
     OmegaConf.save(old, tmp_path / saved_config.CONFIG)
     assert saved_config.load(tmp_path, "run").distill.name == "adaptive"
     assert capsys.readouterr().err.splitlines() == said
+    assert renamed_recipe("llm_hint") == "adaptive" and renamed_recipe("scripted_sac") == "scripted_sac"  # recorded
 
 
 def test_keys_added_since_a_run_are_named_once_however_its_directory_is_spelt(tmp_path, monkeypatch, capsys):
@@ -293,9 +295,9 @@ def run_loading(script: str, argv: list[str], prefixes: tuple[str, ...]) -> tupl
 
 
 def test_the_default_job_loads_no_llm_code(tmp_path):
-    """The default job (the scripted trot teaching) trains without importing distill.llm or openai."""
+    """The default job (the scripted trot teaching) trains without importing coach.llm or openai."""
     out, loaded = run_loading("train.py", ["train=smoke", "train.progress_bar=false", "train.video=false",
-                                           f"hydra.run.dir={tmp_path}"], ("distill.llm", "openai"))
+                                           f"hydra.run.dir={tmp_path}"], ("coach.llm", "openai"))
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["distill"] == "scripted"
     assert loaded == "LOADED []", out.stdout

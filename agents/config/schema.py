@@ -127,7 +127,8 @@ StageConfig = _stage_config()
 class DistillConfig(TeacherSettings):
     """Online policy distillation: ``loss = rl_loss + alpha * KL``. ``name=none`` disables it."""
 
-    name: str = "none"  # none | ema | checkpoint | scripted | adaptive | sequence (configs/distill/*.yaml; llm_hint: adaptive)
+    name: str = "none"  # the teacher: none | ema | checkpoint | scripted | adaptive | sequence (agents/config/teacher_kinds.py)
+    recipe: Optional[str] = None  # set by train.py: the configs/distill/<recipe>.yaml the run composed (distill=<recipe>, or the env's default)
     direction: str = "forward"  # forward = KL(teacher || student) | reverse = KL(student || teacher)
     controller_params: str = "tuned"  # scripted / adaptive: tuned (the robot's tuned defaults) | untuned (class defaults) | a JSON file
     controller_params_sha256: Optional[str] = None  # set by train.py: controller_params' file's SHA-256 (16 hex digits; a resume checks it)
@@ -185,7 +186,7 @@ class TrainConfig:
     env: EnvGroupConfig = MISSING
     agent: Any = MISSING
     distill: DistillConfig = field(default_factory=DistillConfig)
-    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: distill.llm.settings.ChannelConfig)
+    llm: Any = None  # the LLM channel (configs/llm/*.yaml, schema: coach.llm.settings.ChannelConfig)
     train: RunConfig = field(default_factory=RunConfig)
     seed: int = 0
     resume: Optional[str] = None  # a run directory to continue

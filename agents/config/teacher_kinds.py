@@ -22,6 +22,7 @@ class TeacherKind:
         adaptive: a proposer (``distill.proposer``) adapts the controller's parameters; those of
             :data:`LLM_PROPOSERS` need an ``llm`` channel config.
         reads_run: the teacher is another run's saved policy (``distill.teacher``).
+        stage: it may be a stage of ``distill=sequence`` (``distill.stages[i].name``; :data:`STAGE_TEACHERS`).
 
     ``sequence`` lists teachers in ``distill.stages`` (:mod:`agents.teachers.stages`): what it needs is what its
     stages' teachers need.
@@ -31,16 +32,18 @@ class TeacherKind:
     controller: bool = False
     adaptive: bool = False
     reads_run: bool = False
+    stage: bool = False
 
 
 TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
     TeacherKind("none"),
-    TeacherKind("ema"),
-    TeacherKind("checkpoint", reads_run=True),
-    TeacherKind("scripted", controller=True),
+    TeacherKind("ema", stage=True),
+    TeacherKind("checkpoint", reads_run=True, stage=True),
+    TeacherKind("scripted", controller=True, stage=True),
     TeacherKind("adaptive", controller=True, adaptive=True),
     TeacherKind("sequence"),
 )}
+STAGE_TEACHERS = tuple(name for name, kind in TEACHERS.items() if kind.stage)  # in TEACHERS' order
 
 # old distill.name -> its name now: still accepted (a command line, a saved run's config.yaml), with a message
 RENAMED_TEACHERS = {"llm_hint": "adaptive"}
@@ -62,6 +65,11 @@ def renamed_teacher(distill: Any, source: str) -> None:
         print(f"warning: distill={old} is deprecated: it is distill={new} now (the same teacher; "
               "distill.proposer says whether an LLM proposes)", file=sys.stderr)
     distill.name = new
+
+
+def renamed_recipe(recipe: str) -> str:
+    """A ``configs/distill/<recipe>.yaml`` name as it is now (:data:`RENAMED_TEACHERS`: ``llm_hint`` is ``adaptive``)."""
+    return RENAMED_TEACHERS.get(recipe, recipe)
 
 # distill.proposer: where the adaptive teacher's parameters come from (agents.teachers.adaptive builds them): the
 # llm channel as configured (llm=...), the bundled offline coach whatever llm says, uniform random search, CMA-ES,

@@ -32,7 +32,7 @@ the privileged observation entries (``OpenClaw/QuadrupedTerrain-v1`` without ``a
 ``ignored_inputs`` (JSON list of the layout's names it never reads: a robot may pass zeros there).
 
 A run taught by an adaptive teacher (``distill=adaptive``) also gets ``context_params.json`` beside the policy:
-the controller parameters its teacher adopted per task context (:mod:`distill.contexts`), from the checkpoint.
+the controller parameters its teacher adopted per task context (:mod:`coach.contexts`), from the checkpoint.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from agents import checkpoint, saved_config
 from agents.errors import ConfigError
-from agents.evaluation.run import checkpoint_run, find_checkpoint, load_intact, run_config
+from agents.run_checkpoints import checkpoint_run, find_checkpoint, load_intact, run_config
 from agents.vec_env import env_kwargs, make_vec_env
 from envs.declarations import action_units
 

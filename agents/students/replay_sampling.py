@@ -11,6 +11,7 @@ minibatches are bit-identical to ``buffer.sample`` called once per step. Buffers
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from agents.students.replay_buffer import (
     samples_type,
 )
 from agents.students.teacher_actions import TeacherActionFields
+from distill.policy import per_entry
 from distill.teachers import TeacherActions
 
 #: sha256 of ``inspect.getsource`` of the stable-baselines3 2.9.2 ``BaseBuffer.sample`` whose draw
@@ -63,4 +65,4 @@ def _part(field: Any, part: slice) -> Any:
         return None
     if isinstance(field, TeacherActions):
         return field.rows(part)
-    return {key: value[part] for key, value in field.items()} if isinstance(field, dict) else field[part]
+    return per_entry(itemgetter(part), field)

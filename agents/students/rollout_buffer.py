@@ -25,6 +25,7 @@ from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
 from agents.students.teacher_actions import TeacherActionFields, extended
+from distill.policy import per_entry
 from distill.teachers import TeacherActions
 
 
@@ -54,7 +55,7 @@ class _TeacherRolloutFields(TeacherActionFields):
         super().reset()
         self.raw_observations = None
         if self.normalizer is not None:
-            self.raw_observations = _map(np.zeros_like, self.observations)
+            self.raw_observations = per_entry(np.zeros_like, self.observations)
             self._raw_acted_on = self.normalizer.get_original_obs()
 
     def add(self, obs, action, reward, episode_start, value, log_prob) -> None:
@@ -69,14 +70,14 @@ class _TeacherRolloutFields(TeacherActionFields):
             for name in ("teacher_actions", "teacher_weights", "raw_observations"):
                 value = getattr(self, name)
                 if value is not None:
-                    setattr(self, name, _map(self.swap_and_flatten, value))
+                    setattr(self, name, per_entry(self.swap_and_flatten, value))
             if self.teacher_weights is not None:  # swap_and_flatten gives 2-D fields a trailing axis of 1
                 self.teacher_weights = self.teacher_weights.reshape(-1)
         yield from super().get(batch_size)
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> TeacherRolloutSamples:
         raw = self.raw_observations
-        raw = None if raw is None else _map(lambda array: self.to_torch(array[batch_inds]), raw)
+        raw = None if raw is None else per_entry(lambda array: self.to_torch(array[batch_inds]), raw)
         return TeacherRolloutSamples(*super()._get_samples(batch_inds, env), self.teacher_actions_at(batch_inds), raw)
 
 
@@ -97,11 +98,6 @@ def with_raw_observations(buffer: RolloutBuffer, normalizer: VecNormalize) -> Te
     buffer = extended(buffer, ROLLOUT_EXTENSIONS)
     buffer.normalizer = normalizer
     return buffer
-
-
-def _map(fn, field: Any) -> Any:
-    """``fn`` applied to an array, or to each array of a Dict observation's dict."""
-    return {key: fn(value) for key, value in field.items()} if isinstance(field, dict) else fn(field)
 
 
 def _store(field: Any, pos: int, value: Any) -> None:

@@ -45,7 +45,7 @@ from agents.students.distilling import DistillingStudent, fused_adam
 from agents.students.replay_sampling import replay_batches
 from agents.students.replay_buffer import REPLAY_EXTENSIONS
 from agents.students.teacher_actions import ActingTeacher, with_teacher_actions
-from agents.vec_env import torch_unnormalize_obs
+from agents.students.normalization import torch_unnormalize_obs
 from distill.opd import OnlinePolicyDistillation, check_finite
 from distill.policy import DiagGaussian
 

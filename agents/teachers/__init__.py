@@ -5,7 +5,7 @@
 * controller teachers (``scripted``, ``adaptive``): a scripted controller that acts beside the student on
   the raw observations; the student's buffer stores its actions with every sample
   (:mod:`agents.teachers.controller`); ``adaptive`` has a proposer adapt the controller's parameters per task
-  context (:mod:`agents.teachers.adaptive`, the only module that opens :mod:`distill.llm` and ``openai``);
+  context (:mod:`agents.teachers.adaptive`, the only module that opens :mod:`coach.llm` and ``openai``);
   ``distill.proposer`` says whether an LLM is involved.
 
 :mod:`agents.teachers.builders` builds every teacher and the distillation.

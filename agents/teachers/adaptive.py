@@ -3,13 +3,13 @@ and kept per context. Whether an LLM is involved is the proposer's business (``d
 
 :class:`AdaptiveControllerTeacher` is a :class:`~agents.teachers.controller.ControllerTeacher` that cuts each
 env's stream into segments (an episode, or ``segment_steps`` steps). When a segment ends its compact
-summary goes to :class:`distill.proposals.ProposalService` (asynchronous), which asks the run's proposer
+summary goes to :class:`coach.proposals.ProposalService` (asynchronous), which asks the run's proposer
 (``distill.proposer``: the LLM channel, the bundled coach, random search, CMA-ES or the LLM-seeded CMA-ES)
 for parameters and, with ``distill.verify_hints`` (the default), checks them in simulation
-(:mod:`agents.teachers.verifier`) on its own threads. Training never waits for a proposal.
+(:mod:`coach.verifier`) on its own threads. Training never waits for a proposal.
 
 Parameters are kept **per task context** (``env.task_context()``: the robot; the terrain's tile type and level;
-the claw's object class) in a :class:`distill.contexts.ContextTable`: every env copy teaches with its
+the claw's object class) in a :class:`coach.contexts.ContextTable`: every env copy teaches with its
 episode's context's entry, a proposal asked for in a context changes that context only, whenever it
 comes back (``distill.hint_max_age``: adoptions in the context since the request, at which an answer is
 dropped as stale), and samples of a context whose last proposal was not accepted (or that has none yet)
@@ -17,7 +17,7 @@ are masked (weight 0). With ``distill.per_context=false`` every context shares o
 the run, checked on episodes of every context: :func:`teaching_context`). The table is saved with every checkpoint
 (``context_params.json``), restored on resume and written next to an exported policy.
 
-This module is the only module of ``agents/`` that imports :mod:`distill.llm` (and with it ``openai``) when
+This module is the only module of ``agents/`` that imports :mod:`coach.llm` (and with it ``openai``) when
 loaded; :func:`agents.teachers.builders.controller_teacher` loads this one only for ``distill=adaptive``.
 """
 
@@ -28,25 +28,26 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 from stable_baselines3.common.vec_env import VecEnv
 
-from agents.controller_policy import obs_row
 from agents.errors import ConfigError
 from agents.teachers.controller import ControllerTeacher
-from agents.teachers.verifier import ShadowVerifier
-from distill.contexts import ContextTable
-from distill.llm.check import check_models, models_of
-from distill.llm.client import open_channel
-from distill.llm.errors import ChannelError
-from distill.llm.hints import build_request
-from distill.llm.proposer import LLMProposer
-from distill.llm.settings import ChannelConfig
-from distill.proposals import ParameterSchema, Proposer, ProposalService
-from distill.search import CMAProposer, HybridProposer, RandomProposer
+from coach.contexts import ContextTable
+from coach.llm.check import check_models, models_of
+from coach.llm.client import open_channel
+from coach.llm.errors import ChannelError
+from coach.llm.hints import build_request
+from coach.llm.proposer import LLMProposer
+from coach.llm.settings import ChannelConfig
+from coach.proposals import ParameterSchema, Proposer, ProposalService
+from coach.search import CMAProposer, HybridProposer, RandomProposer
+from coach.verifier import ShadowVerifier
+from distill.policy import per_entry
 from envs.controllers import ControllerFamily
 from envs.declarations import ControllerSpec, TaskContext
 
@@ -86,14 +87,14 @@ class AdaptiveControllerTeacher(ControllerTeacher):
         self.segments = [family.segment() for _ in range(n)]
         self.episode_start: list[Any] = [None] * n  # each env's first observation of its current episode
         self.steps = 0  # env steps taken by all copies together
-        self.decisions: Counter[str] = Counter()  # distill.contexts.DECISIONS, and invalid_params
+        self.decisions: Counter[str] = Counter()  # coach.contexts.DECISIONS, and invalid_params
         self.warned = False
         self.on_close: list[Any] = []  # e.g. the LLM channel and the bundled server
 
     def reset(self):
         obs = super().reset()
         self.segments = [self.family.segment() for _ in range(self.num_envs)]
-        self.episode_start = [copy.deepcopy(obs_row(obs, i)) for i in range(self.num_envs)]
+        self.episode_start = [copy.deepcopy(per_entry(itemgetter(i), obs)) for i in range(self.num_envs)]
         for i in range(self.num_envs):
             self._enter_context(i)
         return obs
@@ -128,7 +129,7 @@ class AdaptiveControllerTeacher(ControllerTeacher):
     def _track_segments(self, obs: Any, dones: np.ndarray, infos: list[dict]) -> None:
         """Add the step to each env's segment; a finished segment asks for a proposal for its context."""
         for i, info in enumerate(infos):
-            self.segments[i].add(info["terminal_observation"] if dones[i] else obs_row(obs, i), info)
+            self.segments[i].add(info["terminal_observation"] if dones[i] else per_entry(itemgetter(i), obs), info)
             if dones[i] or self.segments[i].steps >= self.segment_steps:
                 summary, outcome = self.segments[i].summary()
                 context = self.contexts[i]
@@ -138,7 +139,7 @@ class AdaptiveControllerTeacher(ControllerTeacher):
                                     build_request(self.schema, entry.params, summary, outcome), start)
                 self.segments[i] = self.family.segment()
             if dones[i]:
-                self.episode_start[i] = copy.deepcopy(obs_row(obs, i))
+                self.episode_start[i] = copy.deepcopy(per_entry(itemgetter(i), obs))
                 self._enter_context(i)
 
     def _collect(self) -> None:
@@ -232,7 +233,7 @@ class AdaptiveControllerTeacher(ControllerTeacher):
         if not stats["accepted"]:
             return (f"none of {int(stats['queries'])} proposals was accepted ({int(stats['rejected'])} rejected, "
                     f"{int(stats.get('parse_errors', 0))} malformed or refused answers, "
-                    f"{int(stats.get('calls_failed', 0))} failed calls); python -m distill.llm.check diagnoses the channel")
+                    f"{int(stats.get('calls_failed', 0))} failed calls); python -m coach.llm.check diagnoses the channel")
         return (f"{int(stats['accepted'])} of {int(stats['queries'])} proposals were accepted, in "
                 f"{sum(e.teaching for e in self.table.entries.values())} of {len(self.table.entries)} contexts; "
                 "the samples of the other contexts are masked")
@@ -279,7 +280,7 @@ def adaptive_teacher(venv: VecEnv, family: ControllerFamily, env: Any, cfg: Any,
 
 def teaching_context(table: ContextTable, context: TaskContext) -> TaskContext:
     """The context an episode in ``context`` teaches with: ``context`` itself, or for a pooled table
-    (``distill.per_context=false``) the run's one context :data:`~distill.contexts.ALL`, without reset options, so
+    (``distill.per_context=false``) the run's one context :data:`~coach.contexts.ALL`, without reset options, so
     that its checks play episodes of every context (the verifier's seeds draw them)."""
     key = table.key(context.name)
     return context if key == context.name else TaskContext(key)
@@ -333,6 +334,6 @@ def _checked_channel(channel_cfg: ChannelConfig, resources: list[Any], replay: s
     if failed:
         for resource in resources:
             resource.close()
-        raise ConfigError("LLM channel check failed (python -m distill.llm.check diagnoses it):\n" + "\n".join(
+        raise ConfigError("LLM channel check failed (python -m coach.llm.check diagnoses it):\n" + "\n".join(
             f"  {r.model}: {r.message}" for r in failed))
     return channel

@@ -1,7 +1,8 @@
 """Build the teachers and the online policy distillation (``distill/``) of the PPO/SAC students from ``cfg.distill``.
 
-This is the only place that knows both sides: it registers the student's SB3 module in a
-:class:`~distill.policy.PolicyRegistry` and builds the configured teacher: a model teacher (EMA of the
+This is the only place that knows both sides: it makes the student's SB3 module a
+:class:`~distill.policy.PolicyEntry` and builds the configured teachers, every one a stage of a
+:class:`~distill.sequence.TeacherSequence` (one teacher: one stage): a model teacher (EMA of the
 student, or another run's checkpoint) or, for a controller teacher, the Gaussian around the actions it
 recorded with the samples. :func:`controller_teacher` builds that controller teacher itself (scripted or
 adaptive), which acts beside the student while the samples are collected.
@@ -35,10 +36,11 @@ from agents.teachers.observation_map import (
     observation_entries,
     teacher_input_index,
 )
-from agents.teachers.stages import stage_spans, teaching_stages
-from agents.vec_env import env_kwargs, torch_normalize_obs
+from agents.teachers.stages import Stage, stage_spans, teaching_stages
+from agents.students.normalization import torch_normalize_obs
+from agents.vec_env import env_kwargs
 from distill.opd import OnlinePolicyDistillation
-from distill.policy import Observation, PolicyEntry, PolicyRegistry
+from distill.policy import Observation, PolicyEntry
 from distill.schedules import AlphaSchedule, make_schedule
 from distill.sequence import TeacherSequence, TeachingStage
 from distill.teachers import CheckpointTeacher, EMATeacher, RecordedActionTeacher, Teacher
@@ -74,6 +76,12 @@ def teacher_checkpoint(run_dir: str, which: str,
     except checkpoint.NoneIntact as err:
         raise ConfigError(f"distill.teacher={run_dir}: no intact checkpoint under {Path(run_dir) / 'checkpoints'} "
                           f"({err}); restore the teacher's checkpoints from a copy or pass another run") from None
+
+
+def teacher_run_key(d: DictConfig) -> tuple[str, str]:
+    """A checkpoint teacher's run as :class:`agents.training.checks.Checked` keys it: (the run directory made
+    absolute, as ``config.yaml`` records it, ``distill.teacher_checkpoint``)."""
+    return str(Path(d.teacher).absolute()), d.teacher_checkpoint
 
 
 def teacher_observation_index(run_dir: str, teacher: BaseAlgorithm, student: tuple[Any, Any],
@@ -132,13 +140,16 @@ def _teacher_input(index: torch.Tensor, normalize: Callable[[Observation], Obser
 
 
 def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
-                            student_env: tuple[str, dict[str, Any]], masked: bool = False) -> CheckpointTeacher:
+                            student_env: tuple[str, dict[str, Any]], masked: bool = False,
+                            loaded: checkpoint.Intact | None = None) -> CheckpointTeacher:
     """A frozen teacher from another run's ``best`` or ``latest`` checkpoint (:func:`teacher_checkpoint`: a
-    damaged one falls back to the newest intact one, said on stderr), with its own normalisation, reading its own
+    damaged one falls back to the newest intact one, said on stderr; ``loaded``: that checkpoint as the config's
+    check loaded it, used when it lies on the student's device), with its own normalisation, reading its own
     observation from the student's (:func:`teacher_observation_index`; ``student_env``: the student's env id and
     kwargs). ``masked``: it teaches where the weights recorded with the samples say (``teach_contexts``,
     :mod:`agents.teachers.context_mask`)."""
-    intact = teacher_checkpoint(run_dir, which, student.device)
+    same_device = loaded is not None and loaded.value[0].device == student.device
+    intact = loaded if same_device else teacher_checkpoint(run_dir, which, student.device)
     note = intact.instead("teaching with")
     if note:
         print(f"warning: distill.teacher={run_dir}: {note}", file=sys.stderr)
@@ -155,15 +166,15 @@ def load_checkpoint_teacher(run_dir: str, which: str, student: BaseAlgorithm,
 
 
 def _teacher(d: DictConfig, model: BaseAlgorithm, student: PolicyEntry, ema_condition: Callable[[], bool] | None,
-             student_env: tuple[str, dict[str, Any]]) -> Teacher:
+             student_env: tuple[str, dict[str, Any]], loaded: dict[tuple[str, str], checkpoint.Intact]) -> Teacher:
     """The teacher ``d`` (a ``distill`` section of one teacher) names, for the student ``model`` (``student``: its
-    registry entry; ``student_env``: its env id and kwargs)."""
+    policy entry; ``student_env``: its env id and kwargs; ``loaded``: the teacher runs the config's check loaded)."""
     if d.name == "ema":
         condition = ema_condition if d.ema_condition == "eval_not_worse" else None
         return EMATeacher(student, decay=d.ema_decay, update_every=d.ema_update_every, condition=condition)
     if TEACHERS[d.name].reads_run:
         return load_checkpoint_teacher(d.teacher, d.teacher_checkpoint, model, student_env,
-                                       masked=d.get("teach_contexts") is not None)
+                                       masked=d.get("teach_contexts") is not None, loaded=loaded.get(teacher_run_key(d)))
     if TEACHERS[d.name].controller:  # its actions travel in the student's buffer (controller_teacher)
         return RecordedActionTeacher(d.teacher_std)
     raise ConfigError(f"distill.name={d.name!r} is unknown; choose one of: {', '.join(TEACHERS)}")
@@ -176,27 +187,30 @@ def _schedule(d: DictConfig, steps: int) -> AlphaSchedule:
 
 
 def build_distillation(
-    cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None
+    cfg: DictConfig, model: BaseAlgorithm, ema_condition: Callable[[], bool] | None = None,
+    loaded: dict[tuple[str, str], checkpoint.Intact] | None = None,
 ) -> OnlinePolicyDistillation | None:
-    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``; ``distill=sequence``:
-    its stages' teachers in a :class:`~distill.sequence.TeacherSequence` (:mod:`agents.teachers.stages`)."""
+    """The distillation named by ``cfg.distill`` for ``model``, or None for ``distill=none``: the teachers of
+    :func:`~agents.teachers.stages.teaching_stages` (one for any ``distill.name`` but ``sequence``) in a
+    :class:`~distill.sequence.TeacherSequence`. A lone stage that teaches to the end of the run spans its progress
+    ``[0, 1]`` (its alpha is its schedule's at the run's progress); stages with steps span whole env steps.
+    ``loaded``: the checkpoint teachers' runs :func:`agents.training.checks.validate` loaded (not loaded again)."""
     d = cfg.distill
     if d.name == "none":
         return None
-    registry = PolicyRegistry()
-    student = registry.add("student", policy_entry(model))
+    student = policy_entry(model)
     total, student_env = cfg.train.total_timesteps, (cfg.env.id, env_kwargs(cfg))
-    if d.name != "sequence":
-        teacher = _teacher(d, model, student, ema_condition, student_env)
-        return OnlinePolicyDistillation(registry, teacher, _schedule(d, total), direction=d.direction,
-                                        rl_weight=d.rl_weight)
     stages = teaching_stages(d)
-    sequence = TeacherSequence([
-        TeachingStage(stage.label, _teacher(stage.distill, model, student, ema_condition, student_env),
-                      _schedule(stage.distill, end - start), start, end, stage.distill.rl_weight)
-        for stage, (start, end) in zip(stages, stage_spans(stages, total))
-    ], total)
-    return OnlinePolicyDistillation(registry, sequence, direction=d.direction)
+
+    def stage(s: Stage, start: float, end: float, steps: int) -> TeachingStage:
+        return TeachingStage(s.label, _teacher(s.distill, model, student, ema_condition, student_env, loaded or {}),
+                             _schedule(s.distill, steps), start, end, s.distill.rl_weight)
+
+    if len(stages) == 1 and stages[0].steps is None:
+        return OnlinePolicyDistillation(student, TeacherSequence([stage(stages[0], 0.0, 1.0, total)]), d.direction)
+    spans = stage_spans(stages, total)
+    sequence = TeacherSequence([stage(s, start, end, end - start) for s, (start, end) in zip(stages, spans)], total)
+    return OnlinePolicyDistillation(student, sequence, d.direction)
 
 
 def controller_teacher(venv: VecEnv, cfg: DictConfig) -> ControllerTeacher:

@@ -18,9 +18,8 @@ from dataclasses import dataclass, fields
 from omegaconf import DictConfig, OmegaConf
 
 from agents.config.schema import TeacherSettings
-from agents.config.teacher_kinds import TEACHERS
+from agents.config.teacher_kinds import STAGE_TEACHERS, TEACHERS
 
-STAGE_TEACHERS = ("scripted", "checkpoint", "ema")
 STAGE_KEYS = tuple(f.name for f in fields(TeacherSettings))
 
 
@@ -41,7 +40,7 @@ def teaching_stages(distill: DictConfig) -> list[Stage]:
         return [Stage("teacher", None, distill)]
     stages = distill.get("stages") or []
     if not stages:
-        raise ValueError("distill=sequence needs distill.stages: a list of {name: scripted|checkpoint|ema, steps: N, ...}")
+        raise ValueError(f"distill=sequence needs distill.stages: a list of {{name: {'|'.join(STAGE_TEACHERS)}, steps: N, ...}}")
     shared = OmegaConf.masked_copy(distill, [key for key in distill if key != "stages"])
     result = []
     for i, stage in enumerate(stages):

@@ -9,11 +9,13 @@ are imported when a config is checked.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
 from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
+from agents.config.tree import config_leaves
 from agents.errors import ConfigError, check_seed, env_error
 from agents.teachers.stages import controller_stage, masked_stages, stage_spans, teaching_stages
 
@@ -94,20 +96,16 @@ def _check_choices(cfg: DictConfig, choices: dict[str, tuple[str, ...]]) -> None
             raise ConfigError(f"{key}={value!r} is invalid; choose one of: {', '.join(allowed)}")
 
 
-def _first_non_finite(node: Any, prefix: str = "") -> tuple[str, float] | None:
-    """(key, value) of the first NaN or infinite float in a config container, or None."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in items:
-        path = f"{prefix}.{key}" if prefix and isinstance(key, str) else f"{prefix}[{key}]" if prefix else str(key)
-        if isinstance(value, float) and not math.isfinite(value):
-            return path, value
-        found = _first_non_finite(value, path)
-        if found is not None:
-            return found
-    return None
+@dataclass
+class Checked:
+    """What :func:`validate` loaded to check the config, handed to the run (:func:`agents.training.runner.train`) so
+    that it is not loaded twice: each checkpoint teacher's run, ``(absolute run directory, teacher_checkpoint)`` ->
+    its intact checkpoint's learner and normalisation (:func:`agents.teachers.builders.teacher_checkpoint`)."""
+
+    teacher_runs: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
-def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
+def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:
     """Construct the training env once (and the evaluation env as the video recorder will) and return the training
     env's controller spec (None for an env without a scripted controller): bad
     ``env.kwargs`` / ``env.eval_kwargs`` values (each argument's declared kind, bounds and choices), a model
@@ -145,7 +143,7 @@ def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
     if cfg.agent.name == "ppo":
         history_frames(cfg.agent.history_encoder, frames)
     for stage in _run_readers(cfg.distill):
-        _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)))
+        _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)), cfg.train.device, checked)
     recording = controller_stage(cfg.distill) is not None or masked_stages(cfg.distill)
     if recording and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action or weight with each transition; HER "
@@ -153,25 +151,30 @@ def _validate_env(cfg: DictConfig) -> ControllerSpec | None:
     return specs[0]
 
 
-def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]]) -> None:
+def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: tuple[str, dict[str, Any]],
+                          device: str, checked: Checked) -> None:
     """The checkpoint teacher's run has an intact checkpoint (``distill.teacher_checkpoint``'s, or the newest intact
     one), of a learner that acts in ``actions`` (the student's) and observes ``space`` (the student's observation
-    space) or entries of it (``student_env``: the student's env id and kwargs; :mod:`agents.teachers.observation_map`)."""
-    from agents.teachers.builders import teacher_checkpoint, teacher_observation_index
+    space) or entries of it (``student_env``: the student's env id and kwargs; :mod:`agents.teachers.observation_map`).
+    The checkpoint, loaded on the run's ``device``, goes into ``checked``."""
+    from agents.teachers.builders import teacher_checkpoint, teacher_observation_index, teacher_run_key
 
-    model, _ = teacher_checkpoint(d.teacher, d.teacher_checkpoint).value
-    teacher_observation_index(d.teacher, model, (space, actions), student_env)
+    intact = teacher_checkpoint(d.teacher, d.teacher_checkpoint, device)
+    teacher_observation_index(d.teacher, intact.value[0], (space, actions), student_env)
+    checked.teacher_runs[teacher_run_key(d)] = intact
 
 
-def validate(cfg: DictConfig) -> None:
-    """Check values that a type cannot; raise :class:`ConfigError` naming the key and the fix."""
+def validate(cfg: DictConfig) -> Checked:
+    """Check values that a type cannot; raise :class:`ConfigError` naming the key and the fix. Returns what it loaded
+    to check them (:class:`Checked`), for the run."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the OpenClaw ids)
     from agents.factory import check_device
 
     renamed_teacher(cfg.distill, "the command line")
-    bad = _first_non_finite(OmegaConf.to_container(cfg, resolve=True))
+    bad = next(((path, value) for path, _, value in config_leaves(OmegaConf.to_container(cfg, resolve=True))
+                if isinstance(value, float) and not math.isfinite(value)), None)
     if bad is not None:
         raise ConfigError(f"{bad[0]}={bad[1]} is invalid: it must be a finite number")
     check_seed("seed", cfg.seed)
@@ -214,9 +217,11 @@ def validate(cfg: DictConfig) -> None:
     controller = controller_stage(cfg.distill) is not None
     if controller:
         _validate_controller_teacher(cfg)
-    spec = _validate_env(cfg)
+    checked = Checked()
+    spec = _validate_env(cfg, checked)
     if controller:
         _validate_controller_params(cfg, spec)
+    return checked
 
 
 def _validate_controller_params(cfg: DictConfig, spec: ControllerSpec | None) -> None:
@@ -276,8 +281,8 @@ def _validate_controller_teacher(cfg: DictConfig) -> None:
     if not TEACHERS[d.name].adaptive or d.proposer not in LLM_PROPOSERS:
         return
     from agents.teachers.adaptive import channel_config
-    from distill.llm.errors import ChannelError
-    from distill.llm.settings import check_settings
+    from coach.llm.errors import ChannelError
+    from coach.llm.settings import check_settings
 
     try:
         settings = channel_config(cfg)  # the llm group's, as the run opens it (environment overrides applied)

@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from agents import checkpoint, saved_config
 from agents.signals import signals_deferred, sigterm_as_keyboard_interrupt
 from agents.training import report, run_dir as run_dirs
+from agents.training.checks import Checked
 from agents.training.callbacks import (CurriculumLogger, EvalAndCheckpoint, InfoTermLogger, ProgressBar, WholeUpdate,
                                        record_pending)
 from agents.training.tracking import add_trackers
@@ -192,8 +193,9 @@ def _eval_envs(cfg: DictConfig, train_venv: VecEnv) -> VecEnv | None:
     return eval_normalization(eval_venv, train_venv)
 
 
-def train(cfg: DictConfig) -> dict[str, Any]:
+def train(cfg: DictConfig, checked: Checked | None = None) -> dict[str, Any]:
     """Train as configured, write checkpoints/logs/curve/summary into ``cfg.run_dir``; return the summary.
+    ``checked``: what :func:`~agents.training.checks.validate` loaded checking ``cfg`` (not loaded again).
 
     Raises :class:`ConfigError` when ``cfg.run_dir`` holds another run (unless resuming it) or another
     process trains there, :class:`TrainingInterrupted` after saving a checkpoint on Ctrl-C or SIGTERM
@@ -201,7 +203,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     """
     same_dir = bool(cfg.resume) and Path(cfg.resume).resolve() == Path(cfg.run_dir).resolve()
     with run_dirs.claimed(cfg.run_dir, resume=same_dir):
-        return _train(cfg, Path(cfg.run_dir), same_dir)
+        return _train(cfg, Path(cfg.run_dir), same_dir, checked or Checked())
 
 
 @dataclass
@@ -222,13 +224,13 @@ class _Run:
     stopped: bool = False  # Ctrl-C / SIGTERM after the last training step (set by _learn)
 
 
-def _train(cfg: DictConfig, run_dir: Path, same_dir: bool) -> dict[str, Any]:
-    run = _build(cfg, run_dir, same_dir)
+def _train(cfg: DictConfig, run_dir: Path, same_dir: bool, checked: Checked) -> dict[str, Any]:
+    run = _build(cfg, run_dir, same_dir, checked)
     wall = _learn(run)
     return _summarise(run, wall)
 
 
-def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
+def _build(cfg: DictConfig, run_dir: Path, same_dir: bool, checked: Checked) -> _Run:
     """Envs, learner (new or resumed), logger, callbacks and distillation, in this order (it fixes the seeds' use)."""
     torch.set_num_threads(cfg.train.torch_threads)
     checkpoint.code_commit()  # the commit this process runs, before anything can be committed while it trains
@@ -281,7 +283,7 @@ def _build(cfg: DictConfig, run_dir: Path, same_dir: bool) -> _Run:
         run_state=functools.partial(_teacher_state, teacher, teacher_before),
     )
     callbacks: list[BaseCallback] = [cb for cb in (progress, InfoTermLogger(), CurriculumLogger()) if cb is not None]
-    distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse)
+    distillation = build_distillation(cfg, model, ema_condition=evaluator.not_worse, loaded=checked.teacher_runs)
     if distillation is not None:
         model.attach_distillation(distillation, acting_teacher=acting)
         if resume is not None and resume.teacher is not None:
@@ -368,7 +370,7 @@ def _write_summary(run: _Run, final: Any, fresh: bool, wall: float, interrupted:
     summary: dict[str, Any] = {
         "env": cfg.env.id,
         "agent": cfg.agent.name,
-        "distill": cfg.distill.name,
+        "distill": cfg.distill.recipe or cfg.distill.name,  # the recipe (scripted_sac), or a resumed old run's teacher
         "seed": cfg.seed,
         "steps": int(model.num_timesteps),
         "wall_time_s": round(wall, 1),

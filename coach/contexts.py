@@ -33,7 +33,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from distill.proposals import ProposalOutcome
+from coach.proposals import ProposalOutcome
 
 DECISIONS = ("adopted", "kept", "masked", "stale")
 ALL = "all"  # the one key of a pooled table (per_context=False)

@@ -1,7 +1,7 @@
 """What went wrong with one request of the LLM channel, and what to fix: a failure -> :class:`ChannelError`.
 
 :meth:`Diagnosis.of` picks one case of :data:`CASES` from the exception and how far the request got
-(:class:`distill.llm.deadline.Attempt`: connected, headers, body bytes) and fills in its message:
+(:class:`coach.llm.deadline.Attempt`: connected, headers, body bytes) and fills in its message:
 
 * the body was over the channel's limit (``bad_response``/``too_large``; never retried), or unreadable;
 * the deadline (``llm.timeout_s``) struck while connecting, waiting for the headers, or mid-body (``timeout``);
@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 
 import openai
 
-from distill.llm.deadline import Attempt, BodyTooLarge
-from distill.llm.errors import ChannelError
-from distill.llm.settings import ChannelConfig, is_loopback, safe_url
+from coach.llm.deadline import Attempt, BodyTooLarge
+from coach.llm.errors import ChannelError
+from coach.llm.settings import ChannelConfig, is_loopback, safe_url
 
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
@@ -59,7 +59,7 @@ CASES: dict[str, tuple[str, str | None, str]] = {
               "cannot connect to {url} ({tries}) while proxy variable(s) {proxies} are set; check the proxy, or add "
               "the host to NO_PROXY / unset them"),
     "refused": ("connection", "refused",
-                "connection refused at {url}: is the server running? (start one with `python -m distill.llm.server`, "
+                "connection refused at {url}: is the server running? (start one with `python -m coach.llm.server`, "
                 "or set llm.base_url: null for the bundled server)"),
     "dropped": ("connection", "dropped",
                 "connection dropped by {url} for model '{model}' before the response headers ({tries}; {retried}): "

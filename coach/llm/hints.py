@@ -28,7 +28,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from distill.proposals import ParameterSchema
+from coach.proposals import ParameterSchema
 
 SYSTEM_PROMPT = (
     "You coach a robot-learning student by tuning the parameters of a scripted controller that serves as "

@@ -1,6 +1,6 @@
 """The LLM channel's one error type: :class:`ChannelError`, with a ``kind`` and a message that says what to fix.
 
-Which failure gets which kind (and its message) is decided by :mod:`distill.llm.diagnosis`; the kinds a
+Which failure gets which kind (and its message) is decided by :mod:`coach.llm.diagnosis`; the kinds a
 retry may cure are :data:`RETRYABLE_KINDS`.
 """
 

@@ -1,20 +1,20 @@
 """The chat-completion protocol of the bundled hint server: which models it has and what each answers.
 
-No HTTP here (:mod:`distill.llm.server` serves this): :func:`checked_request` validates a
+No HTTP here (:mod:`coach.llm.server` serves this): :func:`checked_request` validates a
 ``POST /v1/chat/completions`` body, :func:`completion` builds the OpenAI ``chat.completion`` answer
 (supports ``n``, ``seed``, ``temperature``; ``max_tokens`` is accepted and ignored), :func:`models_list` the
 ``GET /v1/models`` answer. A request the server refuses raises :class:`ChatError`, an OpenAI error body.
 
 Models: ``openclaw-coach`` (deterministic scripted coach: the last user message is a JSON hint
-request answered by :func:`distill.llm.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
+request answered by :func:`coach.llm.coaches.coach_answer`; a non-JSON message gets ``"pong"``) and
 the fault models used by tests (see :data:`FAULT_MODELS`; ``fault-random`` is the adversarial coach
-:func:`distill.llm.coaches.random_answer`: valid, in-bound, random parameters, always +1). Token counts are rough:
+:func:`coach.llm.coaches.random_answer`: valid, in-bound, random parameters, always +1). Token counts are rough:
 ``len(text) // 4 + 1``. Answer faults: ``fault-malformed`` answers unparsable text, ``fault-refuse`` a refusal,
 ``fault-500`` / ``fault-429`` an error status, ``fault-nochoices`` a body without ``choices``, ``fault-huge``
 :data:`HUGE_BYTES` and ``fault-long`` :data:`LONG_BYTES` bytes of text; the transport faults (``fault-slow``,
 ``fault-trickle``, ``fault-slow-headers``, ``fault-drop``, and how ``fault-huge`` is sent) are the server's.
 
-:class:`ServerQuirks` make the server behave like third-party servers (see :mod:`distill.llm.server`).
+:class:`ServerQuirks` make the server behave like third-party servers (see :mod:`coach.llm.server`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from distill.llm.coaches import coach_answer, random_answer
+from coach.llm.coaches import coach_answer, random_answer
 
 COACH_MODEL = "openclaw-coach"
 FAULT_MODELS = ("fault-malformed", "fault-slow", "fault-500", "fault-429", "fault-refuse",
@@ -87,7 +87,7 @@ def coach_reply(messages: list[dict], seed: int | None, temperature: float, inde
 
 @dataclass(frozen=True)
 class ServerQuirks:
-    """How far the server departs from OpenAI's API (:mod:`distill.llm.server`); the defaults do not."""
+    """How far the server departs from OpenAI's API (:mod:`coach.llm.server`); the defaults do not."""
 
     response_format: bool = True  # accept requests with a response_format (False: 400 for them)
     echo: bool = False  # answer with the last user message

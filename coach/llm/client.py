@@ -1,19 +1,19 @@
 """The LLM channel's client: one ``openai.OpenAI`` client for an OpenAI-compatible endpoint, with our own
 retry/backoff, a bound on in-flight requests, call/token budgets, a circuit breaker and thread-safe statistics.
 
-:func:`open_channel` opens one for an ``llm`` config (:class:`distill.llm.settings.ChannelConfig`), starting
-the bundled server (:mod:`distill.llm.server`) when ``base_url`` is null. Every failure is a
-:class:`distill.llm.errors.ChannelError` whose message says what to fix (:mod:`distill.llm.diagnosis`).
+:func:`open_channel` opens one for an ``llm`` config (:class:`coach.llm.settings.ChannelConfig`), starting
+the bundled server (:mod:`coach.llm.server`) when ``base_url`` is null. Every failure is a
+:class:`coach.llm.errors.ChannelError` whose message says what to fix (:mod:`coach.llm.diagnosis`).
 
 Deadline: every HTTP request (each attempt of a chat call, the models list) must be over within
 ``llm.timeout_s`` s, from connecting to the body's last byte, however slowly the server trickles its
-headers or body (:mod:`distill.llm.deadline`; httpx's own timeouts bound each socket read only). A
+headers or body (:mod:`coach.llm.deadline`; httpx's own timeouts bound each socket read only). A
 timeout names where it struck (``detail``: ``connect``, ``headers`` or ``body``). A connection closed
 mid-answer is ``connection`` with ``detail="dropped"`` (retried), not "cannot connect". No response body
 over :data:`MAX_RESPONSE_BYTES` bytes is read (``bad_response``, ``detail="too_large"``).
 
 Secrets rule: the key never appears in a message, log line, exception or record; anything built
-from server text goes through ``LLMChannel.redact`` (:class:`distill.llm.settings.Redactor`).
+from server text goes through ``LLMChannel.redact`` (:class:`coach.llm.settings.Redactor`).
 
 Structured output: :meth:`LLMChannel.chat` takes an OpenAI ``response_format`` (a JSON schema or
 ``json_object``). When the server rejects a request that carries one (a 4xx the plain request does
@@ -45,13 +45,13 @@ from typing import Any
 
 import openai
 
-from distill.llm.deadline import install, request_deadline
-from distill.llm.diagnosis import Diagnosis
-from distill.llm.errors import RETRYABLE_KINDS, ChannelError
-from distill.llm.server import HintServer, start_server
-from distill.llm.settings import (NO_KEY, ChannelConfig, Redactor, check_settings, is_loopback, resolve_api_key,
+from coach.llm.deadline import install, request_deadline
+from coach.llm.diagnosis import Diagnosis
+from coach.llm.errors import RETRYABLE_KINDS, ChannelError
+from coach.llm.server import HintServer, start_server
+from coach.llm.settings import (NO_KEY, ChannelConfig, Redactor, check_settings, is_loopback, resolve_api_key,
                                   safe_url, validate_base_url)
-from distill.proposals import latency_percentiles
+from coach.proposals import latency_percentiles
 
 MAX_BREAKER_PAUSE_S = 600.0
 MAX_RESPONSE_BYTES = 1024 * 1024  # the most bytes of one response body the channel reads (a hint answer is < 1 KiB)
@@ -329,7 +329,7 @@ def open_channel(cfg: ChannelConfig, environ: Mapping[str, str] = os.environ
                  ) -> tuple[LLMChannel, HintServer | None]:
     """A channel for ``cfg``; when ``base_url`` is null, also the bundled server it talks to.
 
-    Diagnoses before any request (:func:`distill.llm.settings.check_settings`). The caller closes both (server
+    Diagnoses before any request (:func:`coach.llm.settings.check_settings`). The caller closes both (server
     may be None).
     """
     if cfg.base_url is None:

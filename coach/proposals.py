@@ -2,13 +2,13 @@
 
 A *proposer* (:class:`Proposer`) reads a request (the context's current parameters, a summary of a segment
 the teacher acted in, the parameter schema) and proposes parameters for the scripted controller:
-the LLM channel (:class:`distill.llm.proposer.LLMProposer`, also the bundled coach), uniform random
-search and CMA-ES (:mod:`distill.search`), or both in turn (:class:`distill.search.HybridProposer`).
+the LLM channel (:class:`coach.llm.proposer.LLMProposer`, also the bundled coach), uniform random
+search and CMA-ES (:mod:`coach.search`), or both in turn (:class:`coach.search.HybridProposer`).
 :class:`ProposalService` runs any of them the same way:
 
 * **asynchronously**: :meth:`ProposalService.submit` and :meth:`ProposalService.poll` never block
   training; the proposals run on a small thread pool, at most one per *key* (the task context: one
-  parameter set per context, see :mod:`distill.contexts`) at a time; a submit for a key still in flight is
+  parameter set per context, see :mod:`coach.contexts`) at a time; a submit for a key still in flight is
   skipped and counted;
 * **verified**: with a ``verifier`` (built by the caller, which knows envs and controllers) an accepted
   proposal that changes something is checked before it is handed back: ``verifier(current, proposed,

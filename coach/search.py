@@ -1,4 +1,4 @@
-"""Search proposers: uniform random search, CMA-ES, and an LLM-seeded CMA-ES (:class:`distill.proposals.Proposer`).
+"""Search proposers: uniform random search, CMA-ES, and an LLM-seeded CMA-ES (:class:`coach.proposals.Proposer`).
 
 They search the controller's parameter box (:class:`ParameterBox`: every schema parameter, list values
 component-wise, normalised to [0, 1]) and know nothing of the task but the verifier's verdicts:
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from distill.proposals import ParameterSchema, Proposal, Proposer, Verification
+from coach.proposals import ParameterSchema, Proposal, Proposer, Verification
 
 
 class ParameterBox:

@@ -1,6 +1,6 @@
 """Connectivity check for the LLM channel.
 
-``python -m distill.llm.check [--llm configs/llm/default.yaml] [--base-url URL] [--hint-model M]
+``python -m coach.llm.check [--llm configs/llm/default.yaml] [--base-url URL] [--hint-model M]
 [--judge-model M] [llm=NAME] [llm.KEY=VALUE ...]`` loads the ``llm`` config (``llm=NAME`` is
 ``configs/llm/NAME.yaml``; ``llm.KEY=VALUE`` overrides one key, as on ``train.py``'s command line),
 applies the environment overrides, starts the bundled server when ``base_url`` is null, and sends
@@ -24,9 +24,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from distill.llm.client import LLMChannel, open_channel
-from distill.llm.errors import ChannelError
-from distill.llm.settings import DEFAULT_LLM_CONFIG, ChannelConfig, load_config, safe_url
+from coach.llm.client import LLMChannel, open_channel
+from coach.llm.errors import ChannelError
+from coach.llm.settings import DEFAULT_LLM_CONFIG, ChannelConfig, load_config, safe_url
 
 PING = "Reply with the word: pong"
 
@@ -130,7 +130,7 @@ def _check_once(cfg: ChannelConfig, environ: Mapping[str, str], notes: list[str]
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m distill.llm.check",
+    parser = argparse.ArgumentParser(prog="python -m coach.llm.check",
                                      description="Check the LLM channel (one call per model).")
     parser.add_argument("--llm", default=None,
                         help=f"llm config YAML (default {DEFAULT_LLM_CONFIG})")

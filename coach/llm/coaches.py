@@ -1,11 +1,11 @@
 """Deterministic scripted coaches: the "models" of the bundled offline hint server.
 
-They read a hint request (see :mod:`distill.llm.hints`) and answer like a sensible LLM would, by rules
+They read a hint request (see :mod:`coach.llm.hints`) and answer like a sensible LLM would, by rules
 a robotics engineer would write down. ``rng`` adds small, seeded jitter so that the ``m`` sampled
 answers of one request differ a little (as sampled LLM answers do) and the vote has work to do.
 Like a hosted LLM they know only the request: :data:`COACHES` is keyed by its ``task``, the env
 family's name in ``envs.controllers.FAMILIES`` (the table that maps families to controllers, which
-``distill.llm`` may not import); a task without a coach gets decision -1.
+``coach.llm`` may not import); a task without a coach gets decision -1.
 
 Quadruped (scripted trot): when the student already tracks its command (error < 0.1 m/s, no fall)
 no teacher is needed (decision -1, the hint's influence decays as the student learns). Otherwise the

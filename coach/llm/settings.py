@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from distill.llm.errors import ChannelError
+import yaml
+
+from coach.llm.errors import ChannelError
 
 ENV_BASE_URL = "OPENCLAW_LLM_BASE_URL"
 ENV_HINT_MODEL = "OPENCLAW_HINT_MODEL"
@@ -31,6 +33,8 @@ NO_KEY = "no-key"  # placeholder sent when no key is required (the bundled serve
 _LOOPBACK_HOSTS = {"localhost", "::1"}
 STRUCTURED_OUTPUT = ("json_schema", "json_object", "off")
 DEFAULT_LLM_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "llm" / "default.yaml"
+# the key's variable as configs/llm/default.yaml names it (written there once)
+DEFAULT_KEY_ENV = yaml.safe_load(DEFAULT_LLM_CONFIG.read_text())["api_key_env"]
 
 
 # --------------------------------------------------------------------------------------- config
@@ -67,7 +71,7 @@ class ChannelConfig:
     """The ``llm`` config group; see ``configs/llm/default.yaml`` for every field's meaning."""
 
     base_url: str | None = None
-    api_key_env: str | None = "OPENCLAW_LLM_API_KEY"
+    api_key_env: str | None = DEFAULT_KEY_ENV
     hint_model: str = "openclaw-coach"
     judge_model: str | None = None
     timeout_s: float = 5.0

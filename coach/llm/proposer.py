@@ -1,10 +1,10 @@
 """The LLM as a proposer: hints asked of the unified key channel (also the bundled offline coach).
 
-:class:`LLMProposer` is a :class:`distill.proposals.Proposer`: :class:`distill.proposals.ProposalService`
+:class:`LLMProposer` is a :class:`coach.proposals.Proposer`: :class:`coach.proposals.ProposalService`
 runs it in the background, verifies what it proposes and records it. One proposal asks ``m`` answers of
-the hint model (``llm.num_answers``) and takes their vote (:func:`distill.llm.hints.vote`; with a
+the hint model (``llm.num_answers``) and takes their vote (:func:`coach.llm.hints.vote`; with a
 ``judge_model`` the judge votes on the hint model's first proposal). Answers are cached by
-:func:`distill.llm.hints.prompt_hash` of (model, messages, sampling), so a repeated prompt makes no
+:func:`coach.llm.hints.prompt_hash` of (model, messages, sampling), so a repeated prompt makes no
 request. Its record fields (the service's records file) are the answers (redacted by the channel, so no key
 can leak; an answer over :data:`RECORD_TEXT_BYTES` bytes is cut there and marked ``…[truncated, N bytes]``,
 with ``"truncated": true`` and its length in ``text_bytes``), votes and clipped names;
@@ -27,12 +27,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from distill.llm.client import LLMChannel
-from distill.llm.errors import ChannelError
-from distill.llm.hints import (HintParseError, ParsedHint, build_messages, parse_answer, prompt_hash,
+from coach.llm.client import LLMChannel
+from coach.llm.errors import ChannelError
+from coach.llm.hints import (HintParseError, ParsedHint, build_messages, parse_answer, prompt_hash,
                                response_format, vote)
-from distill.llm.settings import ChannelConfig
-from distill.proposals import ParameterSchema, Proposal, Verification
+from coach.llm.settings import ChannelConfig
+from coach.proposals import ParameterSchema, Proposal, Verification
 
 RECORD_TEXT_BYTES = 4096  # the most bytes of one answer's text written to the records (UTF-8)
 

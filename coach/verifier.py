@@ -27,12 +27,12 @@ confirmation (n = 0, 1, ...) plays seeds ``CONFIRM_SEED + n k ... CONFIRM_SEED +
 confirmation, and no fixed set of episodes decides adoptions for the search to fit; within one confirmation both
 sets play the same seeds (paired). ``CONFIRM_SEED`` (10^6) is also far from the seeds the benchmarks validate on
 (1000..., 2000...). A confirmation runs only after a passed first check, inside the same call, so its CPU time counts in
-the service's verification budget. The confirmation's metrics and seeds are the :class:`distill.proposals.Confirmation`
+the service's verification budget. The confirmation's metrics and seeds are the :class:`coach.proposals.Confirmation`
 of the result (``Verification.not_confirmed``: passed the first check, failed the confirmation); ``current`` and
 ``proposed`` stay the first check's, comparable across proposals.
 
 The start and the score of each env family are columns of :data:`envs.controllers.FAMILIES` (beside
-its controller). The verifier is a plain callable for :class:`distill.proposals.ProposalService`, which runs it on its
+its controller). The verifier is a plain callable for :class:`coach.proposals.ProposalService`, which runs it on its
 threads (never in the training loop), measures its CPU time and bounds it by a budget.
 
 Its rollouts are :func:`rollout_metrics`, which also plays episodes whose controller takes its task context's
@@ -50,7 +50,7 @@ import gymnasium as gym
 import numpy as np
 
 import envs  # noqa: F401  (registers the OpenClaw ids)
-from distill.proposals import Confirmation, Verification
+from coach.proposals import Confirmation, Verification
 from envs.controllers import ControllerFamily, tell_env
 from envs.declarations import ControllerSpec, TaskContext
 

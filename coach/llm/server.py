@@ -3,24 +3,24 @@
 Serves on 127.0.0.1 by default:
 
 * ``GET /healthz`` -> ``{"ok": true}``
-* ``GET /v1/models`` -> OpenAI list of :data:`distill.llm.completions.MODELS`
+* ``GET /v1/models`` -> OpenAI list of :data:`coach.llm.completions.MODELS`
 * ``POST /v1/chat/completions`` -> OpenAI ``chat.completion``
 * ``GET /stats`` -> ``{"total": N, "models": {model: N}, "max_in_flight": K}`` (chat requests)
 
 What each model answers (the coach ``openclaw-coach``, the fault models) is the chat-completion protocol of
-:mod:`distill.llm.completions`; this module receives requests, checks the key and sends the answers,
+:mod:`coach.llm.completions`; this module receives requests, checks the key and sends the answers,
 the transport faults included.
 
 Transport faults (``trickle_s``: seconds between two bytes, 1 s by default): ``fault-slow`` waits ``slow_s`` s
 before answering; ``fault-trickle`` sends the headers at once, then the body one byte every ``trickle_s`` s;
 ``fault-slow-headers`` sends the status line and headers one byte every ``trickle_s`` s, then the body;
 ``fault-drop`` sends the headers and half the body, then closes the connection; ``fault-huge`` answers
-:data:`~distill.llm.completions.HUGE_BYTES` bytes of text (no Content-Length: the body ends when the
-connection closes); ``fault-long`` answers :data:`~distill.llm.completions.LONG_BYTES` bytes of text (with a
+:data:`~coach.llm.completions.HUGE_BYTES` bytes of text (no Content-Length: the body ends when the
+connection closes); ``fault-long`` answers :data:`~coach.llm.completions.LONG_BYTES` bytes of text (with a
 Content-Length). Their answers to a non-JSON message are otherwise the coach's (``pong``). With ``api_key``
 set, ``/v1/*`` requires ``Authorization: Bearer <key>``.
 
-Switches (:class:`~distill.llm.completions.ServerQuirks`, CLI flags) make it behave like third-party servers such as
+Switches (:class:`~coach.llm.completions.ServerQuirks`, CLI flags) make it behave like third-party servers such as
 llama.cpp's ``llama-server``: ``response_format=False`` rejects requests that carry a
 ``response_format`` (400, as servers without structured output do); ``echo=True`` answers every chat
 with the last user message (a base model that echoes its prompt); ``any_model=True`` answers any
@@ -28,7 +28,7 @@ model id with the coach (llama.cpp ignores the name); ``without_v1=True`` also s
 root (``/chat/completions``, ``/models``), as llama.cpp does. ``/stats`` counts the requests that
 carried a ``response_format``.
 
-CLI: ``python -m distill.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]
+CLI: ``python -m coach.llm.server [--host 127.0.0.1] [--port 8765] [--api-key-env VAR]
 [--no-response-format] [--echo] [--any-model] [--without-v1]``.
 """
 
@@ -49,7 +49,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from distill.llm.completions import MODELS, ChatError, ServerQuirks, checked_request, completion, models_list
+from coach.llm.completions import MODELS, ChatError, ServerQuirks, checked_request, completion, models_list
 
 
 class _State:
@@ -295,7 +295,7 @@ def start_server(host: str = "127.0.0.1", port: int = 0, api_key: str | None = N
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point: serve until Ctrl-C (or SIGTERM)."""
-    parser = argparse.ArgumentParser(prog="python -m distill.llm.server",
+    parser = argparse.ArgumentParser(prog="python -m coach.llm.server",
                                      description="Offline OpenAI-compatible hint server.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
