@@ -243,7 +243,7 @@ class ClawSegment:
         self.steps += 1
 
     def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(summary, outcome)`` of the hint request (:func:`distill.llm.hints.build_request`)."""
+        """``(summary, outcome)`` of the hint request (:func:`coach.llm.hints.build_request`)."""
         summary = {"steps": self.steps, "min_reach_distance": self.min_reach, "grasped_steps": self.grasped_steps,
                    "max_cube_height": self.max_lift, "goal_height": self.goal_height,
                    "final_distance": self.distance, "units": "m, world frame"}

@@ -375,7 +375,7 @@ class QuadrupedSegment:
         self.steps += 1
 
     def summary(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(summary, outcome)`` of the hint request (:func:`distill.llm.hints.build_request`)."""
+        """``(summary, outcome)`` of the hint request (:func:`coach.llm.hints.build_request`)."""
         m = self.sums / max(self.steps, 1)
         summary = {"command_vx": m[0], "command_vy": m[1], "command_yaw_rate": m[2], "mean_vx": m[3],
                    "mean_vy": m[4], "mean_yaw_rate": m[5], "tracking_error": m[6], "steps": self.steps,
