@@ -499,7 +499,9 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             past[:, 1:] = past[:, :-1]
             past[:, 0] = actions
             actions = past[np.arange(len(state)), state.delay]
-        out[...] = actions * env.ACTION_SCALE + env.default_pose
+        out[...] = actions  # in place, no temporaries (numpy or torch)
+        out *= env.ACTION_SCALE
+        out += env.default_pose
         return out
 
     @classmethod
