@@ -4,28 +4,16 @@ robot that stands at its foot never gets over it, and bad course arguments are o
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
 from agents.export.run import export_metadata
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "deploy_mujoco.py"
-
-
-@pytest.fixture(scope="module")
-def deploy():
-    spec = importlib.util.spec_from_file_location("deploy_mujoco", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from test_deploy import EXAMPLE, deploy  # noqa: F401  (the example as a module: a fixture)
 
 
 @pytest.fixture(scope="module")
