@@ -542,7 +542,7 @@ def test_the_drawn_terrain_follows_the_robot_while_another_env_renders():
 def test_evaluate_py_tables_the_fixed_tiles_and_checks_their_levels(tmp_path):
     out = tmp_path / "eval"
     args = [sys.executable, str(ROOT / "evaluate.py"), "policy=trot", f"env_id={ENV_ID}", "episodes=2", "videos=0",
-            "tile_episodes=2", f"out_dir={out}"]
+            "tile_episodes=2", "+env_kwargs.max_episode_steps=100", f"out_dir={out}"]  # 2 s episodes: the table's form
     bad = subprocess.run([*args, "tile_levels=[0,10]"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "tile_levels" in bad.stderr and "0 .. 9" in bad.stderr
     trained = subprocess.run([*args, "tile_terrain_seed=0"], cwd=ROOT, capture_output=True, text=True, timeout=300)
