@@ -52,6 +52,8 @@ Usage::
     python benchmarks/terrain.py learn --arms perceptive_wide_anchor --teacher runs/benchmarks/terrain/perceptive_stairs_wide_orient1_s0 --tag orient1
     python benchmarks/terrain.py learn --arms stairs_recipe --seeds 1
     python benchmarks/terrain.py learn --arms perceptive_recipe --teacher runs/benchmarks/terrain/stairs_recipe_s1 --seeds 0 1 2 --parallel 2
+    python benchmarks/terrain.py learn --arms go2_stairs_recipe --seeds 1 --steps 10000000
+    python benchmarks/terrain.py learn --arms go2_blind_recipe --teacher runs/benchmarks/terrain/go2_stairs_recipe_s1 --seeds 0 1 2 --slow
 """
 
 from __future__ import annotations
