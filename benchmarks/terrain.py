@@ -357,10 +357,11 @@ def policy_act(run: Path):
 
 
 def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "", levels: list[int] | None = None,
-           terrain_seed: int = 1_000) -> dict:
+           terrain_seed: int = 1_000, slow: bool = False) -> dict:
     """``learn``'s report for runs already made (module docstring): per (arm, seed), its curriculum
     (:func:`level_record`, a training curve) and its latest checkpoint's held-out table (every type at ``levels``,
-    ``episodes`` each, episode seeds 10,000 + k, terrain ``terrain_seed``); printed and written to the run's
+    ``episodes`` each, episode seeds 10,000 + k, terrain ``terrain_seed``; ``slow``: the slow commands' too); printed
+    and written to the run's
     ``report.json``. Every run's ``progress.csv`` is read before any is evaluated: one that logs no curriculum stops
     it, naming the file."""
     runs_ = [run_dir(arm, seed, tag) for arm in arms for seed in seeds]
@@ -371,7 +372,7 @@ def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "", leve
     out = {}
     for run in runs_:
         act, kwargs, step = policy_act(run)
-        results = _tables(act, kwargs, levels if levels is not None else list(range(10)), episodes, terrain_seed, False)
+        results = _tables(act, kwargs, levels if levels is not None else list(range(10)), episodes, terrain_seed, slow)
         out[run.name] = {"step": step, **curves[run], "terrain_seed": terrain_seed,
                          "tiles": [asdict(r) for r in results]}
         print(report_text(run.name, out[run.name]))
@@ -599,13 +600,13 @@ def main() -> None:
         if failed:
             sys.exit(f"error: {len(failed)} run(s) failed, so no report (train.py's error is above): "
                      + ", ".join(failed))
-        report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed)
+        report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed, a.slow)
     elif a.task == "diagnose":
         diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag, a.terrain_seed)
     elif a.task == "climb":
         climb(a.runs, a.levels, a.episodes, a.terrain_seed)
     else:
-        report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed)
+        report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed, a.slow)
 
 if __name__ == "__main__":
     main()
