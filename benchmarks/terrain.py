@@ -361,9 +361,8 @@ def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "", leve
     """``learn``'s report for runs already made (module docstring): per (arm, seed), its curriculum
     (:func:`level_record`, a training curve) and its latest checkpoint's held-out table (every type at ``levels``,
     ``episodes`` each, episode seeds 10,000 + k, terrain ``terrain_seed``; ``slow``: the slow commands' too); printed
-    and written to the run's
-    ``report.json``. Every run's ``progress.csv`` is read before any is evaluated: one that logs no curriculum stops
-    it, naming the file."""
+    and written to the run's ``report.json``. Every run's ``progress.csv`` is read before any is evaluated: one that
+    logs no curriculum stops it, naming the file."""
     runs_ = [run_dir(arm, seed, tag) for arm in arms for seed in seeds]
     try:
         curves = {run: level_record(run) for run in runs_}
@@ -487,8 +486,9 @@ class ClimbGroup:
 def climb(runs_: list[Path], levels: list[int], episodes: int, terrain_seed: int = 1_000) -> None:
     """Stairs up (a pit, climbed out of; its rim at world z = 0) on fixed tiles: per run and level, the episodes
     (seeds 10,000 + k) grouped by the commanded horizontal speed at the reset (:data:`SPEEDS`), and per group the
-    share that fell while on the tile, the share out of the pit (the scan's mean ground within :data:`RIM_MARGIN` of
-    the rim, or the trunk off the tile) within the episode's 20 s, the median seconds to it, and the front feet's
+    share that fell while on the tile, the share out of the pit (the scan's mean ground within
+    :data:`agents.evaluation.tiles.RIM_MARGIN` of the rim, or the trunk off the tile) within the episode's 20 s, the
+    median seconds to it, and the front feet's
     swing apex (cm: the env's ``swing_apex_FR`` and ``swing_apex_FL``, each foot's mean rise above its lift-off
     height over the episode's swings; the median over the group's episodes that climbed out and over those that
     neither climbed out nor fell), and what ended the falls: the trunk's touch zone on a step with the trunk within
@@ -607,6 +607,7 @@ def main() -> None:
         climb(a.runs, a.levels, a.episodes, a.terrain_seed)
     else:
         report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed, a.slow)
+
 
 if __name__ == "__main__":
     main()
