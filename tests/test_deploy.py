@@ -126,7 +126,7 @@ def test_the_examples_gait_measures_are_the_envs(deploy, metadata):
     env = gym.make(ENV_ID, **KWARGS)
     base = env.unwrapped
     floor = base.model.geom("floor").id
-    stats = deploy.FootStats(base.model, base._foot_geoms, floor, meta["gait_measures"]["contact_force_n"])
+    stats = deploy.FootStats(base.model, base._foot_geoms, {floor}, meta["gait_measures"]["contact_force_n"])
     expected, swing_steps, pivot = [[] for _ in range(4)], 0, 0.0
     env.reset(seed=0)
     rng = np.random.default_rng(2)

@@ -1,6 +1,6 @@
 """``benchmarks/terrain.py``'s arms are command lines ``train.py`` composes (every override names a real key or adds
 one with ``+``), and its recipe arms train the documented env configs with their tuned presets; its ``report`` and
-``climb`` figures, and :func:`agents.evaluation.tiles.highest_levels`, on inputs whose answer is known."""
+``climb`` figures on inputs whose answer is known."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agents.evaluation.tiles import TileResult, highest_levels
+from agents.evaluation.tiles import TileResult
 from envs.controllers.trot import TrotController
 from envs.quadruped.terrain import TERRAIN_TYPES
 from test_train import ROOT, compose_train
@@ -63,24 +63,14 @@ def test_every_arm_composes_and_the_recipes_are_the_documented_configs(terrain_b
     assert "feet_clearance_ahead" not in composed["stairs_recipe_quadruped_terms"].env.kwargs.reward_scales
 
 
-def tile(group: str, level: int, falls: int, error: float) -> TileResult:
-    """A tile of 20 episodes, ``falls`` of which fell, ``error`` m/s behind."""
-    return TileResult(group, level, 20, falls / 20, error, 10.0)
+def tile(group: str, level: int, succeeded: int, falls: int) -> TileResult:
+    """A tile of 20 fast-command episodes, ``succeeded`` of which left it with no fall, ``falls`` of which fell."""
+    return TileResult(group, level, "fast", 20, succeeded / 20, falls / 20, succeeded / 20, 0.1, 0.2)
 
 
-# per type, levels 0 / 3 / 6 / 9 (docs/terrain.md: a level is walked at <= 10 % falls and <= 0.35 m/s tracking error)
-TILES = [tile(group, level, falls, error) for group, cells in (
-    ("rough", ((0, 0.1), (2, 0.35), (3, 0.2), (0, 0.351))),
-    ("stairs_up", ((10, 0.5), (0, 0.2), (4, 0.3), (20, 0.6))),
-    ("obstacles", ((5, 0.2), (0, 0.4), (1, 0.3), (20, 0.6))),
-    ("smooth_slope", ((3, 0.1), (4, 0.2), (5, 0.3), (20, 0.6)))) for level, (falls, error) in zip((0, 3, 6, 9), cells)]
-
-
-def test_the_highest_level_walked_is_the_highest_within_both_bars():
-    """Both bars inclusive (2 falls in 20 and 0.35 m/s walk; 3 falls or 0.351 m/s do not), the highest such level even
-    above one that is not walked (obstacles: 6 over 0 and 3, as "highest level walked" reads), None where none is."""
-    assert highest_levels(TILES) == {"rough": 3, "stairs_up": 3, "obstacles": 6, "smooth_slope": None}
-    assert highest_levels(TILES, max_falls=0.25, max_error=0.5)["stairs_up"] == 6
+TILES = [tile(group, level, ok, falls) for group, cells in (
+    ("rough", ((20, 0), (18, 2), (17, 3), (20, 0))),
+    ("stairs_up", ((10, 10), (20, 0), (16, 4), (0, 20)))) for level, (ok, falls) in zip((0, 3, 6, 9), cells)]
 
 
 def test_report_reads_the_curriculum_and_tables_the_tiles(terrain_benchmark, tmp_path):
@@ -94,15 +84,18 @@ def test_report_reads_the_curriculum_and_tables_the_tiles(terrain_benchmark, tmp
     assert record == {"curve": [(32768, 1.5), (65536, 2.25)],
                       "per_type": {"rough": 2.0, "smooth_slope": 2.5, "rough_slope": 3.0, "stairs_up": None,
                                    "stairs_down": 1.0, "obstacles": 4.0}}
-    record = {"step": 65536, **record, "tiles": [asdict(t) for t in TILES]}
+    record = {"step": 65536, **record, "terrain_seed": 1000, "tiles": [asdict(t) for t in TILES]}
     text = terrain_benchmark.report_text("arm_s0", record).splitlines()
-    assert text[1:3] == ["## arm_s0: step 65536; mean level curve: 32k 1.50, 65k 2.25",
+    assert text[1:4] == ["## arm_s0: step 65536; mean level curve (training): 32k 1.50, 65k 2.25",
                          "final mean level 2.25; per type: rough 2.0, smooth_slope 2.5, rough_slope 3.0, "
-                         "stairs_down 1.0, obstacles 4.0"]
-    assert text[3].startswith("| type | level 0: falls, m/s | level 3: falls, m/s | level 6: falls, m/s |")
-    assert text[5:7] == ["| rough | 0%, 0.100 | 10%, 0.350 | 15%, 0.200 | 0%, 0.351 | 3 |",
-                         "| stairs_up | 50%, 0.500 | 0%, 0.200 | 20%, 0.300 | 100%, 0.600 | 3 |"]
-    assert text[-1] == "| smooth_slope | 15%, 0.100 | 20%, 0.200 | 25%, 0.300 | 100%, 0.600 | None |"
+                         "stairs_down 1.0, obstacles 4.0", "held-out terrain seed 1000:"]
+    # the targets' figures: the lowest success at levels 0-5 (stairs up, level 0: 50 %), no level 7, falls over
+    # the 4 tiles of levels 0-5 (0 + 2 + 10 + 0 of 80)
+    assert text[4] == ("fast commands (success / falls, whole episode): lowest_success_levels_0_5 50.0%, "
+                       "stairs_up_level_7_success nan%, falls_levels_0_5 15.0%")
+    assert text[5] == "| type | L0 | L3 | L6 | L9 | error < 0.5 m/s | error >= 0.5 m/s |"
+    assert text[7:9] == ["| rough | 100% / 0% | 90% / 10% | 85% / 15% | 100% / 0% | 0.100 | 0.200 |",
+                         "| stairs_up | 50% / 50% | 100% / 0% | 80% / 20% | 0% / 100% | 0.100 | 0.200 |"]
 
 
 def test_report_refuses_a_run_without_a_curriculum(terrain_benchmark, tmp_path):

@@ -38,7 +38,7 @@ from agents import saved_config
 from agents.signals import signals_deferred
 from agents.errors import ConfigError, check_seed, env_error
 from agents.evaluation.protocol import EvalResult, Predictor, ResetOptions, evaluate
-from agents.evaluation.tiles import TileResult, evaluate_tiles, highest_levels
+from agents.evaluation.tiles import FAST, SLOW, TileResult, evaluate_tiles, held_out_kwargs, summary, table
 from agents.factory import check_device
 from agents.controller_policy import ControllerPolicy
 from agents.run_checkpoints import checkpoint_run, find_checkpoint, load_intact, run_config
@@ -81,10 +81,13 @@ class EvalConfig:
     shadows: bool = False  # shadows halve the rendering speed with software OpenGL (480x480 quadruped: 37 vs 74 fps)
     device: str = "cpu"
     out_dir: Optional[str] = None  # default: <run>/eval; scripted without a run: runs/<policy>/eval
-    # envs with a curriculum (QuadrupedTerrain-v1): also this many seeded episodes on each fixed tile (group x
-    # level), falls and tracking error while on it, and the highest level walked per group (0: skip)
+    # envs with a curriculum (QuadrupedTerrain-v1): also this many seeded episodes on each tile (group x level) of the
+    # grid of the held-out tile_terrain_seed, commands >= 0.3 m/s: success (left the tile, no fall in the episode),
+    # falls, tracking error (agents/evaluation/tiles.py; 0: skip); tile_slow_episodes: the slow commands' own table
     tile_episodes: int = 10
-    tile_levels: list[int] = field(default_factory=lambda: [0, 3, 6, 9])  # at least one while tile_episodes > 0
+    tile_levels: list[int] = field(default_factory=lambda: list(range(10)))  # at least one while tile_episodes > 0
+    tile_terrain_seed: int = 1000  # never the run's env terrain_seed (refused)
+    tile_slow_episodes: int = 0
 
 
 def register_config() -> None:
@@ -93,8 +96,9 @@ def register_config() -> None:
 
 def validate(cfg: DictConfig) -> None:
     """Check values a type cannot; raise :class:`ConfigError` naming the key and the fix."""
-    if cfg.tile_episodes < 0:
-        raise ConfigError(f"tile_episodes={cfg.tile_episodes} must be >= 0 (0: no fixed-tile evaluation)")
+    for key in ("tile_episodes", "tile_slow_episodes"):
+        if cfg[key] < 0:
+            raise ConfigError(f"{key}={cfg[key]} must be >= 0 (0: no such tile table)")
     for key in ("episodes", "envs", "width", "height"):
         if cfg[key] <= 0:
             raise ConfigError(f"{key}={cfg[key]} is invalid: it must be a positive integer")
@@ -227,15 +231,21 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             policy.sync_env(venv, i)
 
     curriculum = venv.get_attr("CURRICULUM", indices=[0])[0] if venv.has_attr("CURRICULUM") else None
+    tile_kwargs = kwargs  # the tile tables' env: the held-out terrain
     if curriculum is not None and cfg.tile_episodes:
         _check_tile_levels(cfg, venv, env_id, curriculum)
+        try:
+            tile_kwargs = held_out_kwargs(kwargs, cfg.tile_terrain_seed)
+        except ValueError as err:
+            venv.close()
+            raise ConfigError(f"tile_terrain_seed={cfg.tile_terrain_seed}: {err}") from None
     staging = _staging_dir(out)  # only now: a bad env argument or checkpoint leaves ``out`` untouched
 
     t0 = time.time()
     venv.seed(cfg.seed)  # after loading the policy: SB3's load re-seeds the env with the training seed
     with recording(venv, staging, "video", videos) as clips:
         result = evaluate(policy, venv, cfg.episodes)
-    tiles = _tiles(cfg, policy, venv, env_id, kwargs, curriculum, options)
+    tiles = _tiles(cfg, policy, venv, env_id, tile_kwargs, curriculum, options)
     venv.close()
 
     source = ckpt.named if ckpt is not None else source
@@ -254,7 +264,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "wall_time_s": round(time.time() - t0, 2),
     }
     if tiles is not None:
-        metrics.update(tiles=[asdict(r) for r in tiles], highest_level_walked=highest_levels(tiles))
+        metrics.update(tiles=[asdict(r) for r in tiles], tile_terrain_seed=cfg.tile_terrain_seed,
+                       tile_summary={band: summary([r for r in tiles if r.commands == band])
+                                     for band in dict.fromkeys(r.commands for r in tiles)})
     plot_episodes(result, staging / "episodes.png", f"{what} on {env_id}")
     if clips:
         imageio.imwrite(staging / "contact_sheet.png", contact_sheet(clips))
@@ -335,8 +347,9 @@ def _tiles(cfg: DictConfig, policy: Predictor, venv: VecEnv, env_id: str, kwargs
         return lambda obs: chosen.predict(normalize(obs), deterministic=True)[0]
 
     levels = [int(level) for level in cfg.tile_levels]
-    return evaluate_tiles(None, env_id, kwargs, declared.groups, levels, cfg.tile_episodes, seed=cfg.seed,
-                          make_act=make_act, options=options)
+    return [r for commands, episodes in ((FAST, cfg.tile_episodes), (SLOW, cfg.tile_slow_episodes)) if episodes
+            for r in evaluate_tiles(None, env_id, kwargs, declared.groups, levels, episodes, seed=cfg.seed,
+                                    make_act=make_act, options=options, commands=commands)]
 
 
 def _staging_dir(out: Path) -> Path:
@@ -373,11 +386,10 @@ def format_metrics(m: dict[str, Any]) -> str:
     reported = [metric.format(m[metric.name]) for metric in m["declared"] if m[metric.name] is not None]
     if reported:
         lines.append(", ".join(reported))
-    if m.get("tiles"):
-        lines.append("fixed tiles (falls, tracking error m/s while on the tile):")
-        for group, best in m["highest_level_walked"].items():
-            cells = [f"level {r['level']} {r['fall_rate']:.0%} {r['tracking_error']:.3f}" for r in m["tiles"] if r["group"] == group]
-            lines.append(f"  {group:13s} " + " | ".join(cells) + f" | highest level walked: {best}")
+    for band, figures in m.get("tile_summary", {}).items():
+        lines.append(f"{band} commands on the held-out tiles of terrain seed {m['tile_terrain_seed']} (success / falls "
+                     "in the whole episode): " + ", ".join(f"{k} {v:.0%}" for k, v in figures.items()))
+        lines.append(table([TileResult(**r) for r in m["tiles"] if r["commands"] == band]))
     lines += [f"video: {Path(m['out_dir']) / v['file']}" for v in m["videos"]]
     lines.append(f"metrics, contact_sheet.png, episodes.png: {m['out_dir']}")
     return "\n".join(lines)

@@ -10,8 +10,8 @@ puts them into the model.
 
 **The tile grid.** :class:`TerrainGrid` is a deterministic, seeded heightfield of ``LEVELS`` rows of
 difficulty by ``sum(COLUMNS.values())`` columns of terrain types (legged_gym's ``Terrain`` with ``curriculum=True``;
-Isaac Lab's ``ROUGH_TERRAINS_CFG``): row ``l`` has difficulty ``d = l / (LEVELS - 1)``, so level 0 is
-nearly flat and level 9 the hardest. Columns, in this order (legged_gym's split of 20 columns for the
+Isaac Lab's ``ROUGH_TERRAINS_CFG``): row ``l``'s tiles draw their difficulty ``d`` in ``[l / LEVELS, (l + 1) /
+LEVELS]`` (below), so level 0 is nearly flat and level 9 the hardest. Columns, in this order (legged_gym's split of 20 columns for the
 five types, plus two of plain rough ground):
 
 ===============  =======  ============================================================================
@@ -22,10 +22,19 @@ smooth_slope     2        a pyramid valley: the robot starts in its flat centre 
                           0.4 d (rise over run)
 rough_slope      2        a pyramid hill (walks out downhill), slope 0.4 d, plus bumps of +-0.05 s m
 stairs_up        7        pyramid stairs down into a pit: the robot starts at the bottom and climbs out;
-                          treads 0.31 s m, risers (0.05 + 0.18 d) s m
+                          treads 0.31 s m (times a per-tile draw, below), risers (0.05 + 0.18 d) s m
 stairs_down      5        pyramid stairs up to a platform: the robot starts on top and walks down
-obstacles        4        20 boxes 1-2 s m wide, heights drawn from (-1, -1/2, 1/2, 1) x (0.05 + 0.2 d) s m
+obstacles        4        20 boxes 1-2 s m wide (times a per-tile draw), heights drawn from (-1, -1/2, 1/2, 1) x (0.05 + 0.2 d) s m
 ===============  =======  ============================================================================
+
+**Dimensions vary per tile** (Isaac Lab's curriculum rule; legged_gym's ``Terrain`` draws obstacle sizes per tile
+too): a tile of level ``l`` draws its difficulty ``d = (l + u) / LEVELS`` with ``u ~ U(0, 1)`` (level 0: d in
+[0, 0.1], level 9: [0.9, 1.0]), so its riser, slope, bump and obstacle heights lie in its level's band; its stairs'
+treads are ``TREAD`` s m times ``U(1 - TREAD_SPREAD, 1 + TREAD_SPREAD)`` and its obstacles' widths their range
+times ``U(1 - WIDTH_SPREAD, 1 + WIDTH_SPREAD)``. Every draw comes from the tile's own generator, seeded
+``(seed, level, column)``: one ``terrain_seed`` gives the same grid to the bit, another one tiles the policy
+never saw (:attr:`TerrainGrid.dimensions` holds each tile's draws). Go1 (s = 0.671): stairs risers 3.4-4.6 cm at
+level 0, 9.4-10.6 cm at level 5, 11.8-13.0 cm at level 7, 14.2-15.4 cm at level 9; treads 16.7-25.0 cm.
 
 Every tile but the rough ones has a flat platform of 2 s m x 2 s m at its centre, where the robot
 spawns (legged_gym: 3 m for ANYmal); the tiles are ``8 s`` m square (legged_gym: 8 m).
@@ -76,6 +85,9 @@ TILE = 8.0
 PLATFORM = 3.0
 TREAD = 0.31
 OBSTACLES = 20
+TREAD_SPREAD = 0.2  # a tile's treads: TREAD s m times U(0.8, 1.2)
+WIDTH_SPREAD = 0.25  # a tile's obstacle widths: their 1-2 s m range times U(0.75, 1.25)
+DIMENSIONS = ("difficulty", "tread", "width")  # what TerrainGrid.dimensions holds per tile (module docstring)
 
 
 def rough_heights(seed: int, nrow: int, ncol: int, half_x: float, half_y: float) -> np.ndarray:
@@ -113,9 +125,14 @@ def size_scale(leg_length: float) -> float:
     return float(leg_length) / ANYMAL_LEG_LENGTH
 
 
-def riser_height(level: int, scale: float) -> float:
-    """Stair riser (m) at ``level``: legged_gym's 0.05 + 0.18 d, times ``scale``."""
-    return (0.05 + 0.18 * level / (LEVELS - 1)) * scale
+def riser_height(difficulty: float, scale: float) -> float:
+    """Stair riser (m) at ``difficulty`` d in [0, 1]: legged_gym's 0.05 + 0.18 d, times ``scale``."""
+    return (0.05 + 0.18 * difficulty) * scale
+
+
+def level_band(level: int) -> tuple[float, float]:
+    """The difficulties a tile of ``level`` draws from (module docstring): ``[level / LEVELS, (level + 1) / LEVELS]``."""
+    return level / LEVELS, (level + 1) / LEVELS
 
 
 def _coarse_noise(rng: np.random.Generator, n: int, low: float, high: float, first: tuple[int, int]) -> np.ndarray:
@@ -137,10 +154,19 @@ def _edge_distance(n: int) -> np.ndarray:
     return np.minimum(d[:, None], d[None, :])
 
 
-def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator, first: tuple[int, int]) -> np.ndarray:
-    """Heights (m) of one ``n x n`` tile of type ``kind`` at ``level`` (module docstring) whose first sample is grid
-    sample ``first`` (indices along x, y)."""
-    d = level / (LEVELS - 1)
+def _dimensions(level: int, rng: np.random.Generator) -> np.ndarray:
+    """A tile's draws (:data:`DIMENSIONS`, module docstring): its difficulty in :func:`level_band`, its tread factor
+    and its obstacle-width factor."""
+    low, high = level_band(level)
+    return np.array([rng.uniform(low, high), rng.uniform(1 - TREAD_SPREAD, 1 + TREAD_SPREAD),
+                     rng.uniform(1 - WIDTH_SPREAD, 1 + WIDTH_SPREAD)])
+
+
+def _tile(kind: str, dimensions: np.ndarray, scale: float, n: int, rng: np.random.Generator,
+          first: tuple[int, int]) -> np.ndarray:
+    """Heights (m) of one ``n x n`` tile of type ``kind`` with ``dimensions`` (:func:`_dimensions`; module docstring)
+    whose first sample is grid sample ``first`` (indices along x, y)."""
+    d, tread, width = dimensions.tolist()
     half = (n - 1) * CELL / 2
     plateau = half - PLATFORM * scale / 2  # edge distance where the central platform begins
     if kind == "rough":
@@ -152,14 +178,14 @@ def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator,
             return -hill
         return hill + _coarse_noise(rng, n, -0.05 * scale, 0.05 * scale, first)
     if kind in ("stairs_up", "stairs_down"):
-        rings = np.floor(np.minimum(edge, plateau) / (TREAD * scale))
-        stairs = rings * riser_height(level, scale)
+        rings = np.floor(np.minimum(edge, plateau) / (TREAD * tread * scale))
+        stairs = rings * riser_height(d, scale)
         return -stairs if kind == "stairs_up" else stairs
     if kind == "obstacles":
         height = (0.05 + 0.2 * d) * scale
         heights = np.zeros((n, n))
         for _ in range(OBSTACLES):
-            w, h = (rng.uniform(1.0, 2.0, size=2) * scale / CELL).astype(int)
+            w, h = (rng.uniform(1.0, 2.0, size=2) * width * scale / CELL).astype(int)
             i, j = rng.integers(0, n - w), rng.integers(0, n - h)
             heights[i : i + w, j : j + h] = rng.choice((-1.0, -0.5, 0.5, 1.0)) * height
         heights[edge >= plateau] = 0.0
@@ -170,8 +196,9 @@ def _tile(kind: str, level: int, scale: float, n: int, rng: np.random.Generator,
 @dataclass(frozen=True, eq=False)
 class TerrainGrid:
     """The heights (m, world z) of the whole grid, ``heights[i, j]`` at ``x = i * CELL``, ``y = j * CELL``,
-    each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground, and
-    ``stepped_from``: the first sample index along y of the stepped columns (``STEPPED_TYPES``)."""
+    each tile's spawn point: ``origins[level, column]`` = (x, y, z) m of the tile centre's ground,
+    ``stepped_from``: the first sample index along y of the stepped columns (``STEPPED_TYPES``), and each tile's
+    draws: ``dimensions[level, column]``, the :data:`DIMENSIONS` (module docstring)."""
 
     seed: int
     scale: float
@@ -179,6 +206,15 @@ class TerrainGrid:
     heights: np.ndarray
     origins: np.ndarray
     stepped_from: int
+    dimensions: np.ndarray
+
+    def riser(self, level: int, column: int) -> float:
+        """The stairs riser (m) of tile ``(level, column)`` (whatever its type)."""
+        return riser_height(float(self.dimensions[level, column, 0]), self.scale)
+
+    def tread(self, level: int, column: int) -> float:
+        """The stairs tread (m) of tile ``(level, column)`` (whatever its type)."""
+        return TREAD * float(self.dimensions[level, column, 1]) * self.scale
 
     @property
     def tile_size(self) -> float:
@@ -281,10 +317,12 @@ def terrain_grid(seed: int, scale: float) -> TerrainGrid:
     n = int(round(TILE * scale / CELL))
     columns = len(COLUMN_TYPES)
     heights = np.zeros((LEVELS * n, columns * n))
+    dimensions = np.zeros((LEVELS, columns, len(DIMENSIONS)))
     for level in range(LEVELS):
         for column, kind in enumerate(COLUMN_TYPES):
             rng = np.random.default_rng((seed, level, column))
-            tile = _tile(kind, level, scale, n, rng, (level * n, column * n))
+            dimensions[level, column] = _dimensions(level, rng)
+            tile = _tile(kind, dimensions[level, column], scale, n, rng, (level * n, column * n))
             heights[level * n : (level + 1) * n, column * n : (column + 1) * n] = tile
     stepped_from = FIRST_STEPPED * n
     assert stepped_from % STRIDE == 0, "the heightfield must end on a lattice sample: the first stepped one"
@@ -295,6 +333,6 @@ def terrain_grid(seed: int, scale: float) -> TerrainGrid:
         for column in range(columns):
             ground = heights[np.ix_(level * n + centre, column * n + centre)]
             origins[level, column] = ((level * n + (n - 1) / 2) * CELL, (column * n + (n - 1) / 2) * CELL, ground.max())
-    heights.flags.writeable = False
-    origins.flags.writeable = False
-    return TerrainGrid(seed, scale, n, heights, origins, stepped_from)
+    for array in (heights, origins, dimensions):
+        array.flags.writeable = False
+    return TerrainGrid(seed, scale, n, heights, origins, stepped_from, dimensions)
