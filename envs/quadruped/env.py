@@ -219,13 +219,12 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     ## Performance
 
-    One ``step()`` = 5 physics steps (~70-90 us on one 2-core-VM core) + ~13 us of Python (action check,
-    observation = one ``np.concatenate`` of cached sensor views, scalar reward maths, the info dict). That is
-    ~9,500 steps/s through ``gym.make`` (Gymnasium's Ant-v5: ~4,100 on the same machine). The gait measures and
-    the two foot terms (issue 37) take 0.8x of that (side by side against the commit before them); without the
-    gait measures (``gait_measures=False``, the default job's training envs) a step costs 1.52x its physics instead
-    of 1.74-1.84x (issue 78, side by side on an idle machine); the meshed robots' physics costs more, Go1 and Go2 with their files'
-    elliptic cones most (``benchmarks/RESULTS.md``).
+    One ``step()`` = 5 physics steps (~70-90 us on one 2-core-VM core) + ~39 us of Python with the gait measures off
+    (the training envs), ~59 us with them on (the action check, the task's functions on this env's one row of floats,
+    the info dict; ``benchmarks/step_python.py``): 1.5-1.6x its physics, 1.9-2x with the gait measures, where
+    Gymnasium's Ant-v5 is 1.3x. The batched vector env (``envs.batched``) runs the same functions for all copies at
+    once, ~15 us of Python per copy at x16 (``benchmarks/RESULTS.md``, issue 78). The meshed robots' physics costs
+    more, Go1 and Go2 with their files' elliptic cones most.
 
     ## Arguments (keyword-only; :class:`~envs.quadruped.QuadrupedConfig` holds them and their checks)
 
