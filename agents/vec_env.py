@@ -37,7 +37,7 @@ def env_factory(env_id: str, kwargs: dict[str, Any], wrapper: Wrapper | None = N
     return make
 
 
-VEC_MODES = ("dummy", "subproc", "batched")
+VEC_MODES = ("dummy", "subproc", "batched", "warp")
 
 
 def make_vec_env(
@@ -47,14 +47,19 @@ def make_vec_env(
 
     ``mode``: ``dummy`` (one after another in this process), ``subproc`` (one process each) or
     ``batched`` (:class:`BatchedDummyVecEnv`: this process, the physics of all copies in one
-    multithreaded native call; OpenClaw envs only, no ``wrapper``).
+    multithreaded native call; OpenClaw envs only, no ``wrapper``) or ``warp`` (``agents.warp_vec_env.WarpVecEnv``:
+    the flat and rough quadruped's copies as worlds on MuJoCo Warp, a GPU when there is one; no ``wrapper``).
     """
     if mode not in VEC_MODES:
         raise ValueError(f"vectorization mode {mode!r} is unknown; choose one of: {', '.join(VEC_MODES)}")
+    if mode in ("batched", "warp") and wrapper is not None:
+        raise ValueError(f"mode={mode!r} steps the unwrapped envs and cannot apply a wrapper; use 'dummy'")
     if mode == "batched":
-        if wrapper is not None:
-            raise ValueError("mode='batched' steps the unwrapped envs and cannot apply a wrapper; use 'dummy'")
         return BatchedDummyVecEnv(env_id, kwargs, num_envs)
+    if mode == "warp":
+        from agents.warp_vec_env import WarpVecEnv  # MuJoCo Warp: the gpu extra
+
+        return WarpVecEnv(env_id, kwargs, num_envs)
     fns = [env_factory(env_id, kwargs, wrapper) for _ in range(num_envs)]
     if mode == "subproc":
         return SubprocVecEnv(fns, start_method="forkserver")

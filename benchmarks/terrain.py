@@ -433,10 +433,10 @@ def diagnose(arms: list[str], seeds: list[int], episodes: int, levels: list[int]
                         while not done and not info["left_tile"]:
                             w, x, y, z = sim.data.qpos[3:7]
                             yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-                            errors.append(abs((sim._heading - yaw + np.pi) % (2 * np.pi) - np.pi))
+                            errors.append(abs((sim.state.heading.item() - yaw + np.pi) % (2 * np.pi) - np.pi))
                             obs, _, terminated, truncated, info = env.step(act(obs[None])[0])
                             done = terminated or truncated
-                            touch.extend(sim._s_touch[:2].tolist())  # FR, FL
+                            touch.extend(sim.data.sensordata[sim._sensor_slices[2]][:2].tolist())  # FR, FL
                             for name in DIAGNOSED_TERMS:
                                 terms[name].append(info[f"reward_{name}"])
                         distances.append(float(np.hypot(*(sim.data.qpos[0:2] - start))))

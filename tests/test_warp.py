@@ -156,3 +156,35 @@ def test_what_is_not_on_warp_is_refused_with_the_reason():
         WarpQuadruped("OpenClaw/QuadrupedTerrain-v1", num_worlds=2, device="cpu")
     with pytest.raises(ValueError, match="obs_noise"):
         WarpQuadruped("OpenClaw/Quadruped-v1", num_worlds=2, device="cpu", obs_noise=1.0)
+
+
+def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):
+    """``python train.py sim=warp``: the training copies are Warp worlds (Warp's CPU device here), the teacher, PPO,
+    checkpoints and logs as on C MuJoCo, the evaluation in the C MuJoCo env (``evaluate.py`` and ``export.py`` read
+    the run as any other: they never make training envs)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    root, run = Path(__file__).resolve().parent.parent, tmp_path / "run"
+    common = [sys.executable, "train.py", "sim=warp", "train=smoke", "train.num_envs=32", "train.total_timesteps=2048",
+              "train.eval_freq=2048", "train.checkpoint_freq=2048", "train.progress_bar=false", f"hydra.run.dir={run}"]
+    done = subprocess.run(common, cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert yaml.safe_load((run / "config.yaml").read_text())["train"]["vec_mode"] == "warp"
+    rows = (run / "eval.csv").read_text().splitlines()  # the evaluation ran the C MuJoCo env
+    assert len(rows) == 2 and (run / "progress.csv").exists() and any((run / "checkpoints").iterdir())
+
+
+def test_sim_warp_refuses_what_it_cannot_run_before_training(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "train.py", "sim=warp", "env=quadruped_terrain", "train=smoke",
+                           f"hydra.run.dir={tmp_path / 'run'}"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "sim=warp with env=quadruped_terrain" in done.stderr
+    assert "sim=mujoco" in done.stderr and not (tmp_path / "run" / "progress.csv").exists()

@@ -134,7 +134,7 @@ def _run(sim: BatchedSimulation, act: Act, pit: bool):
     n, tasks = sim.num_envs, sim.tasks
     alive, fell, left = np.ones(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     error, steps = np.zeros(n), np.zeros(n)
-    speed = np.array([float(np.hypot(*task._command[0:2])) for task in tasks])
+    speed = np.array([float(np.hypot(*task.command[0:2])) for task in tasks])
     actions = np.zeros((n, *tasks[0].action_space.shape))
     while alive.any():
         ids = np.flatnonzero(alive)
@@ -143,7 +143,7 @@ def _run(sim: BatchedSimulation, act: Act, pit: bool):
         info = step.infos.arrays()
         left[ids] |= info["left_tile"]
         if pit:
-            left[ids] |= np.array([tasks[i]._ground >= -RIM_MARGIN for i in ids.tolist()])
+            left[ids] |= np.array([tasks[i].state.ground.item() >= -RIM_MARGIN for i in ids.tolist()])
         error[ids] += info["tracking_error"]
         steps[ids] += 1
         fell[ids] |= step.terminated

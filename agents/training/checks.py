@@ -105,6 +105,25 @@ class Checked:
     teacher_runs: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
+def _check_warp(cfg: DictConfig) -> None:
+    """``sim=warp`` (``train.vec_mode=warp``): MuJoCo Warp installed and the training env one it runs."""
+    import importlib.util
+
+    import gymnasium as gym
+
+    from agents.vec_env import env_kwargs
+
+    if importlib.util.find_spec("mujoco_warp") is None:
+        raise ConfigError('sim=warp needs MuJoCo Warp: pip install -e ".[gpu]" (or train on C MuJoCo: sim=mujoco)')
+    from envs.quadruped.warp_sim import warp_refusal
+
+    env = gym.make(cfg.env.id, **env_kwargs(cfg))
+    problem = warp_refusal(env.unwrapped)
+    env.close()
+    if problem:
+        raise ConfigError(f"sim=warp with env={cfg.env.name}: {problem}; train it on C MuJoCo (sim=mujoco)")
+
+
 def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:
     """Construct the training env once (and the evaluation env as the video recorder will) and return the training
     env's controller spec (None for an env without a scripted controller): bad
@@ -139,6 +158,8 @@ def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:
         problem = named_model_problem(cfg.env.name, config) if isinstance(config, EnvConfig) else None
         if problem:
             raise ConfigError(problem)
+    if t.vec_mode == "warp":
+        _check_warp(cfg)
     check_privileged(cfg.agent, privileged, cfg.env.id)
     if cfg.agent.name == "ppo":
         history_frames(cfg.agent.history_encoder, frames)

@@ -35,13 +35,26 @@ import numpy as np
 import torch
 import warp as wp
 
+from envs.quadruped.config import checked_gait_frequency
 from envs.quadruped.env import QuadrupedEnv
+from envs.quadruped.observation import clock_observation
 from envs.quadruped.rewards import step_outcome
 from envs.torch_math import TorchMath
 
 # arguments whose effect is not on Warp yet: name -> its value that turns it off
 NOT_ON_WARP = {"obs_noise": 0.0, "action_delay_steps": (0, 0), "push_interval_s": 0.0, "domain_randomization": False,
                "motor_strength": (1.0, 1.0), "kp_scale": (1.0, 1.0), "kd_scale": (1.0, 1.0), "history_steps": 1}
+
+
+def warp_refusal(env) -> str | None:
+    """Why the unwrapped env ``env`` cannot run on Warp yet, or None when it can."""
+    if type(env) is not QuadrupedEnv:
+        return (f"{type(env).__name__} is not on Warp yet: only the flat and rough quadruped (OpenClaw/Quadruped-*, "
+                "QuadrupedRough-*); the terrain env's copies re-place their stair boxes in their own models")
+    used = {k: getattr(env, k) for k, off in NOT_ON_WARP.items() if _plain(getattr(env, k)) != off}
+    if used:
+        return f"{used} not on Warp yet: leave them at {({k: NOT_ON_WARP[k] for k in used})}"
+    return None
 
 
 def warp_model(model: mujoco.MjModel) -> mujoco.MjModel:
@@ -83,13 +96,9 @@ class WarpQuadruped:
         env = gym.make(env_id, **kwargs)
         self.max_episode_steps = env.spec.max_episode_steps if env.spec is not None else None
         self.env = base = env.unwrapped
-        if type(base) is not QuadrupedEnv:
-            raise ValueError(f"{env_id} ({type(base).__name__}) is not on Warp yet: only the flat and rough quadruped "
-                             "(OpenClaw/Quadruped-*, QuadrupedRough-*); the terrain env's copies re-place their stair "
-                             "boxes in their own models")
-        used = {k: getattr(base, k) for k, off in NOT_ON_WARP.items() if _plain(getattr(base, k)) != off}
-        if used:
-            raise ValueError(f"{used} not on Warp yet: leave them at {({k: NOT_ON_WARP[k] for k in used})}")
+        problem = warp_refusal(base)
+        if problem:
+            raise ValueError(f"{env_id}: {problem}")
         self.num_worlds = num_worlds
         self.wp_device = wp.get_device(device)
         self.device = wp.device_to_torch(self.wp_device)
@@ -152,6 +161,17 @@ class WarpQuadruped:
     def _observe(self, last_action: torch.Tensor) -> torch.Tensor:
         readings = QuadrupedEnv.readings(self.env, self.sensordata)
         return QuadrupedEnv.observe(self.settings, self.state, [], readings[0], readings[1], last_action, TorchMath)
+
+    def observe_reset(self) -> torch.Tensor:
+        """Every world's observation of its current state as a reset's (after :meth:`reset_worlds` of all)."""
+        return self._observe(self.state.last_action)
+
+    def set_gait_frequency(self, frequency_hz: float, worlds: torch.Tensor) -> None:
+        """Run the gait clock of ``worlds`` (indices) at ``frequency_hz`` from the next step on (as the C env's
+        ``set_gait_frequency``: kept across resets, the phase does not jump)."""
+        state = self.state
+        state.frequency[worlds] = checked_gait_frequency(frequency_hz)
+        clock_observation(state.phase, state.frequency, state.clock, TorchMath, self.settings.GAIT_PHASE_OFFSETS)
 
     def step(self, actions: torch.Tensor):
         """Step every world with ``actions`` (num_worlds, 12) (clipped to [-1, 1]); returns ``(obs, reward,

@@ -1,0 +1,101 @@
+"""Stable-Baselines3's vector env over the quadruped's worlds on MuJoCo Warp (``train.vec_mode=warp``, ``sim=warp``):
+:class:`WarpVecEnv`.
+
+The worlds step on the Warp device (``envs.quadruped.warp_sim.WarpQuadruped``: physics, observation, reward, resets
+inside the step); the learner gets numpy arrays, as from any SB3 vector env, so PPO, the teachers, the distillation
+term, checkpoints and ``VecNormalize`` work unchanged. What crosses to the host each step is the observations,
+rewards and flags (N x 57 floats and 3 x N; the actions go back), not the simulation. Evaluation envs stay C MuJoCo's
+(``agents.training.runner``): a policy trained on Warp is evaluated in the C MuJoCo env (sim-to-sim).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from envs.quadruped.warp_sim import WarpQuadruped
+
+
+def warp_device() -> str:
+    """The Warp device the worlds run on: the first CUDA GPU when torch sees one, else Warp's CPU device."""
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+class WarpVecEnv(VecEnv):
+    """``num_envs`` worlds of ``env_id`` (made with ``kwargs``) on a Warp device, as an SB3 ``VecEnv``.
+
+    Infos as SB3's ``Monitor``-wrapped envs give them at an episode's end (``episode`` = ``{"r", "l", "t"}``,
+    ``terminal_observation``, ``TimeLimit.truncated``); ``get_attr`` reads the copies' shared settings (every world
+    runs the same env's task); ``env_method("set_gait_frequency", f)`` sets the gait clock of the worlds named.
+    """
+
+    def __init__(self, env_id: str, kwargs: dict[str, Any], num_envs: int, device: str | None = None,
+                 seed: int = 0) -> None:
+        self.sim = WarpQuadruped(env_id, num_envs, device=device or warp_device(), seed=seed, **kwargs)
+        env = self.sim.env
+        super().__init__(num_envs, env.observation_space, env.action_space)
+        self._returns = torch.zeros(num_envs, dtype=torch.float64, device=self.sim.device)
+        self._lengths = torch.zeros(num_envs, dtype=torch.int64, device=self.sim.device)
+        self._actions: np.ndarray | None = None
+        self._t_start = time.time()
+
+    def reset(self) -> np.ndarray:
+        seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
+        if seed is not None:
+            self.sim.generator.manual_seed(int(seed))
+        self.sim.reset_worlds(torch.ones(self.num_envs, dtype=torch.bool, device=self.sim.device))
+        self.sim.obs = self.sim.observe_reset()
+        self._returns.zero_()
+        self._lengths.zero_()
+        self._reset_seeds()
+        self._reset_options()
+        return self.sim.obs.cpu().numpy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        obs, reward, terminated, truncated, info = self.sim.step(torch.as_tensor(self._actions, device=self.sim.device))
+        done = terminated | truncated
+        self._returns += reward
+        self._lengths += 1
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        ended = done.nonzero().squeeze(1)
+        if len(ended):
+            final = info["final_obs"][ended].cpu().numpy()
+            returns, lengths = self._returns[ended].tolist(), self._lengths[ended].tolist()
+            limit = (truncated & ~terminated)[ended].tolist()
+            elapsed = round(time.time() - self._t_start, 6)
+            for j, i in enumerate(ended.tolist()):
+                infos[i] = {"episode": {"r": round(returns[j], 6), "l": lengths[j], "t": elapsed},
+                            "terminal_observation": final[j], "TimeLimit.truncated": limit[j]}
+            self._returns[ended] = 0.0
+            self._lengths[ended] = 0
+        return obs.cpu().numpy(), reward.to(torch.float32).cpu().numpy(), done.cpu().numpy(), infos
+
+    def close(self) -> None:
+        self.sim = None
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        return [getattr(self.sim.env, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise NotImplementedError(f"set_attr({attr_name!r}): the Warp worlds share one env's settings; set them in "
+                                  "env.kwargs")
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        if method_name != "set_gait_frequency":
+            raise NotImplementedError(f"env_method({method_name!r}) is not on the Warp worlds (only "
+                                      "set_gait_frequency); use train.vec_mode=batched for this run")
+        ids = list(self._get_indices(indices))
+        self.sim.set_gait_frequency(float(method_args[0]), torch.as_tensor(ids, device=self.sim.device))
+        return [None for _ in ids]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        from stable_baselines3.common.monitor import Monitor
+
+        return [issubclass(Monitor, wrapper_class) for _ in self._get_indices(indices)]
