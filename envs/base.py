@@ -8,7 +8,7 @@ arguments, their defaults and their checks are one :class:`EnvConfig` subclass; 
 
 Subclasses implement the task (private hooks, called by this class only): ``_reset_task``,
 ``_apply_action``, ``_before_physics`` (optional), ``_observe`` and ``_step_outcome`` (this step's
-reward, termination and info), and declare what generic code reads about it (``envs.declarations``):
+reward, termination and info; or ``_transition``, all of a step after the physics at once), and declare what generic code reads about it (``envs.declarations``):
 ``METRICS``, ``CURRICULUM``, ``controller_spec``, ``task_context()``, ``overlay_lines``.
 
 The batched vector env (``envs.batched``) drives the physics of many envs in one call and calls these
@@ -210,8 +210,7 @@ class MujocoTaskEnv(gym.Env):
         self._renderer: mujoco.Renderer | None = None
         self._viewer = None
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(action_dim,), dtype=np.float32)
-        self._action = np.zeros(action_dim)  # the previous step's clipped action
-        self._clipped_action = np.zeros(action_dim)
+        self._clipped_action = np.zeros(action_dim)  # the step's action, clipped (a buffer reused every step)
         self._last_obs: Any = None
         self._bind_warning_stats()
 
@@ -239,6 +238,12 @@ class MujocoTaskEnv(gym.Env):
     def _step_outcome(self, action: np.ndarray) -> tuple[float, bool, dict[str, Any]]:
         """Reward, termination flag and info for the transition that just happened."""
         raise NotImplementedError
+
+    def _transition(self, action: np.ndarray) -> tuple[Any, float, bool, dict[str, Any]]:
+        """Observation, reward, termination flag and info of the step that just happened (clipped ``action``).
+        Default: :meth:`_observe`, then :meth:`_step_outcome`; an env that computes them together overrides it."""
+        obs = self._observe()
+        return (obs, *self._step_outcome(action))
 
     @classmethod
     def before_physics_batch(cls, tasks: list[MujocoTaskEnv]) -> None:
@@ -295,7 +300,6 @@ class MujocoTaskEnv(gym.Env):
         options = checked_options(type(self), options or {})  # a refused option changes nothing
         super().reset(seed=seed)
         mujoco.mj_resetData(self.model, self.data)
-        self._action[:] = 0.0
         self._reset_task(options)
         mujoco.mj_forward(self.model, self.data)
         obs = self._observe()
@@ -330,9 +334,7 @@ class MujocoTaskEnv(gym.Env):
         """Everything of :meth:`step` after the physics: ``(obs, reward, terminated, False, info)``."""
         if self.diverged():
             return self.blowup_transition()
-        obs = self._observe()
-        reward, terminated, info = self._step_outcome(action)
-        self._action[:] = action
+        obs, reward, terminated, info = self._transition(action)
         self._last_obs = obs
         return obs, reward, terminated, False, info
 
@@ -342,9 +344,9 @@ class MujocoTaskEnv(gym.Env):
         Raises ``ValueError`` for a wrong shape or NaN/inf.
         """
         a = np.asarray(action, dtype=np.float64)
-        if a.shape != self._action.shape:
+        if a.shape != self._clipped_action.shape:
             raise ValueError(
-                f"action has shape {a.shape}, expected {self._action.shape} "
+                f"action has shape {a.shape}, expected {self._clipped_action.shape} "
                 f"(one value in [-1, 1] per actuator of {type(self).__name__})"
             )
         return clip_actions(a, self._clipped_action)

@@ -87,7 +87,7 @@ def c_env_in(sim: WarpQuadruped, world: int):
     env = gym.make("OpenClaw/Quadruped-v1").unwrapped
     env.reset(seed=0)
     copy_physics(sim, world, env)
-    for name, array in sim.state._arrays():
+    for name, array in sim.state.arrays():
         if array is not None:
             getattr(env.state, name)[0] = array[world].numpy()
     return env

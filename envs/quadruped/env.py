@@ -462,7 +462,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
 
     # ------------------------------------------------------------------ one env's step: the task functions at N = 1
     # The base's step(): prepare_step (validate, _apply_action, _before_physics), frame_skip physics steps,
-    # finish_step; each runs the task function below on this env's one row, on Python floats (ScalarMath).
+    # finish_step (_transition); each runs the task function below on this env's one row, on Python floats
+    # (ScalarMath).
     def _apply_action(self, action: np.ndarray) -> None:
         self.controls(self, self.state, action[None], self._ctrl_row)
 
@@ -474,15 +475,10 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         base, joints = self._readings[0], self._readings[1]
         return self.observe(self, self.state, [self], base, joints, self.state.last_action, BatchMath, fill=True)[0]
 
-    def finish_step(self, action: np.ndarray) -> tuple:
-        if self.diverged():
-            return self.blowup_transition()
+    def _transition(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         obs, reward, fell, info = self.finish(self, self.state, [self], action[None], *self._rows, self._readings,
                                               ScalarMath)
-        obs = obs[0]
-        self._action[:] = action
-        self._last_obs = obs
-        return obs, reward, fell, False, info
+        return obs[0], reward, fell, info
 
     # ------------------------------------------------------------------ the task functions, N copies at once
     # Each takes ``env``, the copies' settings (any copy's: the copies of a batch share their arguments), their
@@ -649,9 +645,14 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         its gait frequency (e.g. an LLM hint) calls this, so that the clock it follows is the one observed.
         """
         self.gait_frequency_hz = checked_gait_frequency(frequency_hz)
-        state = self.state
-        state.frequency[:] = self.gait_frequency_hz
-        clock_observation(state.phase, state.frequency, state.clock, BatchMath)
+        self.retime_clock(self, self.state, slice(None), self.gait_frequency_hz, BatchMath)
+
+    @classmethod
+    def retime_clock(cls, env, state: TaskState, rows, frequency_hz: float, m) -> None:
+        """The gait clock of the copies ``rows`` (an index of the state's rows) runs at ``frequency_hz`` (Hz, checked)
+        from the next step on; their clock's observation entries are set for it now (the phase does not jump)."""
+        state.frequency[rows] = checked_gait_frequency(frequency_hz)
+        clock_observation(state.phase, state.frequency, state.clock, m, env.GAIT_PHASE_OFFSETS)
 
     @property
     def gait_phase(self) -> float:

@@ -51,32 +51,37 @@ class TaskState:
     def __len__(self) -> int:
         return len(self.command)
 
-    def _arrays(self):
+    def arrays(self):
+        """``(name, array or None)`` of every field, in order."""
         return ((f.name, getattr(self, f.name)) for f in fields(self))
+
+    def map(self, function) -> TaskState:
+        """The state whose every array is ``function(array)`` (e.g. a torch tensor of it)."""
+        return replace(self, **{k: None if a is None else function(a) for k, a in self.arrays()})
 
     def rows(self, start: int, stop: int) -> TaskState:
         """Rows ``start:stop`` as views: writes to either reach both."""
-        return replace(self, **{k: None if a is None else a[start:stop] for k, a in self._arrays()})
+        return self.map(lambda a: a[start:stop])
 
     def take(self, ids: np.ndarray) -> TaskState:
         """Rows ``ids`` as a copy (write them back with :meth:`put`)."""
-        return replace(self, **{k: None if a is None else a[ids] for k, a in self._arrays()})
+        return self.map(lambda a: a[ids])
 
     def put(self, ids: np.ndarray, rows: TaskState) -> None:
         """Write ``rows`` (e.g. a :meth:`take` of the same ``ids``, after a step) into rows ``ids``."""
-        for k, a in self._arrays():
+        for k, a in self.arrays():
             if a is not None:
                 a[ids] = getattr(rows, k)
 
     def copy(self) -> TaskState:
-        return replace(self, **{k: None if a is None else a.copy() for k, a in self._arrays()})
+        return self.map(np.copy)
 
     @classmethod
     def stack(cls, states: list[TaskState]) -> TaskState:
         """One state whose row ``i`` is ``states[i]``'s (one row each), copied."""
         first = states[0]
         return replace(first, **{k: None if a is None else np.concatenate([getattr(s, k) for s in states])
-                                 for k, a in first._arrays()})
+                                 for k, a in first.arrays()})
 
 
 @dataclass(eq=False)

@@ -4,8 +4,8 @@ device (a GPU; Warp's CPU device runs the tests), the task computed on torch ten
 Needs ``pip install -e ".[gpu]"`` (``mujoco-warp``, ``warp-lang``; ``setup.sh`` installs them). What runs on the
 device, all worlds at once: the controls, the gait clock, the ``frame_skip`` physics steps (``mujoco_warp.step``;
 on a GPU captured once as a CUDA graph), the observation, the reward terms, the fall check and the gait measures -
-the same functions as the C MuJoCo env's (:class:`~envs.quadruped.QuadrupedEnv`'s ``controls``, ``observe``,
-``step_readings`` and ``envs.quadruped.rewards.step_outcome``, in :class:`~envs.torch_math.TorchMath`) - and the
+the same functions as the C MuJoCo env's (:class:`~envs.quadruped.QuadrupedEnv`'s ``controls``, ``advance``,
+``finish``: its observation and ``envs.quadruped.rewards.step_outcome``, in :class:`~envs.torch_math.TorchMath`) - and the
 resets of the worlds whose episode ended, inside the step (:meth:`WarpQuadruped.reset_worlds`: the C env's reset
 draws, default pose plus noise and a uniform command, from a seeded torch generator).
 
@@ -35,10 +35,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from envs.quadruped.config import checked_gait_frequency
 from envs.quadruped.env import QuadrupedEnv
-from envs.quadruped.observation import clock_observation
-from envs.quadruped.rewards import step_outcome
 from envs.torch_math import TorchMath
 
 # arguments whose effect is not on Warp yet: name -> its value that turns it off
@@ -111,13 +108,13 @@ class WarpQuadruped:
         view = lambda name: wp.to_torch(getattr(self.data, name))  # noqa: E731  (shares Warp's memory)
         self.qpos, self.qvel, self.ctrl, self.sensordata, self.actuator_force = (
             view(k) for k in ("qpos", "qvel", "ctrl", "sensordata", "actuator_force"))
-        self.state = _tensors(base._new_state(num_worlds), self.device)
+        self.state = base._new_state(num_worlds).map(lambda a: torch.as_tensor(a, device=self.device))
         self.state.frequency[:] = base.gait_frequency_hz
         self.steps = torch.zeros(num_worlds, dtype=torch.int64, device=self.device)  # control steps in the episode
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self._graph = None  # the physics steps as one CUDA graph (on a GPU, after the first step)
         self.reset_worlds(torch.ones(num_worlds, dtype=torch.bool, device=self.device))
-        self.obs = self._observe(self.state.last_action)
+        self.obs = self.observe_reset()
 
     # ------------------------------------------------------------------ resets
     def _uniform(self, low, high, shape: tuple[int, ...]) -> torch.Tensor:
@@ -158,20 +155,16 @@ class WarpQuadruped:
         else:
             wp.capture_launch(self._graph)
 
-    def _observe(self, last_action: torch.Tensor) -> torch.Tensor:
-        readings = QuadrupedEnv.readings(self.env, self.sensordata)
-        return QuadrupedEnv.observe(self.settings, self.state, [], readings[0], readings[1], last_action, TorchMath)
-
     def observe_reset(self) -> torch.Tensor:
-        """Every world's observation of its current state as a reset's (after :meth:`reset_worlds` of all)."""
-        return self._observe(self.state.last_action)
+        """Every world's observation of its current state as a reset's (their last action, zero after a reset)."""
+        readings = QuadrupedEnv.readings(self.env, self.sensordata)
+        return QuadrupedEnv.observe(self.settings, self.state, [], readings[0], readings[1], self.state.last_action,
+                                    TorchMath)
 
     def set_gait_frequency(self, frequency_hz: float, worlds: torch.Tensor) -> None:
-        """Run the gait clock of ``worlds`` (indices) at ``frequency_hz`` from the next step on (as the C env's
-        ``set_gait_frequency``: kept across resets, the phase does not jump)."""
-        state = self.state
-        state.frequency[worlds] = checked_gait_frequency(frequency_hz)
-        clock_observation(state.phase, state.frequency, state.clock, TorchMath, self.settings.GAIT_PHASE_OFFSETS)
+        """Run the gait clock of ``worlds`` (indices) at ``frequency_hz`` from the next step on (the C env's
+        ``QuadrupedEnv.retime_clock``: kept across resets, the phase does not jump)."""
+        QuadrupedEnv.retime_clock(self.settings, self.state, worlds, frequency_hz, TorchMath)
 
     def step(self, actions: torch.Tensor):
         """Step every world with ``actions`` (num_worlds, 12) (clipped to [-1, 1]); returns ``(obs, reward,
@@ -182,23 +175,15 @@ class WarpQuadruped:
         QuadrupedEnv.controls(settings, state, a, self.ctrl)
         QuadrupedEnv.advance(settings, state, [], TorchMath)
         self._step_physics()
-        readings = QuadrupedEnv.readings(env, self.sensordata)
-        obs = QuadrupedEnv.observe(settings, state, [], readings[0], readings[1], a, TorchMath)
-        reward, fell, info, air, contact, gait = step_outcome(
-            QuadrupedEnv.step_readings(settings, state, a, self.qvel, self.actuator_force, readings, TorchMath),
-            settings, TorchMath)
-        state.last_action[...] = a
-        TorchMath.store_columns(state.air_time, air)
-        TorchMath.store_columns(state.contact, contact)
-        if gait is not None:
-            TorchMath.store_columns(state.gait, gait)
+        obs, reward, fell, info = QuadrupedEnv.finish(settings, state, [], a, self.qpos, self.qvel, self.actuator_force,
+                                                      QuadrupedEnv.readings(env, self.sensordata), TorchMath)
         self.steps += 1
         truncated = (self.steps >= self.max_episode_steps) & ~fell if self.max_episode_steps else torch.zeros_like(fell)
         done = fell | truncated
         if bool(done.any()):
             info["final_obs"] = obs.clone()
             self.reset_worlds(done)
-            obs[done] = self._observe(state.last_action)[done]
+            obs[done] = self.observe_reset()[done]
         self.obs = obs
         return obs, reward, fell, truncated, info
 
@@ -206,8 +191,3 @@ class WarpQuadruped:
 def _plain(value: Any) -> Any:
     """A list argument as the tuple it stands for."""
     return tuple(value) if isinstance(value, list) else value
-
-
-def _tensors(state, device: torch.device):
-    """A copy of a task state with torch tensors on ``device`` for its arrays."""
-    return type(state)(**{k: None if a is None else torch.as_tensor(a, device=device).clone() for k, a in state._arrays()})
