@@ -25,6 +25,17 @@ ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU
 ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPOStudent, "sac": SACStudent}
 
 
+def learner_class(name: str, vec_mode: str = "dummy") -> type[BaseAlgorithm]:
+    """The learner ``name`` (ppo | sac) for training envs of ``vec_mode`` (``train.vec_mode``): on MuJoCo Warp's
+    worlds (``warp``) PPO collects on their device (:class:`~agents.students.device_ppo.DevicePPOStudent`); its
+    checkpoints load as any PPO's."""
+    if name == "ppo" and vec_mode == "warp":
+        from agents.students.device_ppo import DevicePPOStudent
+
+        return DevicePPOStudent
+    return ALGORITHMS[name]
+
+
 def policy_name(venv: VecEnv) -> str:
     """SB3 policy for the observation space: ``MultiInputPolicy`` for Dict spaces, else ``MlpPolicy``."""
     import gymnasium as gym
@@ -129,7 +140,7 @@ def build_agent(cfg: DictConfig, venv: VecEnv, tensorboard_dir: str | None) -> B
     """A fresh learner with the configured hyper-parameters, seeded with ``cfg.seed``."""
     agent = cfg.agent
     kwargs = learner_kwargs(cfg, venv)
-    return ALGORITHMS[agent.name](
+    return learner_class(agent.name, cfg.train.vec_mode)(
         kwargs.pop("policy", policy_name(venv)),
         venv,
         seed=cfg.seed,
@@ -161,19 +172,20 @@ def check_device(key: str, value: str) -> None:
         raise ConfigError(f"{key}={value}: students train on cpu, cuda or mps, not {device.type}")
 
 
-def load_agent(name: str, path: str, venv: VecEnv | None, device: str) -> BaseAlgorithm:
-    """Load a saved learner (weights, optimiser state, step count) and attach ``venv`` (None: no env)."""
-    return ALGORITHMS[name].load(path, env=venv, device=device)
+def load_agent(name: str, path: str, venv: VecEnv | None, device: str, vec_mode: str = "dummy") -> BaseAlgorithm:
+    """Load a saved learner (weights, optimiser state, step count) and attach ``venv`` (None: no env), as the learner
+    that trains on ``vec_mode``'s envs (:func:`learner_class`)."""
+    return learner_class(name, vec_mode).load(path, env=venv, device=device)
 
 
 def load_checkpoint(found: checkpoint.Checkpoint, name: str, venv: VecEnv, device: str,
-                    replay: bool = False) -> tuple[BaseAlgorithm, VecEnv]:
-    """The ``name`` (ppo | sac) learner saved in ``found`` on ``venv`` wrapped in the checkpoint's normalisation
-    statistics (when it has them), with its replay buffer when ``replay``; :class:`agents.checkpoint.Damaged`
+                    replay: bool = False, vec_mode: str = "dummy") -> tuple[BaseAlgorithm, VecEnv]:
+    """The ``name`` (ppo | sac) learner saved in ``found`` on ``venv`` (of ``vec_mode``) wrapped in the checkpoint's
+    normalisation statistics (when it has them), with its replay buffer when ``replay``; :class:`agents.checkpoint.Damaged`
     when a file cannot be loaded or a value is not finite (:func:`agents.checkpoint.first_intact` skips it)."""
     norm = found.normalization
     env = checkpoint.loaded(norm, lambda: VecNormalize.load(str(norm), venv)) if norm is not None else venv
-    model = checkpoint.loaded(found.model, lambda: load_agent(name, str(found.model), env, device))
+    model = checkpoint.loaded(found.model, lambda: load_agent(name, str(found.model), env, device, vec_mode))
     if replay and found.replay_buffer is not None and isinstance(model, OffPolicyAlgorithm):
         checkpoint.loaded(found.replay_buffer, lambda: model.load_replay_buffer(found.replay_buffer))
     checkpoint.finite_or_damaged(found, model, env)

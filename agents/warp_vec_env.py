@@ -11,13 +11,29 @@ rewards and flags (N x 57 floats and 3 x N; the actions go back), not the simula
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from envs.quadruped.warp_sim import WarpQuadruped
+
+
+class WorldsStep(NamedTuple):
+    """One step of every world, on the device: ``obs`` (N, obs_dim) (a new episode's first where one ended),
+    ``reward`` (N,), ``done`` (N,) (a fall or the time limit), ``time_limit`` (N,) (ended by the time limit alone),
+    ``final_obs`` (N, obs_dim) (the ended episodes' last observations; None when none ended), ``episodes`` (env index
+    -> SB3's ``info["episode"]``, ``{"r", "l", "t"}``, for the episodes that ended) and ``terms`` (the step's
+    per-world readings, name -> (N,): the reward terms, ``tracking_error``, ``fell``, the gait measures)."""
+
+    obs: torch.Tensor
+    reward: torch.Tensor
+    done: torch.Tensor
+    time_limit: torch.Tensor
+    final_obs: torch.Tensor | None
+    episodes: dict[int, dict[str, Any]]
+    terms: dict[str, torch.Tensor]
 
 
 def warp_device() -> str:
@@ -58,24 +74,35 @@ class WarpVecEnv(VecEnv):
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
 
-    def step_wait(self):
-        obs, reward, terminated, truncated, info = self.sim.step(torch.as_tensor(self._actions, device=self.sim.device))
+    def step_tensors(self, actions: torch.Tensor) -> WorldsStep:
+        """Step every world with ``actions`` (a tensor on the device) and keep everything on the device but the
+        records of the episodes that ended (:class:`WorldsStep`): the step of a learner that stays on the device."""
+        obs, reward, terminated, truncated, info = self.sim.step(actions)
         done = terminated | truncated
         self._returns += reward
         self._lengths += 1
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         ended = done.nonzero().squeeze(1)
+        episodes: dict[int, dict[str, Any]] = {}
         if len(ended):
-            final = info["final_obs"][ended].cpu().numpy()
             returns, lengths = self._returns[ended].tolist(), self._lengths[ended].tolist()
-            limit = (truncated & ~terminated)[ended].tolist()
             elapsed = round(time.time() - self._t_start, 6)
-            for j, i in enumerate(ended.tolist()):
-                infos[i] = {"episode": {"r": round(returns[j], 6), "l": lengths[j], "t": elapsed},
-                            "terminal_observation": final[j], "TimeLimit.truncated": limit[j]}
+            episodes = {i: {"r": round(returns[j], 6), "l": lengths[j], "t": elapsed} for j, i in enumerate(ended.tolist())}
             self._returns[ended] = 0.0
             self._lengths[ended] = 0
-        return obs.cpu().numpy(), reward.to(torch.float32).cpu().numpy(), done.cpu().numpy(), infos
+        terms = {key: value for key, value in info.items() if key != "final_obs"}
+        return WorldsStep(obs, reward, done, truncated & ~terminated, info.get("final_obs"), episodes, terms)
+
+    def step_wait(self):
+        step = self.step_tensors(torch.as_tensor(self._actions, device=self.sim.device))
+        columns = {key: value.tolist() for key, value in step.terms.items()}
+        infos: list[dict[str, Any]] = [{key: column[i] for key, column in columns.items()} for i in range(self.num_envs)]
+        if step.episodes:
+            ended = list(step.episodes)
+            final = step.final_obs[ended].cpu().numpy()
+            limit = step.time_limit[ended].tolist()
+            for j, i in enumerate(ended):
+                infos[i].update(episode=step.episodes[i], terminal_observation=final[j], **{"TimeLimit.truncated": limit[j]})
+        return step.obs.cpu().numpy(), step.reward.to(torch.float32).cpu().numpy(), step.done.cpu().numpy(), infos
 
     def close(self) -> None:
         self.sim = None

@@ -178,13 +178,15 @@ def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):
     assert len(rows) == 2 and (run / "progress.csv").exists() and any((run / "checkpoints").iterdir())
 
 
-def test_sim_warp_refuses_what_it_cannot_run_before_training(tmp_path):
+@pytest.mark.parametrize("override, named", [("env=quadruped_terrain", "sim=warp with env=quadruped_terrain"),
+                                             ("distill=adaptive", "the adaptive teacher")])
+def test_sim_warp_refuses_what_it_cannot_run_before_training(tmp_path, override, named):
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "train.py", "sim=warp", "env=quadruped_terrain", "train=smoke",
+    done = subprocess.run([sys.executable, "train.py", "sim=warp", override, "train=smoke",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=root, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0 and "sim=warp with env=quadruped_terrain" in done.stderr
+    assert done.returncode != 0 and named in done.stderr
     assert "sim=mujoco" in done.stderr and not (tmp_path / "run" / "progress.csv").exists()

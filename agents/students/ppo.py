@@ -97,6 +97,11 @@ class PPOStudent(DistillingStudent, PPO):
         if distillation.needs_raw_obs and self._vec_normalize_env is None:
             raise TypeError("raw observations are only needed (and available) with VecNormalize")
         self.distillation = distillation
+        self._record_for(distillation, acting_teacher)
+
+    def _record_for(self, distillation: OnlinePolicyDistillation, acting_teacher: ActingTeacher | None) -> None:
+        """Make the rollout buffer record what ``distillation``'s teachers read: the acting teacher's actions, the
+        raw observations."""
         if distillation.needs_teacher_actions:
             self.rollout_buffer = with_teacher_actions(self.rollout_buffer, acting_teacher, ROLLOUT_EXTENSIONS)
         if distillation.needs_raw_obs:
@@ -111,9 +116,13 @@ class PPOStudent(DistillingStudent, PPO):
         size = min(max(left, 1), self.n_steps)
         if rollout_buffer.buffer_size != size:
             rollout_buffer = self.rollout_buffer = _resized(rollout_buffer, size)
-        collected = super().collect_rollouts(env, callback, rollout_buffer, size)
+        collected = self._collect(env, callback, rollout_buffer, size)
         self.iterations += collected
         return collected
+
+    def _collect(self, env, callback, rollout_buffer, n_rollout_steps: int) -> bool:
+        """Collect ``n_rollout_steps`` vector steps into ``rollout_buffer``: SB3's ``collect_rollouts``."""
+        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
     def dump_logs(self, iteration: int = 0) -> None:
         """SB3's, with ``time/iterations`` the rollouts of the whole run (SB3 counts those of this ``learn()``)."""
@@ -226,7 +235,8 @@ class PPOStudent(DistillingStudent, PPO):
         record("train/clip_fraction", np.mean(logs["clip"]))
         record("train/loss", loss.item())
         record("train/rl_loss", np.mean(logs["rl_loss"]))
-        record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+        values, returns = (np.asarray(torch.as_tensor(x).cpu()).flatten() for x in (buffer.values, buffer.returns))
+        record("train/explained_variance", explained_variance(values, returns))
         if hasattr(self.policy, "log_std"):
             record("train/std", torch.exp(self.policy.log_std).mean().item())
         record("train/n_updates", self._n_updates, exclude="tensorboard")

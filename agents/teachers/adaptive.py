@@ -74,6 +74,8 @@ class AdaptiveControllerTeacher(ControllerTeacher):
         per_context: one parameter set per context (True) or one for all of them (module docstring).
     """
 
+    on_device = False  # its weights and proposals come from each env's step outcomes, read on the host
+
     def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, service: ProposalService,
                  segment_steps: int = 200, max_age: int = 3, params: Any = None, verify_on: str = "context",
                  per_context: bool = True) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
@@ -41,6 +42,9 @@ class ControllerTeacher(VecEnvWrapper):
         params: the controllers' starting parameters; ``None``: their defaults for the robot
             (``distill.controller_params=tuned``; ``untuned``: the family's class defaults; or a JSON file's).
     """
+
+    #: whether :meth:`teach` serves a learner whose envs step on a torch device (its weights need no step outcomes)
+    on_device = True
 
     def __init__(self, venv: VecEnv, family: ControllerFamily, spec: ControllerSpec, params: Any = None) -> None:
         super().__init__(venv)
@@ -68,12 +72,20 @@ class ControllerTeacher(VecEnvWrapper):
         """Step the student's ``actions``; first, every controller acts on the observation they were taken on
         (controllers of envs that start an episode are reset first): :attr:`teacher_actions`."""
         if not self.retired:  # once retired, teacher_actions stays the zeros retire() set
-            taught, _ = self.policy.predict(self._obs, episode_start=self._episode_start)
-            weights = self.weights()
-            self._weights_sum += float(weights.sum())
-            self._weights_n += len(weights)
-            self.teacher_actions = TeacherActions(taught.astype(np.float32), weights)
+            self.teacher_actions = self.teach(self._obs, self._episode_start)
         self.venv.step_async(actions)
+
+    def teach(self, obs: Any, episode_start: Any) -> TeacherActions:
+        """The controllers' actions and weights on the raw observations ``obs`` (one row per env; ``episode_start``:
+        which envs start an episode with them): numpy arrays, or torch tensors on the observations' device when
+        ``obs`` is a tensor (a learner on the device, :attr:`on_device`)."""
+        taught, _ = self.policy.predict(obs, episode_start=episode_start)
+        weights = self.weights()
+        self._weights_sum += float(weights.sum())
+        self._weights_n += len(weights)
+        if isinstance(taught, np.ndarray):
+            return TeacherActions(taught.astype(np.float32), weights)
+        return TeacherActions(taught.to(torch.float32), torch.as_tensor(weights, device=taught.device))
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()

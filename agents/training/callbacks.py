@@ -67,7 +67,8 @@ class InfoTermLogger(BaseCallback):
 
     Means are taken over all env steps since the last record, made at each PPO rollout end or, for
     off-policy learners, every ``every_steps`` env steps (SB3 writes them at its next log dump).
-    Also logs ``time/fps_recent`` over that span.
+    Also logs ``time/fps_recent`` over that span. A learner on the device hands each reading as one (n_envs,) tensor
+    (``info_terms``) instead of per-env infos.
     """
 
     def __init__(self, every_steps: int = 1000) -> None:
@@ -86,11 +87,18 @@ class InfoTermLogger(BaseCallback):
 
     def _on_step(self) -> bool:
         sums = self._sums
-        for info in self.locals["infos"]:
-            for key, value in info.items():
+        terms = self.locals.get("info_terms")  # a learner on the device: each reading's (n_envs,) tensor
+        if terms is not None:
+            for key, value in terms.items():
                 if self._is_step_term(key):
-                    sums[key] += value
-        self._count += len(self.locals["infos"])
+                    sums[key] = sums[key] + value.sum()  # stays on the device until the record
+            self._count += len(next(iter(terms.values()))) if terms else 0
+        else:
+            for info in self.locals["infos"]:
+                for key, value in info.items():
+                    if self._is_step_term(key):
+                        sums[key] += value
+            self._count += len(self.locals["infos"])
         if self.locals.get("rollout_buffer") is None and self.num_timesteps - self._last_dump_step >= self.every_steps:
             self._dump()
         return True
@@ -102,7 +110,7 @@ class InfoTermLogger(BaseCallback):
     def _dump(self) -> None:
         if self._count:
             for key, total in self._sums.items():
-                self.logger.record(f"env/{key}", total / self._count)
+                self.logger.record(f"env/{key}", float(total) / self._count)
         now = time.monotonic()
         steps = self.num_timesteps - self._last_dump_step
         if steps > 0:

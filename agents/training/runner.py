@@ -122,7 +122,8 @@ def _resume(cfg: DictConfig, venv: VecEnv) -> tuple[checkpoint.Checkpoint, VecEn
     goes on unless the resume changes ``agent.learning_rate``). Damaged ones are skipped and named."""
     def load(found: checkpoint.Checkpoint) -> tuple[BaseAlgorithm, VecEnv]:
         check_observation_space(str(found.model), venv)  # a mismatch is not damage: stop, do not skip
-        return load_checkpoint(found, cfg.agent.name, venv, cfg.train.device, replay=True)
+        return load_checkpoint(found, cfg.agent.name, venv, cfg.train.device, replay=True,
+                               vec_mode=cfg.train.vec_mode)
 
     try:
         intact = checkpoint.first_intact(checkpoint.candidates(cfg.resume), load)
