@@ -16,6 +16,9 @@ interface:
 * ``reset()`` at every episode start, ``act(obs) -> action`` (float32 in ``[-1, 1]^n``);
 * ``batched`` (class attribute, optional, default False): the controller keeps no state and ``act`` also
   takes a batch of observations ``(N, obs_dim) -> (N, n)``, so N envs with the same ``params`` share a call;
+  a batched controller's ``act`` takes numpy arrays or torch tensors on any device (a GPU simulator's
+  observations) and answers in kind: float32 numpy actions, or float32 tensors computed on the
+  observations' device (the trot: one definition of its math for both, :mod:`envs.controllers.trot`);
 * ``params``: the parameter dataclass, assignable; the class has ``BOUNDS`` (name -> (low, high)),
   ``from_dict`` (validated, raises ``ValueError``) and ``to_dict``; where some parameters act only on some
   envs of the family, the family's ``bounds_for`` says which (:meth:`ControllerFamily.bounds`);

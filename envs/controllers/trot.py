@@ -31,6 +31,12 @@ Servo lag: joint damping + servo kv (2.5 N·m·s/rad) against Kp 35 is a ~70 ms 
 Servo sag: Go1's servos are soft (Kp 35 N·m/rad), so a stance leg carrying half the robot (~62 N) sags
 ~0.3 rad at the knee. ``load_compensation`` adds the feed-forward target offset ``tau / Kp`` with
 ``tau = -J^T f`` for the foot's share ``f`` of the weight; 1.0 compensates the modelled load fully.
+
+Arrays: :meth:`TrotController.act` and the methods it calls are written once against an array namespace ``xp``,
+numpy for numpy arrays, torch for torch tensors (a GPU simulator's observations: the trot as a batched teacher on
+the device, issue 80): the same float64 arithmetic on either, on the input's device; numpy's results are
+bit-identical to the numpy-only code's, torch's agree with them within 1e-6 (``tests/test_trot_torch.py``: its
+transcendental functions may differ in the last bit). torch is imported only when a tensor comes in.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -55,6 +61,54 @@ def has_height_scan(spec: Any) -> bool:
     """Whether an env's controller spec carries a height scan (the terrain env's
     :class:`~envs.quadruped.TerrainLegGeometry`: ``scan_obs``, the scan's slice of the observation)."""
     return getattr(spec, "scan_obs", None) is not None
+
+
+def _array_namespace(x: Any) -> Any:
+    """``torch`` for a torch tensor (imported only then: ``envs`` does not import torch), else ``numpy``."""
+    if type(x).__module__.startswith("torch"):
+        import torch
+
+        return torch
+    return np
+
+
+def _float64(xp: Any, x: Any, like: Any) -> Any:
+    """``x`` (an array, a tensor or a number) as float64 in the namespace ``xp``, on ``like``'s device (torch)."""
+    return np.asarray(x, dtype=np.float64) if xp is np else xp.asarray(x, dtype=xp.float64, device=like.device)
+
+
+class _LegArrays(NamedTuple):
+    """The controller's constant arrays (float64), per leg (FR, FL, RR, RL) or per joint (our 12, leg-major)."""
+
+    leg_x: Any  # (4,) abduction axis x, body frame (m)
+    leg_y: Any  # (4,) abduction axis y (m)
+    side: Any  # (4,) +1 left, -1 right
+    h2t: Any  # (4,) abduction axis -> thigh joint, lateral (m)
+    thigh: Any  # (4,) thigh joint -> knee (m)
+    calf: Any  # (4,) knee -> foot centre (m)
+    calf_offset: Any  # (4, 3) the foot's angle on the calf from the calf's -z axis, at the knee (rad)
+    kp: Any  # (4, 3) servo stiffness (N·m/rad)
+    lag: Any  # (4, 3) servo lag c / Kp (s)
+    default_pose: Any  # (12,) joint angles of action 0 (rad)
+    action_scale: Any  # (12,) joint target per unit action (rad)
+    axis_sign: Any  # (12,) +1 where a joint turns about +x/+y, -1 about -x/-y
+    scan_points: Any  # (P, 2) height scan points, body frame (m); None without a scan
+
+    @classmethod
+    def of(cls, spec: LegGeometry) -> _LegArrays:
+        """The arrays of ``spec`` as numpy arrays."""
+        calf_angle = np.arctan2(-spec.calf[:, 0], -spec.calf[:, 1])
+        return cls(leg_x=spec.hip[:, 0], leg_y=spec.hip[:, 1], side=np.sign(spec.hip[:, 1]), h2t=spec.hip_to_thigh,
+                   thigh=spec.thigh, calf=np.hypot(spec.calf[:, 0], spec.calf[:, 1]),
+                   calf_offset=np.stack([np.zeros(4), np.zeros(4), calf_angle], axis=-1),
+                   kp=spec.kp.reshape(4, 3), lag=(spec.damping / spec.kp).reshape(4, 3),
+                   default_pose=spec.default_pose, action_scale=spec.action_scale, axis_sign=spec.axis_sign,
+                   scan_points=getattr(spec, "scan_points", None))
+
+    def tensors(self, torch: Any, device: Any) -> _LegArrays:
+        """The same arrays as float64 ``torch`` tensors on ``device``."""
+        as_tensor = functools.partial(torch.as_tensor, dtype=torch.float64, device=device)
+        return _LegArrays(*(None if a is None else as_tensor(a) for a in self))
 
 
 @functools.lru_cache(maxsize=None)
@@ -186,9 +240,12 @@ class TrotController:
     hip positions, foot radius, mass, servo gains and damping, joint axes, default pose, action scale and
     control period, all read from the compiled model); ``None``: ``openclaw_go1``'s. ``params``:
     ``None`` takes the robot's defaults (:meth:`TrotParams.for_robot`).
+
+    ``act`` and the methods it calls take numpy arrays or torch tensors (on any device with float64: a GPU's
+    observations give the actions on the GPU); the spec's constant arrays become float64 tensors once per device.
     """
 
-    batched = True  # act() also takes a batch of observations (the controllers' interface, envs/controllers)
+    batched = True  # act() also takes a batch of observations, numpy or torch (the interface: envs/controllers)
 
     def __init__(self, params: TrotParams | None = None, spec: LegGeometry | None = None) -> None:
         self.spec = spec = spec if spec is not None else default_leg_geometry()
@@ -197,15 +254,17 @@ class TrotController:
         self.params = (params or TrotParams.for_robot(spec.robot, terrain=has_height_scan(spec))).validate()
         self.dt = float(spec.dt)
         self._sl = {**QuadrupedEnv.OBS_SLICES, **QuadrupedEnv.CLOCK_SLICES}
-        # per leg (FR, FL, RR, RL): abduction axis x, y and side (+1 left); lengths; servo lag and stiffness
-        self._leg_x, self._leg_y = spec.hip[:, 0], spec.hip[:, 1]
-        self._side = np.sign(spec.hip[:, 1])
-        self._h2t = spec.hip_to_thigh
-        self._thigh = spec.thigh
-        self._calf = np.hypot(spec.calf[:, 0], spec.calf[:, 1])  # knee -> foot centre (m)
-        self._calf_angle = np.arctan2(-spec.calf[:, 0], -spec.calf[:, 1])  # its angle from the calf's -z axis
-        self._kp = spec.kp.reshape(4, 3)
-        self._lag = (spec.damping / spec.kp).reshape(4, 3)  # s
+        self._numpy = _LegArrays.of(spec)
+        self._tensors: dict[Any, _LegArrays] = {}  # device -> the same as float64 tensors, made on first use
+
+    def _math(self, x: Any) -> tuple[Any, _LegArrays]:
+        """The namespace of ``x`` (numpy or torch) and the constant arrays in it, on ``x``'s device."""
+        xp = _array_namespace(x)
+        if xp is np:
+            return np, self._numpy
+        if x.device not in self._tensors:
+            self._tensors[x.device] = self._numpy.tensors(xp, x.device)
+        return xp, self._tensors[x.device]
 
     def reset(self) -> None:
         """Nothing to restart: the gait clock lives in the env (the controller is stateless)."""
@@ -219,142 +278,153 @@ class TrotController:
         return {"gait_frequency_hz": self.params.frequency_hz}
 
     # ------------------------------------------------------------------ gait
-    def foot_targets(self, command: np.ndarray, leg_phase: np.ndarray, frequency_hz: np.ndarray | float,
-                     gravity: np.ndarray | None = None, terrain: tuple[np.ndarray, np.ndarray] | None = None):
-        """Foot positions (..., 4, 3) in each leg's hip frame and the stance mask (..., 4) at the leg phases.
+    def foot_targets(self, command: Any, leg_phase: Any, frequency_hz: Any, gravity: Any = None,
+                     terrain: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+        """Foot positions (..., 4, 3) in each leg's hip frame (m, float64) and the stance mask (..., 4) at the leg
+        phases.
 
         ``command`` (..., 3): vx, vy (m/s), yaw rate (rad/s); ``leg_phase`` (..., 4): each leg's phase (FR, FL,
-        RR, RL) in cycles, [0, 1); ``frequency_hz`` (...): the clock's rate; ``gravity`` (..., 3): projected
-        gravity (body frame); ``terrain``: (extra leg length, swing apex) (..., 4) each (m) from
-        :meth:`terrain_terms`, or None. Leading dimensions are a batch of robots.
+        RR, RL) in cycles, [0, 1); ``frequency_hz`` (...): the clock's rate (Hz; an array, or a number);
+        ``gravity`` (..., 3): projected gravity (body frame); ``terrain``: (extra leg length, swing apex) (..., 4)
+        each (m) from :meth:`terrain_terms`, or None. Leading dimensions are a batch of robots. The arrays are numpy
+        arrays or torch tensors on one device (the results are ``command``'s kind).
         """
+        xp, c = self._math(command)
         p = self.params
-        T_stance = (p.duty_factor / np.asarray(frequency_hz, dtype=np.float64))[..., None]
+        T_stance = (p.duty_factor / _float64(xp, frequency_hz, command))[..., None]
         vx, vy, wz = command[..., 0:1], command[..., 1:2], command[..., 2:3]
         # Ground speed of each foot relative to the trunk during stance: v + w x r, r = neutral foot position.
-        side = self._side
-        foot_vx = vx - wz * (self._leg_y + side * (self._h2t + p.stance_width))
-        foot_vy = vy + wz * (self._leg_x + p.foot_x_offset)
+        side = c.side
+        foot_vx = vx - wz * (c.leg_y + side * (c.h2t + p.stance_width))
+        foot_vy = vy + wz * (c.leg_x + p.foot_x_offset)
         stride_x = p.velocity_gain * foot_vx * T_stance
         stride_y = p.velocity_gain * foot_vy * T_stance
-        shrink = np.minimum(1.0, p.max_stride / np.maximum(np.hypot(stride_x, stride_y), 1e-9))
+        shrink = xp.clip(p.max_stride / xp.clip(xp.hypot(stride_x, stride_y), 1e-9, None), None, 1.0)
         stride_x, stride_y = stride_x * shrink, stride_y * shrink
 
         stance = leg_phase < p.duty_factor
-        u = np.where(stance, leg_phase / p.duty_factor, (leg_phase - p.duty_factor) / (1.0 - p.duty_factor))
+        u = xp.where(stance, leg_phase / p.duty_factor, (leg_phase - p.duty_factor) / (1.0 - p.duty_factor))
         # stance: +S/2 -> -S/2 linearly; swing: -S/2 -> +S/2 along a cosine blend, half-sine height.
-        frac = np.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - np.cos(np.pi * u)))
+        frac = xp.where(stance, 0.5 - u, -0.5 + 0.5 * (1.0 - xp.cos(np.pi * u)))
         apex = p.swing_height if terrain is None else terrain[1]
-        lift = np.where(stance, 0.0, apex * np.sin(np.pi * u))
+        lift = xp.where(stance, 0.0, apex * xp.sin(np.pi * u))
 
-        depth = np.full(leg_phase.shape, p.body_height - self.spec.foot_radius)
+        depth = xp.full_like(leg_phase, p.body_height - self.spec.foot_radius, dtype=xp.float64)
         if terrain is not None:
             depth = depth + terrain[0]
         if gravity is not None and p.attitude_gain > 0:
             # Nose down -> g_x > 0: lengthen the front legs. Right side down -> g_y < 0: lengthen the right legs.
             gx, gy = gravity[..., 0:1], gravity[..., 1:2]
-            depth = depth + p.attitude_gain * (np.sign(self._leg_x) * gx + side * gy)
-        feet = np.empty((*leg_phase.shape, 3))
-        feet[..., 0] = p.foot_x_offset + frac * stride_x
-        feet[..., 1] = side * (self._h2t + p.stance_width) + frac * stride_y
-        feet[..., 2] = -depth + lift
+            depth = depth + p.attitude_gain * (xp.sign(c.leg_x) * gx + side * gy)
+        feet = xp.stack([p.foot_x_offset + frac * stride_x,
+                         side * (c.h2t + p.stance_width) + frac * stride_y,
+                         -depth + lift], axis=-1)
         return feet, stance
 
-    def terrain_terms(self, scan: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(extra leg length, swing apex) (..., 4) (m) from the height scan ``scan`` (..., P): trunk height above
-        the ground at the spec's ``scan_points`` (``TrotParams``' ``scan_*`` fields)."""
-        p, points = self.params, self.spec.scan_points
-        neutral_x = self._leg_x + p.foot_x_offset
-        neutral_y = self._leg_y + self._side * (self._h2t + p.stance_width)
+    def terrain_terms(self, scan: Any) -> tuple[Any, Any]:
+        """(extra leg length, swing apex) (..., 4) (m) from the height scan ``scan`` (..., P) (float64, numpy or
+        torch): trunk height above the ground at the spec's ``scan_points`` (``TrotParams``' ``scan_*`` fields)."""
+        xp, c = self._math(scan)
+        p, points = self.params, c.scan_points
+        neutral_x = c.leg_x + p.foot_x_offset
+        neutral_y = c.leg_y + c.side * (c.h2t + p.stance_width)
         dx = points[None, :, 0] - neutral_x[:, None]  # (4, P)
         dy = points[None, :, 1] - neutral_y[:, None]
-        distance = np.hypot(dx, dy)
-        under = np.exp(-(distance / SCAN_BLUR) ** 2)
+        distance = xp.hypot(dx, dy)
+        under = xp.exp(-(distance / SCAN_BLUR) ** 2)
         under /= under.sum(axis=1, keepdims=True)  # (4, P): weights of the points under each foot
         height = scan @ under.T  # (..., 4): trunk height above the ground under each foot
-        near = np.where(distance <= SCAN_REACH, 0.0, np.inf)  # (4, P)
-        lowest = (scan[..., None, :] + near).min(axis=-1)  # (..., 4): above the highest ground near the foot
+        near = xp.where(distance <= SCAN_REACH, 0.0, np.inf)  # (4, P)
+        lowest = xp.amin(scan[..., None, :] + near, axis=-1)  # (..., 4): above the highest ground near the foot
         longer = p.scan_following * (height - height.mean(axis=-1, keepdims=True))
-        apex = np.maximum(p.swing_height, height - lowest + p.scan_clearance)
+        apex = xp.clip(height - lowest + p.scan_clearance, p.swing_height, None)
         return longer, apex
 
     # ------------------------------------------------------------------ kinematics
-    def inverse_kinematics(self, feet: np.ndarray) -> np.ndarray:
-        """Planar-model joint angles (..., 4, 3) [abduction, thigh, knee] placing each foot centre at ``feet``
-        (..., 4, 3, hip frame): abduction about +x, thigh and knee about +y, the knee angle measured to the
-        knee -> foot-centre line (:meth:`joint_angles` turns them into the robot's joint coordinates)."""
+    def inverse_kinematics(self, feet: Any) -> Any:
+        """Planar-model joint angles (..., 4, 3) [abduction, thigh, knee] (rad) placing each foot centre at ``feet``
+        (..., 4, 3, hip frame, m; numpy or torch): abduction about +x, thigh and knee about +y, the knee angle measured
+        to the knee -> foot-centre line (:meth:`joint_angles` turns them into the robot's joint coordinates)."""
+        xp, c = self._math(feet)
         x, y, z = feet[..., 0], feet[..., 1], feet[..., 2]
-        h2t, thigh_len, calf_len = self._h2t, self._thigh, self._calf
-        d = self._side * h2t
+        h2t, thigh_len, calf_len = c.h2t, c.thigh, c.calf
+        d = c.side * h2t
         r2 = y * y + z * z
-        h = np.sqrt(np.maximum(r2 - h2t**2, 1e-6))  # leg length projected on the sagittal plane
-        abd = np.arctan2(z, y) - np.arctan2(-h, d)
+        h = xp.sqrt(xp.clip(r2 - h2t**2, 1e-6, None))  # leg length projected on the sagittal plane
+        abd = xp.arctan2(z, y) - xp.arctan2(-h, d)
         abd = (abd + np.pi) % (2 * np.pi) - np.pi
         L2 = x * x + h * h
-        c = np.clip((L2 - thigh_len**2 - calf_len**2) / (2 * thigh_len * calf_len), -1.0, 1.0)
-        knee = -np.arccos(c)
-        beta = np.arctan2(-x, h)  # foot direction from the thigh joint, measured from straight down
-        thigh = beta - np.arctan2(calf_len * np.sin(knee), thigh_len + calf_len * np.cos(knee))
-        return np.stack([abd, thigh, knee], axis=-1)
+        cos_knee = xp.clip((L2 - thigh_len**2 - calf_len**2) / (2 * thigh_len * calf_len), -1.0, 1.0)
+        knee = -xp.arccos(cos_knee)
+        beta = xp.arctan2(-x, h)  # foot direction from the thigh joint, measured from straight down
+        thigh = beta - xp.arctan2(calf_len * xp.sin(knee), thigh_len + calf_len * xp.cos(knee))
+        return xp.stack([abd, thigh, knee], axis=-1)
 
-    def joint_angles(self, q: np.ndarray) -> np.ndarray:
-        """The robot's joint angles (..., 12) for planar-model angles ``q`` (..., 4, 3): the knee less the
-        foot's angular offset on the calf, each joint's sign as its axis (Mini Cheetah turns about -y)."""
-        q = q - np.stack([np.zeros(4), np.zeros(4), self._calf_angle], axis=-1)
-        return q.reshape(*q.shape[:-2], 12) * self.spec.axis_sign
+    def joint_angles(self, q: Any) -> Any:
+        """The robot's joint angles (..., 12) (rad) for planar-model angles ``q`` (..., 4, 3; numpy or torch): the
+        knee less the foot's angular offset on the calf, each joint's sign as its axis (Mini Cheetah turns about -y)."""
+        _, c = self._math(q)
+        q = q - c.calf_offset
+        return q.reshape(*q.shape[:-2], 12) * c.axis_sign
 
-    def _load_offsets(self, q: np.ndarray, feet: np.ndarray, stance: np.ndarray) -> np.ndarray:
-        """Target offsets tau/Kp (..., 4, 3) so that the stance servos hold their share of the weight at ``q``."""
+    def _load_offsets(self, q: Any, feet: Any, stance: Any) -> Any:
+        """Target offsets tau/Kp (..., 4, 3) (rad) so that the stance servos hold their share of the weight at ``q``
+        (rad; ``feet`` in the hip frames, m; ``stance`` the legs on the ground)."""
+        xp, c = self._math(q)
         spec = self.spec
-        n = np.maximum(stance.sum(axis=-1, keepdims=True), 1)
+        n = xp.clip(stance.sum(axis=-1, keepdims=True, dtype=xp.float64), 1.0, None)
         f = self.params.load_compensation * spec.mass * spec.gravity / n * stance  # upward ground force per foot
         q1, q2 = q[..., 1], q[..., 2]
-        thigh_len, calf_len = self._thigh, self._calf
-        px = -thigh_len * np.sin(q1) - calf_len * np.sin(q1 + q2)
-        off = np.empty(q.shape)
-        off[..., 0] = -feet[..., 1] * f  # abduction: tau = -(r x f)_x = -y f
-        off[..., 1] = px * f  # thigh: tau = -(d pz / d q1) f = px f
-        off[..., 2] = -calf_len * np.sin(q1 + q2) * f  # knee: tau = -(d pz / d q2) f
-        return off / self._kp
+        thigh_len, calf_len = c.thigh, c.calf
+        px = -thigh_len * xp.sin(q1) - calf_len * xp.sin(q1 + q2)
+        off = xp.stack([-feet[..., 1] * f,  # abduction: tau = -(r x f)_x = -y f
+                        px * f,  # thigh: tau = -(d pz / d q1) f = px f
+                        -calf_len * xp.sin(q1 + q2) * f], axis=-1)  # knee: tau = -(d pz / d q2) f
+        return off / c.kp
 
     # ------------------------------------------------------------------ policy
-    def act(self, obs: np.ndarray) -> np.ndarray:
+    def act(self, obs: Any) -> Any:
         """Action in ``[-1, 1]^12`` for ``obs`` (a QuadrupedEnv observation with the gait clock), or actions
-        (N, 12) for a batch of observations (N, obs_dim): the trot keeps no state, so one call serves N robots."""
-        obs = np.asarray(obs)
+        (N, 12) for a batch of observations (N, obs_dim): the trot keeps no state, so one call serves N robots.
+
+        ``obs``: a numpy array (or sequence), or a torch tensor on any device; the actions are float32 of the same
+        kind, a tensor on ``obs``'s device computed there (no copy to the host)."""
+        xp, c = self._math(obs)
+        obs = xp.asarray(obs)
         if obs.ndim not in (1, 2) or obs.shape[-1] < QuadrupedEnv.CLOCK_OBS_DIM:
             raise ValueError(
                 f"the trot needs the gait clock in the observation (at least {QuadrupedEnv.CLOCK_OBS_DIM} values: "
-                f"OpenClaw/Quadruped-v1, QuadrupedRough-v1 or QuadrupedTerrain-v1); got shape {obs.shape}"
+                f"OpenClaw/Quadruped-v1, QuadrupedRough-v1 or QuadrupedTerrain-v1); got shape {tuple(obs.shape)}"
             )
         sl = self._sl
-        leg_phase = (np.arctan2(obs[..., sl["phase_sin"]], obs[..., sl["phase_cos"]]) / (2.0 * np.pi)) % 1.0
-        frequency = obs[..., sl["gait_frequency"]][..., 0].astype(np.float64)
-        command = obs[..., sl["command"]].astype(np.float64)
+        leg_phase = (xp.arctan2(obs[..., sl["phase_sin"]], obs[..., sl["phase_cos"]]) / (2.0 * np.pi)) % 1.0
+        frequency = _float64(xp, obs[..., sl["gait_frequency"]][..., 0], obs)
+        target = _float64(xp, obs[..., sl["command"]], obs)
+        lin_vel, yaw_rate = obs[..., sl["lin_vel"]], obs[..., sl["ang_vel"]][..., 2]
         gravity = obs[..., sl["gravity"]]
         p = self.params
         # Velocity feedback from the IMU: counter yaw drift and sideways drift of the open-loop gait.
-        command[..., 0] += p.forward_gain * (command[..., 0] - obs[..., sl["lin_vel"]][..., 0])
-        command[..., 1] += p.lateral_gain * (command[..., 1] - obs[..., sl["lin_vel"]][..., 1])
-        command[..., 2] += p.yaw_rate_gain * (command[..., 2] - obs[..., sl["ang_vel"]][..., 2])
+        command = xp.stack([target[..., 0] + p.forward_gain * (target[..., 0] - lin_vel[..., 0]),
+                            target[..., 1] + p.lateral_gain * (target[..., 1] - lin_vel[..., 1]),
+                            target[..., 2] + p.yaw_rate_gain * (target[..., 2] - yaw_rate)], axis=-1)
         # The target is held for the next dt (zero-order hold): aim at the trajectory's midpoint over it,
         # and lead it by the servo damping lag c/Kp * qdot (c = joint damping + servo kv).
         terrain = None
         if has_height_scan(self.spec):
-            terrain = self.terrain_terms(obs[..., self.spec.scan_obs].astype(np.float64))
+            terrain = self.terrain_terms(_float64(xp, obs[..., self.spec.scan_obs], obs))
         feet0, _ = self.foot_targets(command, leg_phase, frequency, gravity, terrain)
         # the phase a control period later, in the phase's own precision (float32 from the env: at a
         # stance/swing boundary the rounding decides which half of the cycle a leg aims for)
-        advance = (frequency[..., None] * self.dt).astype(leg_phase.dtype)
+        advance = xp.asarray(frequency[..., None] * self.dt, dtype=leg_phase.dtype)
         feet1, stance = self.foot_targets(command, (leg_phase + advance) % 1.0, frequency, gravity, terrain)
         q0, q1 = self.inverse_kinematics(feet0), self.inverse_kinematics(feet1)
         q = 0.5 * (q0 + q1)
         if p.damping_compensation > 0:
-            q = q + p.damping_compensation * self._lag * (q1 - q0) / self.dt
+            q = q + p.damping_compensation * c.lag * (q1 - q0) / self.dt
         if p.load_compensation > 0:
             q = q + self._load_offsets(q, 0.5 * (feet0 + feet1), stance)
-        action = (self.joint_angles(q) - self.spec.default_pose) / self.spec.action_scale
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
+        action = (self.joint_angles(q) - c.default_pose) / c.action_scale
+        return xp.asarray(xp.clip(action, -1.0, 1.0), dtype=xp.float32)
 
 
 class QuadrupedSegment:
