@@ -14,29 +14,44 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
-from agents.students import PPOStudent
+from agents.students import PPOStudent, policy_entry
 from agents.students.device_buffer import DeviceRolloutBuffer
 from agents.students.device_normalize import DeviceRunningMeanStd
 
 pytest.importorskip("mujoco_warp")
 
 
-def _learner(cls, seed: int, horizon: int):
+def _learner(cls, seed: int, horizon: int, taught: bool = False):
+    """A PPO learner of class ``cls`` on 3 Warp worlds (CPU device) through ``VecNormalize``; ``taught``: the scripted
+    trot teaches (its wrapper below ``VecNormalize``, its actions recorded with the samples)."""
+    from agents.teachers.controller import ControllerTeacher
     from agents.warp_vec_env import WarpVecEnv
+    from distill.opd import OnlinePolicyDistillation
+    from distill.schedules import make_schedule
+    from distill.sequence import TeacherSequence
+    from distill.teachers import RecordedActionTeacher
+    from envs.controllers import family_of
 
     venv = WarpVecEnv("OpenClaw/Quadruped-v1", {}, num_envs=3, device="cpu", seed=seed)
     venv.sim.max_episode_steps = horizon  # time limits inside the rollout: the value bootstrap is exercised
-    norm = VecNormalize(venv, gamma=0.99)
-    return cls("MlpPolicy", norm, n_steps=16, batch_size=24, seed=seed, device="cpu", policy_kwargs={"net_arch": [32]})
+    teacher = ControllerTeacher(venv, family_of(venv.sim.env), venv.sim.env.controller_spec) if taught else None
+    norm = VecNormalize(teacher or venv, gamma=0.99)
+    model = cls("MlpPolicy", norm, n_steps=16, batch_size=24, seed=seed, device="cpu",
+                policy_kwargs={"net_arch": [32]})
+    if taught:
+        sequence = TeacherSequence.alone(RecordedActionTeacher(0.2), make_schedule("constant", 0.5))
+        model.attach_distillation(OnlinePolicyDistillation(policy_entry(model), sequence), teacher)
+    return model
 
 
-def test_device_collection_is_sb3_collection_through_vecnormalize():
+@pytest.mark.parametrize("taught", [False, True], ids=["alone", "scripted_teacher"])
+def test_device_collection_is_sb3_collection_through_vecnormalize(taught):
     """The same worlds, weights and random stream: the device learner's buffer holds what SB3's does (normalised
     observations, actions, rewards with the bootstrap at the time limit, episode starts, values, log-probabilities,
-    advantages and returns), and the normalisation statistics agree."""
+    advantages and returns; the scripted teacher's actions and weights), and the normalisation statistics agree."""
     from agents.students.device_ppo import DevicePPOStudent
 
-    host, device = _learner(PPOStudent, 0, 7), _learner(DevicePPOStudent, 0, 7)
+    host, device = _learner(PPOStudent, 0, 7, taught), _learner(DevicePPOStudent, 0, 7, taught)
     device.policy.load_state_dict(host.policy.state_dict())
     filled = []
     for model in (host, device):
@@ -48,7 +63,7 @@ def test_device_collection_is_sb3_collection_through_vecnormalize():
     a, b = filled
     as_np = lambda x: np.asarray(torch.as_tensor(x).cpu())  # noqa: E731
     for name in ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "advantages",
-                 "returns"):
+                 "returns", *(("teacher_actions", "teacher_weights") if taught else ())):
         np.testing.assert_allclose(as_np(getattr(b, name)).reshape(as_np(getattr(a, name)).shape),
                                    as_np(getattr(a, name)), rtol=2e-5, atol=2e-5, err_msg=name)
     assert as_np(a.episode_starts)[1:].sum() >= 3  # episodes ended (the time limit) inside the rollout

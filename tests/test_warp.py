@@ -169,13 +169,23 @@ def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):
     import yaml
 
     root, run = Path(__file__).resolve().parent.parent, tmp_path / "run"
-    common = [sys.executable, "train.py", "sim=warp", "train=smoke", "train.num_envs=32", "train.total_timesteps=2048",
-              "train.eval_freq=2048", "train.checkpoint_freq=2048", "train.progress_bar=false", f"hydra.run.dir={run}"]
+    common = [sys.executable, "train.py", "sim=warp", "train=smoke", "train.num_envs=32", "agent.n_steps=64",
+              "train.total_timesteps=4096", "train.eval_freq=4096", "train.checkpoint_freq=2048", "train.progress_bar=false", f"hydra.run.dir={run}"]
     done = subprocess.run(common, cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert yaml.safe_load((run / "config.yaml").read_text())["train"]["vec_mode"] == "warp"
     rows = (run / "eval.csv").read_text().splitlines()  # the evaluation ran the C MuJoCo env
     assert len(rows) == 2 and (run / "progress.csv").exists() and any((run / "checkpoints").iterdir())
+    import csv
+
+    # PPO's update on the device logged with the distillation term, the teacher and the env's reward terms
+    last = list(csv.DictReader((run / "progress.csv").open()))[-1]
+    assert last["time/total_timesteps"] == "4096" and float(last["distill/kl"]) >= 0
+    assert float(last["teacher/coverage"]) == 1.0 and float(last["env/reward_tracking_lin_vel"]) > 0
+    done = subprocess.run([sys.executable, "train.py", f"resume={run}", "train.total_timesteps=6144"], cwd=root,
+                          capture_output=True, text=True, timeout=600)  # resumed: goes on from the checkpoint
+    assert done.returncode == 0 and "resuming from" in done.stderr, done.stderr[-2000:]
+    assert list(csv.DictReader((run / "progress.csv").open()))[-1]["time/total_timesteps"] == "6144"
 
 
 @pytest.mark.parametrize("override, named", [("env=quadruped_terrain", "sim=warp with env=quadruped_terrain"),

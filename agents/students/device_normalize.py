@@ -15,6 +15,8 @@ import torch
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
+from agents.students.normalization import torch_normalize_obs
+
 
 def _plain(mean: np.ndarray, var: np.ndarray, count: float) -> RunningMeanStd:
     """SB3's ``RunningMeanStd`` holding ``mean``, ``var`` and ``count`` (what a :class:`DeviceRunningMeanStd` pickles as)."""
@@ -86,12 +88,9 @@ class DeviceNormalization:
 
     def obs(self, raw: torch.Tensor) -> torch.Tensor:
         """``raw`` observations normalised with the current statistics (float32), not updating them."""
-        norm = self.norm
-        if norm is None or not norm.norm_obs:
+        if self.norm is None:
             return raw.to(torch.float32)
-        rms = norm.obs_rms
-        scaled = (raw.to(torch.float64) - rms.mean_t) / torch.sqrt(rms.var_t + norm.epsilon)
-        return torch.clamp(scaled, -norm.clip_obs, norm.clip_obs).to(torch.float32)
+        return torch_normalize_obs(self.norm, raw.to(torch.float64)).to(torch.float32)  # in float64, as SB3
 
     def step(self, raw: torch.Tensor, reward: torch.Tensor, done: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A step's (normalised observations, normalised rewards) as ``VecNormalize.step_wait`` makes them: while

@@ -21,7 +21,17 @@ def _per_key(norm: VecNormalize, obs: TorchObs, fn: Callable[[torch.Tensor, Any]
 
 
 def _std(norm: VecNormalize, rms: Any, like: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(np.sqrt(rms.var + norm.epsilon), dtype=like.dtype, device=like.device)
+    """``sqrt(var + epsilon)`` of the running statistics ``rms`` as a tensor like ``like``; statistics kept on a device
+    (:class:`~agents.students.device_normalize.DeviceRunningMeanStd`) are read there, without a host copy."""
+    var = getattr(rms, "var_t", None)
+    std = np.sqrt(rms.var + norm.epsilon) if var is None else torch.sqrt(var + norm.epsilon)
+    return torch.as_tensor(std, dtype=like.dtype, device=like.device)
+
+
+def _mean(rms: Any, like: torch.Tensor) -> torch.Tensor:
+    """The running mean of ``rms`` as a tensor like ``like`` (read on its device when it is kept on one)."""
+    return torch.as_tensor(getattr(rms, "mean_t", None) if hasattr(rms, "mean_t") else rms.mean, dtype=like.dtype,
+                           device=like.device)
 
 
 def torch_normalize_obs(norm: VecNormalize, obs: TorchObs) -> TorchObs:
@@ -34,8 +44,7 @@ def torch_normalize_obs(norm: VecNormalize, obs: TorchObs) -> TorchObs:
     clip = float(norm.clip_obs)
 
     def one(x: torch.Tensor, rms: Any) -> torch.Tensor:
-        mean = torch.as_tensor(rms.mean, dtype=x.dtype, device=x.device)
-        return torch.clamp((x - mean) / _std(norm, rms, x), -clip, clip)
+        return torch.clamp((x - _mean(rms, x)) / _std(norm, rms, x), -clip, clip)
 
     return _per_key(norm, obs, one)
 
@@ -47,6 +56,6 @@ def torch_unnormalize_obs(norm: VecNormalize | None, obs: TorchObs) -> TorchObs:
         return obs
 
     def one(x: torch.Tensor, rms: Any) -> torch.Tensor:
-        return x * _std(norm, rms, x) + torch.as_tensor(rms.mean, dtype=x.dtype, device=x.device)
+        return x * _std(norm, rms, x) + _mean(rms, x)
 
     return _per_key(norm, obs, one)
