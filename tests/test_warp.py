@@ -151,6 +151,45 @@ def test_ended_worlds_reset_inside_the_step_reproducibly():
             assert torch.equal(x, y)
 
 
+def test_each_world_runs_its_own_randomised_model():
+    """``domain_randomization`` and the gain ranges on Warp: each world's model fields hold its own draw within the C
+    env's ranges (the C env's draw functions), redrawn at that world's reset alone; a physics step of a world is
+    ``mj_step`` of the C model given that world's fields."""
+    from envs.quadruped.config import DR_FOOT_FRICTION, DR_KP_SCALE, DR_MASS_SCALE
+    from envs.quadruped.warp_sim import RANDOMIZED_FIELDS
+
+    sim = WarpQuadruped("OpenClaw/Quadruped-v1", num_worlds=3, device="cpu", seed=1, domain_randomization=True,
+                        kp_scale=(0.8, 1.2))
+    rows, env = sim.model_rows, sim.env
+    friction = rows.geom_friction[:, env._foot_geoms, 0].numpy()
+    assert ((DR_FOOT_FRICTION[0] <= friction) & (friction <= DR_FOOT_FRICTION[1])).all()
+    assert len({tuple(f) for f in friction}) == 3  # a draw per world
+    mass = rows.body_mass[:, 1:].numpy() / env._nominal_mass[1:]
+    assert ((DR_MASS_SCALE[0] - 1e-6 <= mass) & (mass <= DR_MASS_SCALE[1] + 1e-6)).all()
+    kp = rows.actuator_gainprm[:, :, 0].numpy() / env._nominal_kp
+    assert ((DR_KP_SCALE[0] * 0.8 - 1e-6 <= kp) & (kp <= DR_KP_SCALE[1] * 1.2 + 1e-6)).all()
+    assert torch.equal(rows.actuator_biasprm[:, :, 1], -rows.actuator_gainprm[:, :, 0])
+    before = {name: wp.to_torch(getattr(sim.model, name)).clone() for name in ("geom_friction", "body_mass")}
+    sim.reset_worlds(torch.tensor([False, True, False]))
+    for name, was in before.items():
+        now = wp.to_torch(getattr(sim.model, name))
+        assert torch.equal(now[[0, 2]], was[[0, 2]]) and not torch.equal(now[1], was[1]), name
+    trot = TrotController()
+    for _ in range(5):
+        sim.step(torch.as_tensor(trot.act(sim.obs.numpy())))
+    mjm = warp_model(env.model)
+    for name in RANDOMIZED_FIELDS:
+        if getattr(mjm, name).size:
+            getattr(mjm, name)[:] = wp.to_torch(getattr(sim.model, name))[1].numpy()
+    reference = mujoco.MjData(mjm)
+    for field in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart"):
+        getattr(reference, field)[:] = wp.to_torch(getattr(sim.data, field))[1].numpy()
+    mujoco.mj_step(mjm, reference)
+    mjw.step(sim.model, sim.data)
+    np.testing.assert_allclose(sim.qpos[1].numpy(), reference.qpos, atol=1e-6)
+    np.testing.assert_allclose(sim.qvel[1].numpy(), reference.qvel, atol=1e-3)
+
+
 def test_what_is_not_on_warp_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="terrain env"):
         WarpQuadruped("OpenClaw/QuadrupedTerrain-v1", num_worlds=2, device="cpu")

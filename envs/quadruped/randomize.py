@@ -19,9 +19,26 @@ is the task state's (``envs.quadruped.task_state``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from envs.quadruped.config import DR_FOOT_FRICTION, DR_KP_SCALE, DR_MASS_SCALE
+
+
+@dataclass(frozen=True)
+class ModelRows:
+    """N copies' randomised model fields, one row per copy (``(N, ...)`` arrays, numpy or torch): the MjModel arrays of
+    those names, and each copy's ``domain_randomization`` Kp factor (N, nu)."""
+
+    geom_friction: Any
+    pair_friction: Any
+    body_mass: Any
+    body_inertia: Any
+    actuator_gainprm: Any
+    actuator_biasprm: Any
+    kp_factor: Any
 
 
 class Randomization:
@@ -41,35 +58,56 @@ class Randomization:
         pushes = config.push_interval_s > 0 and config.push_velocity > 0
         self._push_every = max(1, int(round(config.push_interval_s / self.dt))) if pushes else 0  # steps
 
-    def _set_foot_friction(self, friction: float | np.ndarray) -> None:
-        """The feet's sliding friction coefficient (one for all, or one per foot in our leg order), in their geoms and
-        in their heightfield contact pairs (``envs.quadruped.scene``: (heightfield, foot)), whose own it is."""
+    def _model_rows(self) -> ModelRows:
+        """This env's randomised model fields as one row each (views: writing a row writes the model)."""
         m = self.model
-        m.geom_friction[self._foot_geoms, 0] = friction
-        m.pair_friction[:, 0:2] = m.geom_friction[m.pair_geom2, 0:1]
+        return ModelRows(m.geom_friction[None], m.pair_friction[None], m.body_mass[None], m.body_inertia[None],
+                         m.actuator_gainprm[None], m.actuator_biasprm[None], self._kp_factor[None])
+
+    def _set_foot_friction(self, friction: float | np.ndarray) -> None:
+        """The feet's sliding friction coefficient (one for all, or one per foot in our leg order)."""
+        self.set_foot_friction(self, self._model_rows(), friction)
 
     def _randomize_physics(self) -> None:
-        """``domain_randomization``'s draws: foot friction, link masses and inertias, servo Kp."""
-        m, rng = self.model, self.np_random
-        self._set_foot_friction(rng.uniform(*DR_FOOT_FRICTION, size=4))
-        s = rng.uniform(*DR_MASS_SCALE, size=m.nbody)
-        s[0] = 1.0  # world
-        m.body_mass[:] = self._nominal_mass * s
-        m.body_inertia[:] = self._nominal_inertia * s[:, None]
-        self._kp_factor = rng.uniform(*DR_KP_SCALE, size=m.nu)
-        kp = self._nominal_kp * self._kp_factor
-        m.actuator_gainprm[:, 0] = kp
-        m.actuator_biasprm[:, 1] = -kp
+        self.randomize_physics(self, self._model_rows(), self.np_random.uniform)
 
     def _randomize_servos(self) -> None:
+        self.randomize_servos(self, self._model_rows(), self.np_random.uniform)
+
+    # the draws for N copies' model rows (one env: N = 1 and its generator; envs.quadruped.warp_sim: N worlds, whose
+    # model fields are batched per world); ``env`` gives the nominal values, ``uniform(low, high, shape)`` the draws
+    @classmethod
+    def set_foot_friction(cls, env, rows: ModelRows, friction) -> None:
+        """The feet's sliding friction coefficient in their geoms and in their heightfield contact pairs
+        (``envs.quadruped.scene``: (heightfield, foot)), whose own it is."""
+        rows.geom_friction[:, env._foot_geoms, 0] = friction
+        rows.pair_friction[:, :, 0:2] = rows.geom_friction[:, env.model.pair_geom2, 0:1]
+
+    @classmethod
+    def randomize_physics(cls, env, rows: ModelRows, uniform) -> None:
+        """``domain_randomization``'s draws: foot friction, link masses and inertias, servo Kp (its factor kept in
+        ``rows.kp_factor`` for :meth:`randomize_servos`)."""
+        n, nbody = rows.body_mass.shape
+        cls.set_foot_friction(env, rows, uniform(*DR_FOOT_FRICTION, (n, 4)))
+        s = uniform(*DR_MASS_SCALE, (n, nbody))
+        s[:, 0] = 1.0  # world
+        rows.body_mass[...] = env._nominal_mass * s
+        rows.body_inertia[...] = env._nominal_inertia * s[:, :, None]
+        rows.kp_factor[...] = uniform(*DR_KP_SCALE, rows.kp_factor.shape)
+        kp = env._nominal_kp * rows.kp_factor
+        rows.actuator_gainprm[:, :, 0] = kp
+        rows.actuator_biasprm[:, :, 1] = -kp
+
+    @classmethod
+    def randomize_servos(cls, env, rows: ModelRows, uniform) -> None:
         """Per joint: motor strength scales the whole PD torque, ``kp_scale`` and ``kd_scale`` the gains, each
         a uniform draw from its range (on top of ``domain_randomization``'s Kp draw); the torque limits stay."""
-        m, rng = self.model, self.np_random
-        strength = rng.uniform(*self.motor_strength, size=m.nu)
-        kp = self._nominal_kp * self._kp_factor * strength * rng.uniform(*self.kp_scale, size=m.nu)
-        m.actuator_gainprm[:, 0] = kp
-        m.actuator_biasprm[:, 1] = -kp
-        m.actuator_biasprm[:, 2] = self._nominal_kd_bias * strength * rng.uniform(*self.kd_scale, size=m.nu)
+        shape = rows.kp_factor.shape
+        strength = uniform(*env.motor_strength, shape)
+        kp = env._nominal_kp * rows.kp_factor * strength * uniform(*env.kp_scale, shape)
+        rows.actuator_gainprm[:, :, 0] = kp
+        rows.actuator_biasprm[:, :, 1] = -kp
+        rows.actuator_biasprm[:, :, 2] = env._nominal_kd_bias * strength * uniform(*env.kd_scale, shape)
 
     def _draw_action_delay(self) -> None:
         """This episode's action delay (control steps, into the state's ``delay``); the servos get the default pose

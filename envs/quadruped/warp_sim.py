@@ -10,9 +10,12 @@ resets of the worlds whose episode ended, inside the step (:meth:`WarpQuadruped.
 draws, default pose plus noise and a uniform command, from a seeded torch generator).
 
 The model is the C env's with one option changed, the midphase (``mjDSBL_MIDPHASE`` cleared: Warp's collision
-pipeline requires it). Not on Warp yet (refused with the reason): the terrain env (its copies re-place their stair
-boxes in their own models as they walk), observation noise, action delay, pushes, domain and gain randomisation and
-the history.
+pipeline requires it). Domain and gain randomisation (``domain_randomization``, ``motor_strength``, ``kp_scale``,
+``kd_scale``) are the C env's draws (``Randomization.randomize_physics``, ``randomize_servos``) into each world's own
+row of the model fields they change (foot friction, link masses and inertias, servo gains: batched per world with
+``put_model``'s batch sizes), at each world's reset. Not on Warp yet (refused with the reason): the terrain env (its
+copies re-place their stair boxes in their own models as they walk), observation noise, action delay, pushes and the
+history.
 
 Example::
 
@@ -26,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -36,11 +40,15 @@ import torch
 import warp as wp
 
 from envs.quadruped.env import QuadrupedEnv
+from envs.quadruped.randomize import ModelRows
 from envs.torch_math import TorchMath
 
 # arguments whose effect is not on Warp yet: name -> its value that turns it off
-NOT_ON_WARP = {"obs_noise": 0.0, "action_delay_steps": (0, 0), "push_interval_s": 0.0, "domain_randomization": False,
-               "motor_strength": (1.0, 1.0), "kp_scale": (1.0, 1.0), "kd_scale": (1.0, 1.0), "history_steps": 1}
+NOT_ON_WARP = {"obs_noise": 0.0, "action_delay_steps": (0, 0), "push_interval_s": 0.0, "history_steps": 1}
+# the model fields the reset's randomisation draws per world (``Randomization.randomize_physics``, ``randomize_servos``):
+# batched per world in the Warp model (put_model's batch sizes) when the env randomises them
+RANDOMIZED_FIELDS = ("geom_friction", "pair_friction", "body_mass", "body_inertia", "actuator_gainprm",
+                     "actuator_biasprm")
 
 
 def warp_refusal(env) -> str | None:
@@ -72,6 +80,9 @@ class _OnDevice:
         self.GAIT_PHASE_OFFSETS, self.GAIT_START = tensor(env.GAIT_PHASE_OFFSETS), tensor(env.GAIT_START)
         self._cmd_lo, self._cmd_hi = tensor(env._cmd_lo), tensor(env._cmd_hi)
         self._qpos_index, self._qvel_index = (tensor(i, torch.int64) for i in (env._qpos_index, env._qvel_index))
+        self._nominal_mass, self._nominal_inertia = tensor(env._nominal_mass), tensor(env._nominal_inertia)
+        self._nominal_kp, self._nominal_kd_bias = tensor(env._nominal_kp), tensor(env._nominal_kd_bias)
+        self._foot_geoms = tensor(env._foot_geoms, torch.int64)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)
@@ -102,12 +113,19 @@ class WarpQuadruped:
         self.settings = _OnDevice(base, self.device)
         base.reset(seed=seed)
         mjm = warp_model(base.model)
+        randomized = base.domain_randomization or base._randomize_gains
+        batched = [name for name in RANDOMIZED_FIELDS if getattr(mjm, name).size] if randomized else []
         with wp.ScopedDevice(self.wp_device):
-            self.model = mjw.put_model(mjm)
+            self.model = mjw.put_model(mjm, batch_sizes={name: num_worlds for name in batched})
             self.data = mjw.put_data(mjm, base.data, nworld=num_worlds)
         view = lambda name: wp.to_torch(getattr(self.data, name))  # noqa: E731  (shares Warp's memory)
         self.qpos, self.qvel, self.ctrl, self.sensordata, self.actuator_force = (
             view(k) for k in ("qpos", "qvel", "ctrl", "sensordata", "actuator_force"))
+        # each world's randomised model fields (views of the batched Warp arrays), None where the env randomises none
+        self.model_rows = ModelRows(
+            *(wp.to_torch(getattr(self.model, name)) if name in batched else torch.empty((num_worlds, 0, 5), device=self.device)
+              for name in RANDOMIZED_FIELDS),
+            torch.ones((num_worlds, mjm.nu), dtype=torch.float64, device=self.device)) if randomized else None
         self.state = base._new_state(num_worlds).map(lambda a: torch.as_tensor(a, device=self.device))
         self.state.frequency[:] = base.gait_frequency_hz
         self.steps = torch.zeros(num_worlds, dtype=torch.int64, device=self.device)  # control steps in the episode
@@ -124,12 +142,20 @@ class WarpQuadruped:
         """Start a new episode in the worlds where ``mask`` (num_worlds,) is True with the C env's reset functions
         (``QuadrupedEnv.reset_pose``, ``reset_episode``: the default pose plus noise, a command drawn from the ranges;
         from this object's torch generator); their sensors recomputed, every other world's readings kept."""
-        ids = mask.nonzero().squeeze(1)
+        env, ids = self.env, mask.nonzero().squeeze(1)
         mjw.reset_data(self.model, self.data, wp.from_torch(mask))
+        drawn = None if self.model_rows is None else ModelRows(*(f[ids].to(torch.float64) for f in _fields(self.model_rows)))
+        if env.domain_randomization:  # the C env's reset's draws, in its order
+            QuadrupedEnv.randomize_physics(self.settings, drawn, self._uniform)
         rows = [array[ids].to(torch.float64) for array in (self.qpos, self.qvel, self.ctrl)]
         QuadrupedEnv.reset_pose(self.settings, *rows, self._uniform)
         for array, row in zip((self.qpos, self.qvel, self.ctrl), rows):
             array[ids] = row.to(array.dtype)  # Warp's arrays are float32
+        if env._randomize_gains:
+            QuadrupedEnv.randomize_servos(self.settings, drawn, self._uniform)
+        if drawn is not None:
+            for whole, part in zip(_fields(self.model_rows), _fields(drawn)):
+                whole[ids] = part.to(whole.dtype)
         state = self.state.take(ids)
         QuadrupedEnv.reset_episode(self.settings, state, self._uniform, TorchMath)
         self.state.put(ids, state)
@@ -186,6 +212,10 @@ class WarpQuadruped:
             obs[done] = self.observe_reset()[done]
         self.obs = obs
         return obs, reward, fell, truncated, info
+
+
+def _fields(rows: ModelRows) -> list[torch.Tensor]:
+    return [getattr(rows, f.name) for f in dataclasses.fields(rows)]
 
 
 def _plain(value: Any) -> Any:
