@@ -491,7 +491,8 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         line when the copies delay their actions, ``default_pose + ACTION_SCALE * action``."""
         if env._max_delay:
             past = state.past_actions
-            past[:, 1:] = past[:, :-1]
+            for j in range(past.shape[1] - 1, 0, -1):  # oldest first: no overlapping copy (torch does not buffer one)
+                past[:, j] = past[:, j - 1]
             past[:, 0] = actions
             actions = past[np.arange(len(state)), state.delay]
         out[...] = actions  # in place, no temporaries (numpy or torch)
@@ -508,8 +509,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
             clock_observation(state.phase, state.frequency, state.clock, m, env.GAIT_PHASE_OFFSETS)
         if env._push_every:
             state.steps += 1
-            for i in np.flatnonzero(state.steps % env._push_every == 0).tolist():
-                tasks[i]._push()
+            env.push_due(tasks, state.steps % env._push_every == 0)
 
     @classmethod
     def observe(cls, env, state: TaskState, tasks, base: np.ndarray, joints: np.ndarray, last_action: np.ndarray, m,
@@ -519,8 +519,7 @@ class QuadrupedEnv(Randomization, MujocoTaskEnv):
         parts = (base, state.command, joints, last_action) + ((state.clock,) if env.gait_clock else ())
         obs = observation(parts + cls.privileged(env, state, base), env._default_pose32, m)
         if env.obs_noise > 0:
-            for task, row in zip(tasks, obs):
-                task._noisy(row)
+            env.add_noise(tasks, obs)
         if state.history is not None:
             obs = with_history(obs, state.history, env._frame_index, fill)
         return obs

@@ -110,18 +110,44 @@ class Randomization:
         rows.actuator_biasprm[:, :, 2] = env._nominal_kd_bias * strength * uniform(*env.kd_scale, shape)
 
     def _draw_action_delay(self) -> None:
-        """This episode's action delay (control steps, into the state's ``delay``); the servos get the default pose
-        until the first delayed action arrives."""
-        self.state.past_actions[:] = 0.0
-        self.state.delay[0] = int(self.np_random.integers(self.action_delay_steps[0], self.action_delay_steps[1] + 1))
+        self.draw_action_delay(self, self.state, self.np_random.integers)
 
     def _push(self) -> None:
-        """A random planar velocity kick (up to ``push_velocity`` m/s, world frame) to the trunk: the task's ``advance``
-        calls it every ``push_interval_s`` (the state's ``steps``)."""
-        v = self.push_velocity
-        self.data.qvel[0:2] += self.np_random.uniform(-v, v, 2)
+        self.push(self, self.data.qvel[None], self.np_random.uniform)
 
     def _noisy(self, obs: np.ndarray) -> np.ndarray:
-        """``obs`` plus uniform noise ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry (in place)."""
-        obs += (self.obs_noise * self._noise_scales * self.np_random.uniform(-1.0, 1.0, obs.shape)).astype(obs.dtype)
+        """``obs`` plus this env's draw of :meth:`noise` (in place)."""
+        obs += self.noise(self, obs.shape, self.np_random.uniform).astype(obs.dtype)
         return obs
+
+    # the per-step draws of N copies, each by its own generator (so a copy draws the same alone or in a batch): the
+    # task's functions call these on their ``env``; envs.quadruped.warp_sim draws for all its worlds at once instead
+    def push_due(self, tasks, due) -> None:
+        """Push the copies ``tasks[i]`` where ``due`` (N,) is True (:meth:`push`, each its own draw)."""
+        for i in np.flatnonzero(due).tolist():
+            tasks[i]._push()
+
+    def add_noise(self, tasks, obs) -> None:
+        """Add each copy's noise draw to its row of ``obs`` (N, dim) (:meth:`noise`)."""
+        for task, row in zip(tasks, obs):
+            task._noisy(row)
+
+    # the draws as functions of N copies' rows: ``uniform(low, high, shape)``, ``integers(low, high, shape)`` draw
+    @classmethod
+    def draw_action_delay(cls, env, state, integers) -> None:
+        """The episode's action delay of each copy of ``state`` (control steps, ``d ~ U{lo..hi}``, into ``delay``); the
+        servos get the default pose until the first delayed action arrives."""
+        state.past_actions[:] = 0.0
+        state.delay[:] = integers(env.action_delay_steps[0], env.action_delay_steps[1] + 1, (len(state.delay),))
+
+    @classmethod
+    def push(cls, env, qvel, uniform) -> None:
+        """A random planar velocity kick (up to ``push_velocity`` m/s, world frame) to each trunk of ``qvel`` (N, nv):
+        the task's ``advance`` gives one every ``push_interval_s`` (the state's ``steps``)."""
+        v = env.push_velocity
+        qvel[:, 0:2] += uniform(-v, v, (len(qvel), 2))
+
+    @classmethod
+    def noise(cls, env, shape, uniform):
+        """Observation noise of ``shape`` (N, dim): ``obs_noise * OBS_NOISE_SCALES * U(-1, 1)`` per entry."""
+        return env.obs_noise * env._noise_scales * uniform(-1.0, 1.0, shape)

@@ -13,9 +13,10 @@ The model is the C env's with one option changed, the midphase (``mjDSBL_MIDPHAS
 pipeline requires it). Domain and gain randomisation (``domain_randomization``, ``motor_strength``, ``kp_scale``,
 ``kd_scale``) are the C env's draws (``Randomization.randomize_physics``, ``randomize_servos``) into each world's own
 row of the model fields they change (foot friction, link masses and inertias, servo gains: batched per world with
-``put_model``'s batch sizes), at each world's reset. Not on Warp yet (refused with the reason): the terrain env (its
-copies re-place their stair boxes in their own models as they walk), observation noise, action delay, pushes and the
-history.
+``put_model``'s batch sizes), at each world's reset. Action delay, pushes and observation noise are the C env's draws
+(``Randomization.draw_action_delay``, ``push``, ``noise``) for all worlds at once from the worlds' one generator. Not
+on Warp yet (refused with the reason): the terrain env (its copies re-place their stair boxes in their own models as
+they walk) and the proprioceptive history.
 
 Example::
 
@@ -44,7 +45,7 @@ from envs.quadruped.randomize import ModelRows
 from envs.torch_math import TorchMath
 
 # arguments whose effect is not on Warp yet: name -> its value that turns it off
-NOT_ON_WARP = {"obs_noise": 0.0, "action_delay_steps": (0, 0), "push_interval_s": 0.0, "history_steps": 1}
+NOT_ON_WARP = {"history_steps": 1}
 # the model fields the reset's randomisation draws per world (``Randomization.randomize_physics``, ``randomize_servos``):
 # batched per world in the Warp model (put_model's batch sizes) when the env randomises them
 RANDOMIZED_FIELDS = ("geom_friction", "pair_friction", "body_mass", "body_inertia", "actuator_gainprm",
@@ -70,10 +71,12 @@ def warp_model(model: mujoco.MjModel) -> mujoco.MjModel:
 
 
 class _OnDevice:
-    """An env's settings as the task functions read them, with its arrays as tensors on ``device``."""
+    """An env's settings as the task functions read them, with its arrays as tensors on ``device``, and the per-step
+    draws (pushes, observation noise) made for all worlds at once from ``uniform`` (the worlds' one generator) into the
+    worlds' velocities ``qvel``."""
 
-    def __init__(self, env: QuadrupedEnv, device: torch.device) -> None:
-        self._env = env
+    def __init__(self, env: QuadrupedEnv, device: torch.device, uniform, qvel: torch.Tensor) -> None:
+        self._env, self.uniform, self.qvel = env, uniform, qvel
         tensor = lambda a, dtype=torch.float64: torch.as_tensor(np.asarray(a), dtype=dtype, device=device)  # noqa: E731
         self.ACTION_SCALE, self.default_pose = tensor(env.ACTION_SCALE), tensor(env.default_pose)
         self._default_pose32 = tensor(env._default_pose32, torch.float32)
@@ -83,6 +86,18 @@ class _OnDevice:
         self._nominal_mass, self._nominal_inertia = tensor(env._nominal_mass), tensor(env._nominal_inertia)
         self._nominal_kp, self._nominal_kd_bias = tensor(env._nominal_kp), tensor(env._nominal_kd_bias)
         self._foot_geoms = tensor(env._foot_geoms, torch.int64)
+        self._noise_scales = tensor(env._noise_scales, torch.float32)
+
+    def push_due(self, tasks, due: torch.Tensor) -> None:
+        """``QuadrupedEnv.push`` of the worlds where ``due`` (N,) is True."""
+        ids = due.nonzero().squeeze(1)
+        rows = self.qvel[ids].to(torch.float64)
+        QuadrupedEnv.push(self, rows, self.uniform)
+        self.qvel[ids] = rows.to(self.qvel.dtype)
+
+    def add_noise(self, tasks, obs: torch.Tensor) -> None:
+        """``QuadrupedEnv.noise`` added to every world's observation (in place)."""
+        obs += QuadrupedEnv.noise(self, obs.shape, self.uniform).to(obs.dtype)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)
@@ -110,7 +125,6 @@ class WarpQuadruped:
         self.num_worlds = num_worlds
         self.wp_device = wp.get_device(device)
         self.device = wp.device_to_torch(self.wp_device)
-        self.settings = _OnDevice(base, self.device)
         base.reset(seed=seed)
         mjm = warp_model(base.model)
         randomized = base.domain_randomization or base._randomize_gains
@@ -121,6 +135,7 @@ class WarpQuadruped:
         view = lambda name: wp.to_torch(getattr(self.data, name))  # noqa: E731  (shares Warp's memory)
         self.qpos, self.qvel, self.ctrl, self.sensordata, self.actuator_force = (
             view(k) for k in ("qpos", "qvel", "ctrl", "sensordata", "actuator_force"))
+        self.settings = _OnDevice(base, self.device, self._uniform, self.qvel)
         # each world's randomised model fields (views of the batched Warp arrays), None where the env randomises none
         self.model_rows = ModelRows(
             *(wp.to_torch(getattr(self.model, name)) if name in batched else torch.empty((num_worlds, 0, 5), device=self.device)
@@ -137,6 +152,9 @@ class WarpQuadruped:
     # ------------------------------------------------------------------ resets
     def _uniform(self, low, high, shape: tuple[int, ...]) -> torch.Tensor:
         return low + (high - low) * torch.rand(shape, generator=self.generator, dtype=torch.float64, device=self.device)
+
+    def _integers(self, low: int, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randint(low, high, shape, generator=self.generator, device=self.device)
 
     def reset_worlds(self, mask: torch.Tensor) -> None:
         """Start a new episode in the worlds where ``mask`` (num_worlds,) is True with the C env's reset functions
@@ -157,6 +175,8 @@ class WarpQuadruped:
             for whole, part in zip(_fields(self.model_rows), _fields(drawn)):
                 whole[ids] = part.to(whole.dtype)
         state = self.state.take(ids)
+        if env._max_delay:
+            QuadrupedEnv.draw_action_delay(self.settings, state, self._integers)
         QuadrupedEnv.reset_episode(self.settings, state, self._uniform, TorchMath)
         self.state.put(ids, state)
         self.steps[ids] = 0
