@@ -12,7 +12,18 @@ from __future__ import annotations
 
 import math
 
+from typing import Any
+
 import numpy as np
+
+
+def array_namespace(x: Any) -> Any:
+    """``torch`` for a torch tensor (imported only then: ``envs`` does not import torch), else ``numpy``."""
+    if type(x).__module__.startswith("torch"):
+        import torch
+
+        return torch
+    return np
 
 
 def clip_actions(a: np.ndarray, out: np.ndarray) -> np.ndarray:

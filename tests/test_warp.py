@@ -193,17 +193,22 @@ def test_each_world_runs_its_own_randomised_model():
 def test_sim_to_real_draws_on_warp():
     """Observation noise, action delay and pushes on Warp (the C env's draw functions, every world at once): the
     noisy observation is within ``obs_noise x OBS_NOISE_SCALES`` of the clean one of the same physics; each world's servos
-    get the action of its own delay ago; a push every ``push_interval_s`` kicks the trunk's planar velocity."""
-    kwargs = dict(action_delay_steps=(0, 2), push_interval_s=0.1, push_velocity=0.5)
+    get the action of its own delay ago; a push every ``push_interval_s`` kicks the trunk's planar velocity; the
+    history holds the last step's frame."""
+    kwargs = dict(action_delay_steps=(0, 2), push_interval_s=0.1, push_velocity=0.5, history_steps=3)
     clean = WarpQuadruped("OpenClaw/Quadruped-v1", num_worlds=4, device="cpu", seed=2, **kwargs)
     noisy = WarpQuadruped("OpenClaw/Quadruped-v1", num_worlds=4, device="cpu", seed=2, obs_noise=1.0, **kwargs)
     delay = clean.state.delay.clone()
     assert torch.equal(noisy.state.delay, delay) and set(delay.tolist()) <= {0, 1, 2} and len(set(delay.tolist())) > 1
     actions = [torch.full((4, 12), 0.1 * (t + 1)) for t in range(6)]
-    kicks = []
+    kicks, frame = [], torch.as_tensor(clean.env._frame_index)
+    previous = clean.obs.clone()
     for t, a in enumerate(actions):
         before = clean.qvel[:, :2].clone()
         obs, *_ = clean.step(a)
+        width = len(frame)  # the history: the last frame first, then the one before (a reset's: its own frame)
+        assert torch.equal(obs[:, -2 * width:-width], previous[:, frame])
+        previous = obs.clone()
         noisy_obs, *_ = noisy.step(a)
         kicks.append(float((clean.qvel[:, :2] - before).abs().max()))
         late = [actions[max(t - int(d), 0)][w] if t >= int(d) else torch.zeros(12) for w, d in enumerate(delay)]
@@ -211,7 +216,7 @@ def test_sim_to_real_draws_on_warp():
         np.testing.assert_allclose(clean.ctrl.numpy(), targets.numpy(), atol=1e-6, err_msg=f"step {t}")
         if t < 4:  # the same physics until the push (whose draw comes after different noise draws)
             bound = torch.as_tensor(noisy.env._noise_scales)
-            difference = (noisy_obs - obs).abs()
+            difference = (noisy_obs - obs)[:, :len(bound)].abs()  # the current observation (then the history)
             assert bool((difference <= bound + 1e-6).all()) and float(difference.max()) > 0
     assert kicks[4] > 2 * max(kicks[:4]) and kicks[4] <= 0.5 + max(kicks[:4])  # steps 5 (0.1 s): the push
 
@@ -219,8 +224,6 @@ def test_sim_to_real_draws_on_warp():
 def test_what_is_not_on_warp_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="terrain env"):
         WarpQuadruped("OpenClaw/QuadrupedTerrain-v1", num_worlds=2, device="cpu")
-    with pytest.raises(ValueError, match="history_steps"):
-        WarpQuadruped("OpenClaw/Quadruped-v1", num_worlds=2, device="cpu", history_steps=3)
 
 
 def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):

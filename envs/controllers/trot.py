@@ -48,6 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from envs.array_math import array_namespace
 from envs.controllers.params_file import read_params
 from envs.quadruped import LegGeometry, QuadrupedEnv, default_leg_geometry
 from envs.typed import check_fields
@@ -61,15 +62,6 @@ def has_height_scan(spec: Any) -> bool:
     """Whether an env's controller spec carries a height scan (the terrain env's
     :class:`~envs.quadruped.TerrainLegGeometry`: ``scan_obs``, the scan's slice of the observation)."""
     return getattr(spec, "scan_obs", None) is not None
-
-
-def _array_namespace(x: Any) -> Any:
-    """``torch`` for a torch tensor (imported only then: ``envs`` does not import torch), else ``numpy``."""
-    if type(x).__module__.startswith("torch"):
-        import torch
-
-        return torch
-    return np
 
 
 def _float64(xp: Any, x: Any, like: Any) -> Any:
@@ -259,7 +251,7 @@ class TrotController:
 
     def _math(self, x: Any) -> tuple[Any, _LegArrays]:
         """The namespace of ``x`` (numpy or torch) and the constant arrays in it, on ``x``'s device."""
-        xp = _array_namespace(x)
+        xp = array_namespace(x)
         if xp is np:
             return np, self._numpy
         if x.device not in self._tensors:

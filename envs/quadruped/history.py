@@ -13,7 +13,7 @@ have stood still in its reset state; a deploy loop fills its buffer with the fir
 ``k = 1`` adds nothing: the observation is today's, bit for bit.
 
 Every function works on one env (a 1-D observation, a ``(k - 1, 42)`` history) or on N envs at once
-(``(N, D)`` and ``(N, k - 1, 42)``) with the same bits per env: the single env's ``step()`` and the batched
+(``(N, D)`` and ``(N, k - 1, 42)``; numpy, or torch tensors: the worlds on MuJoCo Warp) with the same bits per env: the single env's ``step()`` and the batched
 vector env both run :func:`with_history`.
 """
 
@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from envs.array_math import array_namespace
 
 FRAME = ("ang_vel", "gravity", "joint_pos", "joint_vel", "last_action")
 MAX_HISTORY_STEPS = 100  # 2 s of control steps
@@ -51,8 +53,9 @@ def with_history(obs: np.ndarray, history: np.ndarray, index: np.ndarray, fill: 
     frame = obs[..., index]
     if fill:
         history[...] = frame[..., None, :]
-    out = np.concatenate([obs, history.reshape(*obs.shape[:-1], -1)], axis=-1)
-    history[..., 1:, :] = history[..., :-1, :].copy()
+    out = array_namespace(obs).concatenate([obs, history.reshape(*obs.shape[:-1], -1)], axis=-1)
+    for j in range(history.shape[-2] - 1, 0, -1):  # oldest first: no overlapping copy (torch does not buffer one)
+        history[..., j, :] = history[..., j - 1, :]
     history[..., 0, :] = frame
     return out
 

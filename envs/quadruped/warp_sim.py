@@ -16,7 +16,7 @@ row of the model fields they change (foot friction, link masses and inertias, se
 ``put_model``'s batch sizes), at each world's reset. Action delay, pushes and observation noise are the C env's draws
 (``Randomization.draw_action_delay``, ``push``, ``noise``) for all worlds at once from the worlds' one generator. Not
 on Warp yet (refused with the reason): the terrain env (its copies re-place their stair boxes in their own models as
-they walk) and the proprioceptive history.
+they walk).
 
 Example::
 
@@ -45,7 +45,6 @@ from envs.quadruped.randomize import ModelRows
 from envs.torch_math import TorchMath
 
 # arguments whose effect is not on Warp yet: name -> its value that turns it off
-NOT_ON_WARP = {"history_steps": 1}
 # the model fields the reset's randomisation draws per world (``Randomization.randomize_physics``, ``randomize_servos``):
 # batched per world in the Warp model (put_model's batch sizes) when the env randomises them
 RANDOMIZED_FIELDS = ("geom_friction", "pair_friction", "body_mass", "body_inertia", "actuator_gainprm",
@@ -57,9 +56,6 @@ def warp_refusal(env) -> str | None:
     if type(env) is not QuadrupedEnv:
         return (f"{type(env).__name__} is not on Warp yet: only the flat and rough quadruped (OpenClaw/Quadruped-*, "
                 "QuadrupedRough-*); the terrain env's copies re-place their stair boxes in their own models")
-    used = {k: getattr(env, k) for k, off in NOT_ON_WARP.items() if _plain(getattr(env, k)) != off}
-    if used:
-        return f"{used} not on Warp yet: leave them at {({k: NOT_ON_WARP[k] for k in used})}"
     return None
 
 
@@ -236,8 +232,3 @@ class WarpQuadruped:
 
 def _fields(rows: ModelRows) -> list[torch.Tensor]:
     return [getattr(rows, f.name) for f in dataclasses.fields(rows)]
-
-
-def _plain(value: Any) -> Any:
-    """A list argument as the tuple it stands for."""
-    return tuple(value) if isinstance(value, list) else value
