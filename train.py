@@ -23,7 +23,6 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, open_dict
 
 from agents.config.schema import register_configs
-from agents.config.teacher_kinds import renamed_recipe
 from agents.errors import ConfigError
 from agents.overrides import exit_if_invalid, resume_argv
 from agents.training.checks import validate
@@ -78,8 +77,8 @@ def main(cfg: DictConfig) -> None:
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
         if not cfg.resume:  # the recipe (configs/distill/<recipe>.yaml) this command composed; a resume keeps its own
-            cfg.distill.recipe = renamed_recipe(HydraConfig.get().runtime.choices["distill"])
-        checked = validate(cfg)  # first: it gives a teacher named by its old name the new one, before anything reads it
+            cfg.distill.recipe = HydraConfig.get().runtime.choices["distill"]
+        checked = validate(cfg)
         if not cfg.resume:  # the files it reads, as config.yaml records them: absolute, the parameter file's digest
             pin(cfg)
         from agents.training.report import format_summary
