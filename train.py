@@ -20,13 +20,12 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from agents.config.schema import register_configs
-from agents.config.teacher_kinds import renamed_recipe
 from agents.errors import ConfigError
 from agents.overrides import exit_if_invalid, resume_argv
-from agents.training.checks import validate
+from agents.training.checks import Checked, validate
 from agents.training.inputs import pin
 
 CONFIG_DIR = str(Path(__file__).resolve().parent / "configs")
@@ -68,6 +67,34 @@ def prepare(cfg: DictConfig, argv: list[str]) -> DictConfig:
     return cfg
 
 
+# what the check before Hydra starts (exit_if_invalid) loaded validating a single run's config: (that config's values as
+# _checked_values gives them, validate's Checked), taken by the run instead of validating and loading it all again
+_PRECHECKED: list[tuple[dict, Checked]] = []
+
+
+def _checked_values(cfg: DictConfig) -> dict:
+    """``cfg``'s values but those the run sets itself after the check (``run_dir``, ``distill.recipe``)."""
+    values = OmegaConf.to_container(cfg, resolve=True)
+    values.pop("run_dir", None)
+    values["distill"].pop("recipe", None)
+    return values
+
+
+def _check(cfg: DictConfig) -> Checked:
+    """:func:`validate` for the check before Hydra starts, keeping what it loaded (a checkpoint teacher) for the run."""
+    checked = validate(cfg)
+    _PRECHECKED.append((_checked_values(cfg), checked))
+    return checked
+
+
+def _validated(cfg: DictConfig) -> Checked:
+    """What validating ``cfg`` loaded: the check's, when it checked this config; else ``validate(cfg)``."""
+    if _PRECHECKED and _PRECHECKED[0][0] == _checked_values(cfg):
+        return _PRECHECKED.pop()[1]
+    _PRECHECKED.clear()
+    return validate(cfg)
+
+
 @hydra.main(config_path="configs", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from agents.training.runner import EXIT_INTERRUPTED, TrainingFailed, TrainingInterrupted, train
@@ -78,8 +105,8 @@ def main(cfg: DictConfig) -> None:
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
         if not cfg.resume:  # the recipe (configs/distill/<recipe>.yaml) this command composed; a resume keeps its own
-            cfg.distill.recipe = renamed_recipe(HydraConfig.get().runtime.choices["distill"])
-        checked = validate(cfg)  # first: it gives a teacher named by its old name the new one, before anything reads it
+            cfg.distill.recipe = HydraConfig.get().runtime.choices["distill"]
+        checked = _validated(cfg)
         if not cfg.resume:  # the files it reads, as config.yaml records them: absolute, the parameter file's digest
             pin(cfg)
         from agents.training.report import format_summary
@@ -102,5 +129,6 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     sys.argv = [sys.argv[0], *resume_argv(sys.argv[1:])]
-    exit_if_invalid(CONFIG_DIR, "train", sys.argv[1:], validate, prepare)
+    sweep = any(a in ("-m", "--multirun") for a in sys.argv[1:])  # each job validated when it runs: nothing kept
+    exit_if_invalid(CONFIG_DIR, "train", sys.argv[1:], validate if sweep else _check, prepare)
     main()

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents import saved_config
+from agents.config.teacher_kinds import old_name_refusal
 from agents.config.tree import config_leaves
 from agents.errors import ConfigError
 
@@ -301,6 +302,17 @@ def _resume_problem(config_name: str, argv: Sequence[str], overrides: Sequence[s
     return None
 
 
+def _old_option(overrides: Sequence[str]) -> str | None:
+    """The refusal of ``distill=<old name>`` (:data:`agents.config.teacher_kinds.RENAMED_TEACHERS`), a config option that
+    is no longer there under that name, naming the new one (Hydra would list the options only); else None."""
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        if override.key_or_group == "distill" and not override.is_sweep_override():
+            problem = old_name_refusal("distill", str(override.value()))
+            if problem:
+                return problem
+    return None
+
+
 def check_overrides(
     config_dir: str,
     config_name: str,
@@ -328,6 +340,9 @@ def check_overrides(
     if flags:
         return None
     overrides = [a for a in argv if not a.startswith("hydra.")]
+    problem = _old_option(overrides)
+    if problem:
+        return problem
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
         try:

@@ -88,10 +88,11 @@ class OnlinePolicyDistillation:
         return self.teacher.rl_weight(progress)
 
     def finished(self, progress: float, stage: str | None = None) -> bool:
-        """Whether alpha is 0 from ``progress`` to the end of training (the schedule ended at 0), so that
-        the teacher has nothing left to teach and can stop computing targets; with ``stage``, that stage's
-        alpha (:meth:`~distill.sequence.TeacherSequence.finished`)."""
-        return self.teacher.finished(progress, stage)
+        """Whether the teacher has nothing left to teach, so that it can stop acting and computing targets: training
+        goes on (``progress`` < 1; a run that ends before its teacher's schedule does taught to the end) and alpha is
+        0 from ``progress`` to its end (the schedule ended at 0); with ``stage``, that stage's alpha
+        (:meth:`~distill.sequence.TeacherSequence.finished`)."""
+        return progress < 1.0 and self.teacher.finished(progress, stage)
 
     def distill_loss(
         self,

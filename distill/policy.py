@@ -50,7 +50,10 @@ class PolicyEntry:
         return self.distribution_fn(self.module, obs)
 
 
-def per_entry(fn: Callable[[Any], Any], obs: Any) -> Any:
-    """``fn`` of an observation's array, or of each array of a Dict observation's dict (numpy or torch alike):
+def per_entry(fn: Callable[..., Any], obs: Any, *others: Any) -> Any:
+    """``fn`` of an observation's array, or of each array of a Dict observation's dict (numpy or torch alike), with
+    the arrays of ``others`` (observations of the same structure) at the same place as further arguments:
     ``per_entry(operator.itemgetter(i), batch)`` is row ``i`` of a batch of observations."""
-    return {key: fn(value) for key, value in obs.items()} if isinstance(obs, dict) else fn(obs)
+    if isinstance(obs, dict):
+        return {key: fn(value, *(other[key] for other in others)) for key, value in obs.items()}
+    return fn(obs, *others)

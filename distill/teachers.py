@@ -85,9 +85,9 @@ class Teacher:
         the first stage, which starts with the run)."""
 
 
-def _batch_size(obs: Observation) -> int:
-    first = next(iter(obs.values())) if isinstance(obs, dict) else obs
-    return first.shape[0]
+def _unit_weights(dist: DiagGaussian) -> torch.Tensor:
+    """Weight 1 for each sample of the batch ``dist`` is the teacher's distribution of."""
+    return torch.ones(dist.mean.shape[0], device=dist.mean.device)
 
 
 class EMATeacher(Teacher):
@@ -125,7 +125,7 @@ class EMATeacher(Teacher):
     ) -> TeacherTargets:
         with torch.no_grad():
             dist = self.entry.distribution(obs).detach()
-        return TeacherTargets(dist, torch.ones(_batch_size(obs), device=dist.mean.device), self.entry.squashed)
+        return TeacherTargets(dist, _unit_weights(dist), self.entry.squashed)
 
     def begin(self) -> None:
         """Start from the student's weights as they are now (the EMA anchors what the stages before taught)."""
@@ -192,7 +192,7 @@ class CheckpointTeacher(Teacher):
         with torch.no_grad():
             dist = self.entry.distribution(source).detach()
         if not self.needs_teacher_actions:
-            weight = torch.ones(_batch_size(obs), device=dist.mean.device)
+            weight = _unit_weights(dist)
         elif teacher_actions is None:
             raise ValueError("this CheckpointTeacher is masked by the weights recorded with the samples; none were given")
         else:

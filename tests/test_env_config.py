@@ -17,6 +17,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from agents.config.env_defaults import env_defaults
 from agents.config.schema import register_configs
 from envs.claw import ClawConfig, ClawEnv
 from envs.quadruped import QuadrupedConfig, QuadrupedEnv
@@ -90,7 +91,7 @@ def test_reward_term_options_set_the_scales_they_name_over_the_quadrupeds(path):
                                           f"+env/reward_terms@env.kwargs.reward_scales={path.stem}"])
     named = OmegaConf.to_container(OmegaConf.load(path))
     assert OmegaConf.to_container(cfg.env.kwargs.reward_scales) == named
-    scales = gym.make(cfg.env.id, **OmegaConf.to_container(cfg.env.kwargs)).unwrapped.config.reward_scales
+    scales = gym.make(cfg.env.id, **OmegaConf.to_container(cfg.env.kwargs, resolve=True)).unwrapped.config.reward_scales
     assert scales == {**QuadrupedConfig().reward_scales, **named}
 
 
@@ -122,3 +123,24 @@ def test_every_reward_scale_a_config_names_is_a_term_of_the_table():
     for scales in named:
         assert set(scales) <= set(defaults), scales
         assert all(value != defaults[name] for name, value in scales.items()), scales
+
+
+def test_env_configs_set_only_values_that_differ_from_the_envs_defaults():
+    """Each default lives in the env (its config dataclass, or the id's registered kwargs): a Hydra env config's
+    ``kwargs`` either set a value that differs from it or name it as ``${env_default:<argument>}``, which resolves to
+    exactly the env's default (what the run's config.yaml records)."""
+    register_configs()
+    checked = 0
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        for path in sorted((ROOT / "configs" / "env").glob("*.yaml")):
+            cfg = compose("train", overrides=[f"env={path.stem}"])
+            defaults = {k: list(v) if isinstance(v, tuple) else v for k, v in env_defaults(cfg.env.id).items()}
+            own = OmegaConf.load(path).get("kwargs") or {}
+            for key in own:
+                resolved = OmegaConf.to_container(cfg.env.kwargs, resolve=True)[key]
+                if OmegaConf.is_interpolation(own, key):
+                    assert own._get_node(key)._value() == f"${{env_default:{key}}}" and resolved == defaults[key]
+                    checked += 1
+                else:
+                    assert resolved != defaults.get(key), f"{path.name}: kwargs.{key}={resolved!r} restates the default"
+    assert checked >= 30  # quadruped, quadruped_rough, quadruped_terrain, claw, claw_place name theirs

@@ -71,6 +71,19 @@ def test_a_refused_run_writes_nothing_and_the_corrected_one_runs_there(case, fin
     assert (run_dir / "summary.json").is_file()
 
 
+def test_a_command_loads_its_checkpoint_teacher_once(finished_run, tmp_path, monkeypatch):
+    """The check before Hydra starts loads the teacher's checkpoint to check it; the run teaches with that one, loading
+    it no second time (train.py hands what the check's validate loaded to the run)."""
+    from agents.teachers import builders
+
+    loads, load = [], builders.teacher_checkpoint
+    monkeypatch.setattr(builders, "teacher_checkpoint", lambda *args, **kwargs: loads.append(args) or load(*args, **kwargs))
+    result = cli_here("train.py", *SMOKE, "distill=checkpoint", f"distill.teacher={finished_run}",
+                      "train.total_timesteps=2048", f"hydra.run.dir={tmp_path / 'run'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(loads) == 1, loads
+
+
 # ------------------------------------------------------------------------------ 2. a controller parameter file
 def test_a_relative_controller_parameter_file_is_the_one_the_run_used(tmp_path):
     here, elsewhere, run_dir = tmp_path / "here", tmp_path / "elsewhere", tmp_path / "run"

@@ -64,6 +64,18 @@ def test_the_stage_of_the_progress_teaches_with_its_own_schedule():
     assert ended.finished(0.5) and not ended.finished(0.4)
 
 
+def test_the_distillation_says_when_a_teacher_stops_teaching():
+    """``OnlinePolicyDistillation.finished`` is what retires the controller teacher (its callback only asks): a stage
+    whose alpha stays 0 to the end is finished while training goes on, and no teacher is at the run's end (it taught
+    to the end, even where its schedule reaches 0 there)."""
+    student, sequence = two_stages()
+    opd = OnlinePolicyDistillation(student, sequence)
+    assert not opd.finished(0.2, "trot") and opd.finished(0.25, "trot") and opd.finished(0.999, "trot")
+    assert sequence.finished(1.0, "trot") and not opd.finished(1.0, "trot") and not opd.finished(1.2, "trot")
+    falling = OnlinePolicyDistillation(student, TeacherSequence.alone(RecordedActionTeacher(0.3), make_schedule("linear", 0.5)))
+    assert falling.teacher.finished(1.0) and not falling.finished(0.999) and not falling.finished(1.0)
+
+
 def test_each_stage_weighs_the_rl_actor_loss_and_rl_is_whole_after_the_last():
     teacher = RecordedActionTeacher(0.3)
     sequence = TeacherSequence([

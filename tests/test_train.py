@@ -218,29 +218,6 @@ def compose_train(*overrides: str):
         return compose("train", overrides=list(overrides))
 
 
-def test_the_old_name_llm_hint_is_the_adaptive_teacher_with_a_message(tmp_path, capsys):
-    """``distill=llm_hint`` on a command line, and ``distill.name: llm_hint`` in a saved run's config.yaml (read by
-    ``resume=`` and ``evaluate.py run=``), are ``distill=adaptive``, said in one line."""
-    from omegaconf import OmegaConf
-
-    from agents import saved_config
-    from agents.config.teacher_kinds import renamed_recipe
-    from agents.training.checks import validate
-
-    old = compose_train("distill=llm_hint", "distill.proposer=cma")
-    new = compose_train("distill=adaptive", "distill.proposer=cma")
-    validate(old)
-    said = capsys.readouterr().err.splitlines()
-    assert said == ["warning: distill=llm_hint is deprecated: it is distill=adaptive now (the same teacher; "
-                    "distill.proposer says whether an LLM proposes)"]
-    assert old == new
-    old.distill.name = "llm_hint"
-    OmegaConf.save(old, tmp_path / saved_config.CONFIG)
-    assert saved_config.load(tmp_path, "run").distill.name == "adaptive"
-    assert capsys.readouterr().err.splitlines() == said
-    assert renamed_recipe("llm_hint") == "adaptive" and renamed_recipe("scripted_sac") == "scripted_sac"  # recorded
-
-
 def test_keys_added_since_a_run_are_named_once_however_its_directory_is_spelt(tmp_path, monkeypatch, capsys):
     """A command that reads a run's config by a relative and an absolute path (the teacher: on the command line, then
     resolved) says once which keys took their defaults."""

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, Optional, get_type_hints
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
+
+from agents.config.env_defaults import RESOLVER, env_default
 
 
 @dataclass
@@ -194,7 +196,9 @@ class TrainConfig:
 
 
 def register_configs() -> None:
-    """Register the schemas so that YAML files can name them in their defaults lists."""
+    """Register the schemas so that YAML files can name them in their defaults lists, and the env configs'
+    ``${env_default:<argument>}`` (:mod:`agents.config.env_defaults`)."""
+    OmegaConf.register_new_resolver(RESOLVER, env_default, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     # ``agent`` is typed Any at the top level (PPO and SAC differ), so each agent file names its schema

@@ -45,31 +45,37 @@ TEACHERS: dict[str, TeacherKind] = {kind.name: kind for kind in (
 )}
 STAGE_TEACHERS = tuple(name for name, kind in TEACHERS.items() if kind.stage)  # in TEACHERS' order
 
-# old distill.name -> its name now: still accepted (a command line, a saved run's config.yaml), with a message
+# old distill.name -> its name now: a saved run's config.yaml that names a teacher by its old name is read with the new
+# one (with a message); a command line is refused, naming the new one (one name per concept)
 RENAMED_TEACHERS = {"llm_hint": "adaptive"}
-# (old name, source) pairs already said: a command reads its config more than once (the check before Hydra starts,
+# (old name, source) pairs already said: a command reads a run's config more than once (the check before Hydra starts,
 # then the run), and it is said once
 _told: set[tuple[str, str]] = set()
 
 
 def renamed_teacher(distill: Any, source: str) -> None:
-    """Give a ``distill`` config section that names a teacher by its old name (:data:`RENAMED_TEACHERS`) the
-    new name, saying so in one line on stderr once per process and ``source`` (where the config came from: the
-    command line, a run's config file); leave any other alone."""
+    """Give a saved run's ``distill`` config section that names a teacher by its old name (:data:`RENAMED_TEACHERS`)
+    the new name, saying so in one line on stderr once per process and ``source`` (the run's config file); leave any
+    other alone."""
     old = distill.get("name")
     new = RENAMED_TEACHERS.get(old)
     if new is None:
         return
     if (old, source) not in _told:
         _told.add((old, source))
-        print(f"warning: distill={old} is deprecated: it is distill={new} now (the same teacher; "
-              "distill.proposer says whether an LLM proposes)", file=sys.stderr)
+        print(f"warning: {source} names distill={old}, the old name of distill={new} (the same teacher; "
+              f"distill.proposer says whether an LLM proposes): read as distill={new}", file=sys.stderr)
     distill.name = new
 
 
-def renamed_recipe(recipe: str) -> str:
-    """A ``configs/distill/<recipe>.yaml`` name as it is now (:data:`RENAMED_TEACHERS`: ``llm_hint`` is ``adaptive``)."""
-    return RENAMED_TEACHERS.get(recipe, recipe)
+def old_name_refusal(key: str, name: str) -> str | None:
+    """The refusal of ``<key>=<name>`` on a command line (``distill`` or ``distill.name``) when ``name`` is an old name
+    of a teacher (:data:`RENAMED_TEACHERS`), naming the new one; None for any other name."""
+    new = RENAMED_TEACHERS.get(name)
+    if new is None:
+        return None
+    return (f"{key}={name} is the old name of distill={new} (the same teacher; distill.proposer says whether an LLM "
+            f"proposes): use distill={new}")
 
 # distill.proposer: where the adaptive teacher's parameters come from (agents.teachers.adaptive builds them): the
 # llm channel as configured (llm=...), the bundled offline coach whatever llm says, uniform random search, CMA-ES,

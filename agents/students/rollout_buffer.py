@@ -17,6 +17,7 @@ A field the distillation does not need is None. Without any, the student keeps S
 
 from __future__ import annotations
 
+import operator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -101,8 +102,5 @@ def with_raw_observations(buffer: RolloutBuffer, normalizer: VecNormalize) -> Te
 
 
 def _store(field: Any, pos: int, value: Any) -> None:
-    if isinstance(field, dict):
-        for key, array in field.items():
-            array[pos] = value[key]
-    else:
-        field[pos] = value
+    """Write the observation ``value`` into row ``pos`` of the buffer ``field`` (a Dict observation's each array)."""
+    per_entry(lambda array, row: operator.setitem(array, pos, row), field, value)

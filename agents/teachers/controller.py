@@ -147,19 +147,17 @@ class ControllerTeacher(VecEnvWrapper):
 
 class ControllerTeacherCallback(BaseCallback):
     """Drive a :class:`ControllerTeacher` from the training loop: log its state at every rollout end, retire
-    it once the distillation's alpha is 0 for the rest of training (``finished``, e.g. after
-    ``distill.schedule_steps``: the rest of the run costs what plain RL costs; the trot's actions take
-    about as long as the quadruped's vector step), and let it finish when training ends. A run that ends
-    before its teacher's schedule does (its last step overshooting the budget by up to a vector step) does not
-    retire it: it taught to the end."""
+    it when the distillation says its teaching is over (``finished`` of the training progress in [0, 1]:
+    :meth:`distill.opd.OnlinePolicyDistillation.finished` decides; e.g. after ``distill.schedule_steps`` the rest of
+    the run costs what plain RL costs, the trot's actions taking about as long as the quadruped's vector step), and
+    let it finish when training ends."""
 
     def __init__(self, teacher: ControllerTeacher, finished: Callable[[float], bool]) -> None:
         super().__init__()
         self.teacher, self.finished = teacher, finished
 
     def _on_step(self) -> bool:
-        total = self.model._total_timesteps
-        if not self.teacher.retired and self.num_timesteps < total and self.finished(self.num_timesteps / total):
+        if not self.teacher.retired and self.finished(self.num_timesteps / self.model._total_timesteps):
             self.teacher.retire(self.num_timesteps)
             print(f"step {self.num_timesteps}: the controller teacher's alpha is 0 from here on; it stops (RL alone, "
                   "or the next teacher of a sequence)", file=sys.stderr)

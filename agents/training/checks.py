@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, renamed_teacher
+from agents.config.teacher_kinds import LLM_PROPOSERS, PROPOSERS, TEACHERS, VERIFY_ON, old_name_refusal
 from agents.config.tree import config_leaves
 from agents.errors import ConfigError, check_seed, env_error
 from agents.teachers.stages import controller_stage, masked_stages, stage_spans, teaching_stages
@@ -206,7 +206,9 @@ def validate(cfg: DictConfig) -> Checked:
     import envs  # noqa: F401  (registers the OpenClaw ids)
     from agents.factory import check_device
 
-    renamed_teacher(cfg.distill, "the command line")
+    old_name = old_name_refusal("distill.name", cfg.distill.name)  # a saved run's config.yaml was read with the new one
+    if old_name:
+        raise ConfigError(old_name)
     bad = next(((path, value) for path, _, value in config_leaves(OmegaConf.to_container(cfg, resolve=True))
                 if isinstance(value, float) and not math.isfinite(value)), None)
     if bad is not None:
