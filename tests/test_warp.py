@@ -54,6 +54,16 @@ def walked_env(name: str):
     return env
 
 
+def mj_stepped(mjm: mujoco.MjModel, state) -> mujoco.MjData:
+    """C MuJoCo's ``mj_step`` of ``mjm`` from ``state``'s (an ``MjData``, or field name -> array) positions,
+    velocities, controls, activations and warm start."""
+    reference = mujoco.MjData(mjm)
+    for field in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart"):
+        getattr(reference, field)[:] = state[field] if isinstance(state, dict) else getattr(state, field)
+    mujoco.mj_step(mjm, reference)
+    return reference
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_every_shipped_quadruped_model_loads_on_warp(name):
     env = walked_env(name)
@@ -70,10 +80,7 @@ def test_one_physics_step_matches_c_mujoco(name):
     mjm = warp_model(env.model)
     data = mjw.put_data(mjm, env.data, nworld=3)
     mjw.step(mjw.put_model(mjm), data)
-    reference = mujoco.MjData(mjm)
-    for field in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart"):
-        getattr(reference, field)[:] = getattr(env.data, field)
-    mujoco.mj_step(mjm, reference)
+    reference = mj_stepped(mjm, env.data)
     for world in range(3):
         np.testing.assert_allclose(data.qpos.numpy()[world], reference.qpos, atol=1e-6, err_msg=name)
         np.testing.assert_allclose(data.qvel.numpy()[world], reference.qvel, atol=1e-3, err_msg=name)
@@ -97,10 +104,7 @@ def test_the_claw_models_step_on_warp_as_on_c_mujoco(kwargs):
     mjm = warp_model(env.model)
     data = mjw.put_data(mjm, env.data, nworld=2)
     mjw.step(mjw.put_model(mjm), data)
-    reference = mujoco.MjData(mjm)
-    for field in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart"):
-        getattr(reference, field)[:] = getattr(env.data, field)
-    mujoco.mj_step(mjm, reference)
+    reference = mj_stepped(mjm, env.data)
     np.testing.assert_allclose(data.qpos.numpy()[1], reference.qpos, atol=1e-6)
     np.testing.assert_allclose(data.qvel.numpy()[1], reference.qvel, atol=1e-4)
     env.close()
@@ -205,10 +209,8 @@ def test_each_world_runs_its_own_randomised_model():
     for name in RANDOMIZED_FIELDS:
         if getattr(mjm, name).size:
             getattr(mjm, name)[:] = wp.to_torch(getattr(sim.model, name))[1].numpy()
-    reference = mujoco.MjData(mjm)
-    for field in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart"):
-        getattr(reference, field)[:] = wp.to_torch(getattr(sim.data, field))[1].numpy()
-    mujoco.mj_step(mjm, reference)
+    reference = mj_stepped(mjm, {f: wp.to_torch(getattr(sim.data, f))[1].numpy()
+                                 for f in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart")})
     mjw.step(sim.model, sim.data)
     np.testing.assert_allclose(sim.qpos[1].numpy(), reference.qpos, atol=1e-6)
     np.testing.assert_allclose(sim.qvel[1].numpy(), reference.qvel, atol=1e-3)
