@@ -75,7 +75,8 @@ def test_device_collection_is_sb3_collection_through_vecnormalize(taught):
 
 
 def test_device_learner_trains_and_loads_as_a_ppo_student(tmp_path):
-    """``learn`` runs whole updates on the device; the saved learner and statistics load with SB3's classes."""
+    """``learn`` runs whole updates on the device; the saved learner and statistics load with SB3's classes, and the
+    device learner loaded from them goes on training (a resume)."""
     from agents.students.device_ppo import DevicePPOStudent
 
     model = _learner(DevicePPOStudent, 1, 1000)
@@ -91,6 +92,11 @@ def test_device_learner_trains_and_loads_as_a_ppo_student(tmp_path):
         stats = pickle.load(f)
     assert type(stats.obs_rms) is RunningMeanStd and isinstance(stats.obs_rms.mean, np.ndarray)
     np.testing.assert_array_equal(stats.obs_rms.mean, model.env.obs_rms.mean)
+    resumed = DevicePPOStudent.load(tmp_path / "model.zip", env=VecNormalize.load(str(tmp_path / "vecnormalize.pkl"),
+                                                                                  model.env.venv), device="cpu")
+    resumed.learn(48, reset_num_timesteps=False)
+    assert resumed.num_timesteps == 96 and resumed.iterations == 2
+    assert any(not torch.equal(p, q) for p, q in zip(loaded.policy.parameters(), resumed.policy.parameters()))
 
 
 def test_device_statistics_update_as_sb3s_and_copy_as_sb3s():

@@ -160,6 +160,7 @@ def test_an_env_without_a_controller_is_named_with_the_families_that_have_one():
         cfg = compose("train", overrides=["distill=scripted"])
     with open_dict(cfg):
         cfg.env.id = BEACON
+        cfg.env.kwargs = {}  # Beacon takes none of the quadruped's arguments
     with pytest.raises(ConfigError, match=r"distill=scripted needs a scripted controller: no scripted controller for Beacon"):
         validate(cfg)
 

@@ -28,7 +28,8 @@ def env_defaults(env_id: str) -> dict[str, Any]:
     import envs  # noqa: F401  (registers the OpenClaw ids)
 
     spec = gym.spec(env_id)
-    params = inspect.signature(load_env_creator(spec.entry_point)).parameters
+    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    params = inspect.signature(creator).parameters
     return {**{name: p.default for name, p in params.items() if p.default is not p.empty}, **spec.kwargs}
 
 
