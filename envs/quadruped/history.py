@@ -53,9 +53,10 @@ def with_history(obs: np.ndarray, history: np.ndarray, index: np.ndarray, fill: 
     frame = obs[..., index]
     if fill:
         history[...] = frame[..., None, :]
-    out = array_namespace(obs).concatenate([obs, history.reshape(*obs.shape[:-1], -1)], axis=-1)
-    for j in range(history.shape[-2] - 1, 0, -1):  # oldest first: no overlapping copy (torch does not buffer one)
-        history[..., j, :] = history[..., j - 1, :]
+    xp = array_namespace(obs)
+    out = xp.concatenate([obs, history.reshape(*obs.shape[:-1], -1)], axis=-1)
+    newer = history[..., :-1, :]
+    history[..., 1:, :] = newer.copy() if xp is np else newer.clone()  # a copy: the two overlap
     history[..., 0, :] = frame
     return out
 
