@@ -46,7 +46,9 @@ class WarpVecEnv(VecEnv):
 
     Infos as SB3's ``Monitor``-wrapped envs give them at an episode's end (``episode`` = ``{"r", "l", "t"}``,
     ``terminal_observation``, ``TimeLimit.truncated``); ``get_attr`` reads the copies' shared settings (every world
-    runs the same env's task); ``env_method("set_gait_frequency", f)`` sets the gait clock of the worlds named.
+    runs the same env's task); ``env_method("set_gait_frequency", f)`` sets the gait clock of the worlds named, and on
+    the terrain ``env_method("curriculum_state")`` / ``("set_curriculum_state", state)`` read and restore the worlds'
+    places in the curriculum (checkpoints, resume).
     """
 
     def __init__(self, env_id: str, kwargs: dict[str, Any], num_envs: int, device: str | None = None,
@@ -63,6 +65,8 @@ class WarpVecEnv(VecEnv):
         seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
         if seed is not None:
             self.sim.generator.manual_seed(int(seed))
+            if self.sim.tiles is not None:  # the terrain's worlds spread over its columns from the seed
+                self.sim.tiles.reseed(int(seed))
         self.sim.reset_worlds(torch.ones(self.num_envs, dtype=torch.bool, device=self.sim.device))
         self.sim.obs = self.sim.observe_reset()
         self._returns.zero_()
@@ -115,12 +119,18 @@ class WarpVecEnv(VecEnv):
                                   "env.kwargs")
 
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
-        if method_name != "set_gait_frequency":
-            raise NotImplementedError(f"env_method({method_name!r}) is not on the Warp worlds (only "
-                                      "set_gait_frequency); use train.vec_mode=batched for this run")
         ids = list(self._get_indices(indices))
-        self.sim.set_gait_frequency(float(method_args[0]), torch.as_tensor(ids, device=self.sim.device))
-        return [None for _ in ids]
+        tiles = self.sim.tiles
+        if method_name == "set_gait_frequency":
+            self.sim.set_gait_frequency(float(method_args[0]), torch.as_tensor(ids, device=self.sim.device))
+            return [None for _ in ids]
+        if method_name == "curriculum_state" and tiles is not None:
+            return [tiles.curriculum_state(i) for i in ids]
+        if method_name == "set_curriculum_state" and tiles is not None:
+            return [tiles.set_curriculum_state(i, method_args[0]) for i in ids]
+        raise NotImplementedError(f"env_method({method_name!r}) is not on the Warp worlds (only set_gait_frequency, "
+                                  "and curriculum_state / set_curriculum_state on the terrain); use "
+                                  "train.vec_mode=batched for this run")
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         from stable_baselines3.common.monitor import Monitor

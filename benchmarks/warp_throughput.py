@@ -2,7 +2,7 @@
 
 For each world count: the physics alone (``frame_skip`` ``mujoco_warp.step`` calls, a CUDA graph on a GPU) and the
 whole :meth:`~envs.quadruped.warp_sim.WarpQuadruped.step` (controls, clock, physics, observation, reward, resets),
-with zero actions, timed after a warm-up (kernel compilation, graph capture) with the device synchronised; with
+with zero actions (on the terrain: the worlds standing on their tiles, whose box windows stay put), timed after a warm-up (kernel compilation, graph capture) with the device synchronised; with
 ``--train``, also PPO end to end on the device (``agents.students.device_ppo.DevicePPOStudent``: rollouts of
 ``--n-steps`` through ``VecNormalize``, 5 epochs of 4 minibatches, rsl_rl's shape of update), timed over whole
 rollouts and updates after a first one.
@@ -11,6 +11,7 @@ Usage::
 
     python benchmarks/warp_throughput.py --device cuda:0 --worlds 256 1024 4096 8192
     python benchmarks/warp_throughput.py --device cuda:0 --worlds 4096 --train         # with PPO's training
+    python benchmarks/warp_throughput.py --env OpenClaw/QuadrupedTerrain-v1 --device cuda:0 --worlds 256 1024 4096
     python benchmarks/warp_throughput.py --device cpu --worlds 4 16 --steps 20      # Warp's CPU device: tests only
 
 Prints one line per world count and, with ``--json``, writes the figures there.

@@ -248,8 +248,115 @@ def test_sim_to_real_draws_on_warp():
 
 
 def test_what_is_not_on_warp_is_refused_with_the_reason():
-    with pytest.raises(ValueError, match="terrain env"):
-        WarpQuadruped("OpenClaw/QuadrupedTerrain-v1", num_worlds=2, device="cpu")
+    with pytest.raises(ValueError, match="ClawEnv is not on Warp"):
+        WarpQuadruped("OpenClaw/Claw-v0", num_worlds=2, device="cpu")
+
+
+STAIRS = {"terrain_types": ["stairs_up"]}
+
+
+def terrain_env_in(sim: WarpQuadruped, world: int, env):
+    """``env`` (a C terrain env) in ``sim``'s world ``world``'s state: physics, task state, foot friction, and its box
+    window placed where the world's is."""
+    copy_physics(sim, world, env)
+    for name, array in sim.state.arrays():
+        if array is not None:
+            getattr(env.state, name)[0] = array[world].numpy()
+    env.model.geom_friction[:] = sim.model_rows.geom_friction[world].numpy()
+    env.model.pair_friction[:] = sim.model_rows.pair_friction[world].numpy()
+    env._box_window.follow(*sim.tiles.centres[world].tolist(), reset=True)
+    return env
+
+
+def test_the_warp_terrain_steps_as_the_c_env():
+    """Four worlds on the stairs-up tiles (levels 1 and 3, the pits' stair boxes), walked by the terrain-aware trot
+    for 25 steps: each step's controls and whole physics step (5 substeps on the boxes around each world's trunk)
+    against the C env's from the same state, then, from Warp's physics, the observation (the height scan, the
+    friction, the privileged velocity), the reward and every info entry against the C env's own step functions."""
+    from envs.controllers.trot import TrotParams
+
+    sim = WarpQuadruped("OpenClaw/QuadrupedTerrain-v1", num_worlds=4, device="cpu", seed=5, **STAIRS)
+    assert sim.state.level.tolist() == [1, 1, 3, 3]
+    trot = TrotController(spec=sim.env.controller_spec, params=TrotParams.for_robot("openclaw_go1", terrain=True))
+    finishing, stepping = ([gym.make("OpenClaw/QuadrupedTerrain-v1", **STAIRS).unwrapped for _ in range(4)]
+                           for _ in range(2))
+    for env in finishing + stepping:
+        env.reset(seed=0)
+    for t in range(25):
+        actions = trot.act(sim.obs.numpy())
+        for w in range(4):
+            terrain_env_in(sim, w, finishing[w]).prepare_step(actions[w])
+            terrain_env_in(sim, w, stepping[w]).step(actions[w])
+        obs, reward, fell, truncated, info = sim.step(torch.as_tensor(actions))
+        assert not bool((fell | truncated).any())
+        for w, env in enumerate(finishing):
+            np.testing.assert_allclose(sim.ctrl[w].numpy(), env.data.ctrl, atol=1e-6)
+            np.testing.assert_allclose(sim.qpos[w].numpy(), stepping[w].data.qpos, atol=5e-4, err_msg=f"{t} {w}")
+            copy_physics(sim, w, env)
+            o, r, terminated, _, i = env.finish_step(np.clip(actions[w], -1, 1))
+            np.testing.assert_allclose(obs[w].numpy(), o, rtol=1e-6, atol=1e-6, err_msg=f"step {t} world {w}")
+            assert float(reward[w]) == pytest.approx(r, rel=1e-6, abs=1e-7) and bool(fell[w]) == terminated, (t, w)
+            for key, value in i.items():
+                assert float(info[key][w]) == pytest.approx(float(value), rel=1e-6, abs=1e-7), (t, w, key)
+    assert float(sim.qpos[:, 2].max()) < -0.05  # down in the pits: on the boxes of their steps
+
+
+def test_the_warp_ground_is_the_c_envs():
+    """:class:`TorchGround` against the compiled ``TerrainState.update`` on 64 random trunk poses, feet and velocities
+    over the whole grid and past its edges (NaN feet too): scan, ground, yaw command, the feet's grounds and the
+    trunk's clearance within 1e-9 m."""
+    from envs.quadruped.task_state import TerrainTaskState
+    from envs.quadruped.warp_terrain import TorchGround
+
+    env = gym.make("OpenClaw/QuadrupedTerrain-v1").unwrapped
+    sensor, rng, n = env._ground_sensor, np.random.default_rng(0), 64
+    extent = np.array(env.tiles.extent)
+    qpos = np.zeros((n, 7))
+    qpos[:, 0:2] = rng.uniform(-1.0, 1.0, (n, 2)) + rng.uniform(0, 1, (n, 2)) * extent
+    qpos[:, 2] = rng.uniform(-0.5, 1.0, n)
+    quat = rng.normal(size=(n, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    feet = np.concatenate([qpos[:, None, 0:3].repeat(4, 1).reshape(n, 12) + rng.uniform(-0.3, 0.3, (n, 12)),
+                           rng.uniform(-3, 3, (n, 12)), rng.uniform(-3, 3, (n, 12))], axis=1)
+    feet[0, 0] = np.nan
+    qvel, heading = rng.uniform(-2, 2, (n, 6)), rng.uniform(-np.pi, np.pi, n)
+    fields = TerrainTaskState.terrain_fields(len(sensor.points))
+    compiled, on_torch = (TerrainTaskState.zeros(n, max_delay=0, gait=False, history=None, **fields) for _ in range(2))
+    sensor.update(qpos, heading, feet, qvel, out=compiled)
+    on_torch = on_torch.map(torch.as_tensor)
+    TorchGround(sensor, torch.device("cpu")).update(*map(torch.as_tensor, (qpos, heading, feet, qvel)), out=on_torch)
+    for name in ("scan_friction", "ground", "yaw_rate", "foot_ground", "step_ground", "trunk_clearance"):
+        np.testing.assert_allclose(getattr(on_torch, name).numpy(), getattr(compiled, name), atol=1e-9, err_msg=name)
+    assert np.isnan(compiled.foot_ground[0, 0]) and 0 < np.ptp(compiled.ground) < 5
+
+
+def test_the_terrain_curriculum_on_warp():
+    """The worlds' columns are those of C envs seeded ``seed + world`` (spread over the types); legged_gym's level rule
+    is the C env's on tensors; ``set_curriculum_state`` (a resume) holds a world's tile through its next reset, through
+    the vector env's ``env_method`` as for the C copies."""
+    from agents.warp_vec_env import WarpVecEnv
+    from envs.quadruped.terrain_env import QuadrupedTerrainEnv
+
+    venv = WarpVecEnv("OpenClaw/QuadrupedTerrain-v1", {}, num_envs=6, device="cpu", seed=4)
+    venv.seed(4)
+    venv.reset()
+    c_env = gym.make("OpenClaw/QuadrupedTerrain-v1").unwrapped
+    for world, state in enumerate(venv.env_method("curriculum_state")):
+        c_env.reset(seed=4 + world)
+        assert state["column"] == c_env.curriculum_state()["column"], world
+    walked, commanded = np.array([3.0, 1.0, 3.0, 2.0, 0.5]), np.array([6.0, 6.0, 6.0, 2.0, 8.0])
+    levels = np.array([9, 4, 2, 5, 0])
+    moved = QuadrupedTerrainEnv.next_levels(c_env, levels.copy(), walked, commanded, lambda lo, hi, shape: np.full(shape, 7))
+    assert moved.tolist() == [7, 3, 3, 5, 0]  # up past the top: a drawn level; short of half the command: down
+    on_torch = QuadrupedTerrainEnv.next_levels(c_env, torch.as_tensor(levels), *map(torch.as_tensor, (walked, commanded)),
+                                               lambda lo, hi, shape: torch.full(shape, 7))
+    assert on_torch.tolist() == moved.tolist()
+    venv.env_method("set_curriculum_state", {"column": 13, "level": 8}, indices=[2])
+    with pytest.raises(ValueError, match="level in"):
+        venv.env_method("set_curriculum_state", {"column": 13, "level": 10}, indices=[1])
+    venv.sim.reset_worlds(torch.ones(6, dtype=torch.bool))
+    assert venv.env_method("curriculum_state", indices=[2]) == [{"column": 13, "level": 8}]
+    assert venv.sim.state.tile[2, 0:2].tolist() == c_env.tiles.origins[8, 13, 0:2].tolist()
 
 
 def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):
@@ -279,15 +386,36 @@ def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):
     assert float(last["teacher/coverage"]) == 1.0 and float(last["env/reward_tracking_lin_vel"]) > 0
 
 
+def test_train_the_terrain_on_warp(tmp_path):
+    """``python train.py env=quadruped_terrain sim=warp``: the curriculum's levels logged from the device's step
+    readings and each world's place in it checkpointed (``curriculum.json``, for a resume)."""
+    import csv
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root, run = Path(__file__).resolve().parent.parent, tmp_path / "run"
+    done = subprocess.run([sys.executable, "train.py", "sim=warp", "env=quadruped_terrain", "train=smoke",
+                           "train.num_envs=8", "agent.n_steps=32", "agent.batch_size=64", "train.total_timesteps=512",
+                           "train.eval_freq=512", "train.checkpoint_freq=512", "train.progress_bar=false",
+                           f"hydra.run.dir={run}"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = list(csv.DictReader((run / "progress.csv").open()))[-1]
+    assert 0 <= float(last["curriculum/mean_level"]) <= float(last["curriculum/max_level"]) <= 9
+    places = json.loads((run / "checkpoints" / "step_000000000512" / "curriculum.json").read_text())
+    assert len(places) == 8 and len({p["column"] for p in places}) == 8
+
+
 def test_sim_warp_refuses_what_it_cannot_run_before_training(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "train.py", "sim=warp", "env=quadruped_terrain", "train=smoke",
+    done = subprocess.run([sys.executable, "train.py", "sim=warp", "env=claw", "train=smoke",
                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=root, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0 and "sim=warp with env=quadruped_terrain" in done.stderr
+    assert done.returncode != 0 and "sim=warp with env=claw" in done.stderr
     assert "sim=mujoco" in done.stderr and not (tmp_path / "run" / "progress.csv").exists()
 
 

@@ -124,7 +124,8 @@ class CurriculumLogger(BaseCallback):
     """For an env with a curriculum (its ``CURRICULUM``, :class:`envs.declarations.Curriculum`): the env copies' levels
     at each PPO rollout end (off-policy: every ``every_steps`` env steps) under ``curriculum/``: ``mean_level``,
     ``max_level``, and per group ``level_<group>`` (the mean over the copies in it; absent while none is) and
-    a TensorBoard histogram ``levels_<group>``. Nothing for other envs."""
+    a TensorBoard histogram ``levels_<group>`` (from the step's infos, or a learner on the device's ``info_terms``).
+    Nothing for other envs."""
 
     NOT_TEXT = ("stdout", "log", "json", "csv")  # histograms go to TensorBoard only
 
@@ -152,9 +153,12 @@ class CurriculumLogger(BaseCallback):
     def _record(self) -> None:
         import torch
 
-        c, infos = self.declared, self.locals["infos"]
-        levels = np.array([info[c.level_key] for info in infos], dtype=float)
-        groups = np.array([info[c.group_key] for info in infos])
+        c, terms = self.declared, self.locals.get("info_terms")  # a learner on the device: (n_envs,) tensors
+        if terms is not None:
+            levels, groups = terms[c.level_key].cpu().numpy().astype(float), terms[c.group_key].cpu().numpy()
+        else:
+            levels = np.array([info[c.level_key] for info in self.locals["infos"]], dtype=float)
+            groups = np.array([info[c.group_key] for info in self.locals["infos"]])
         self.logger.record("curriculum/mean_level", float(levels.mean()))
         self.logger.record("curriculum/max_level", float(levels.max()))
         for g, name in enumerate(c.groups):

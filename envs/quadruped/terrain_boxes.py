@@ -141,15 +141,12 @@ def _morton_key(x: float, y: float, half: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _place_window(candidates, x, y, half, slots, slot_leaves, leaf_corners, nodes, ranges, contype, pos, size, aabb,
-                  rbound, bvh_aabb):
-    """:meth:`BoxWindow.follow`'s placement, written into the model's arrays (``contype`` ... ``bvh_aabb``: its
-    ``geom_contype``, ``geom_pos``, ``geom_size``, ``geom_aabb``, ``geom_rbound``, ``bvh_aabb``): the ``candidates``
-    (rows of centre and half sizes, m) within ``half`` of ``(x, y)`` along x and y go to the ``slots`` (geom ids, in
-    leaf order) in Morton order of their centres around ``(x, y)`` (stable), the spares to the last one's centre, 1 mm
-    and inert; then every tree node in ``nodes`` gets the box around its range of leaves (``ranges``: (start, end)
-    rows into ``leaf_corners``, the compiled low and high corners of every leaf, whose ``slot_leaves`` rows the slots
-    replace). Returns how many candidates are near, and writes nothing when they are more than the slots."""
+def window_rows(candidates, x, y, half, centres, sizes):
+    """The window's boxes at ``(x, y)`` (m, world) as slot rows: the ``candidates`` (rows of centre and half sizes, m)
+    within ``half`` of ``(x, y)`` along x and y, in Morton order of their centres around ``(x, y)`` (stable), into the
+    first rows of ``centres`` and ``sizes`` (S, 3); the spare rows get the last box's centre (``(x, y, PARKED)`` when
+    none is near) and 1 mm sizes. Returns how many candidates are near, and writes nothing when they are more than
+    ``S``."""
     placed, keys, count = np.empty(len(candidates), dtype=np.int64), np.empty(len(candidates), dtype=np.int64), 0
     for b in range(len(candidates)):
         if abs(candidates[b, 0] - x) < candidates[b, 3] + half and abs(candidates[b, 1] - y) < candidates[b, 4] + half:
@@ -158,21 +155,40 @@ def _place_window(candidates, x, y, half, slots, slot_leaves, leaf_corners, node
                 placed[k], keys[k] = placed[k - 1], keys[k - 1]
                 k -= 1
             placed[k], keys[k], count = b, key, count + 1
+    if count > len(centres):
+        return count
+    centre = np.array((x, y, PARKED))
+    for k in range(len(centres)):
+        for i in range(3):
+            if k < count:
+                centre[i], sizes[k, i] = candidates[placed[k], i], candidates[placed[k], 3 + i]
+            else:
+                sizes[k, i] = 1e-3
+            centres[k, i] = centre[i]
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _place_window(candidates, x, y, half, slots, slot_leaves, leaf_corners, nodes, ranges, contype, pos, size, aabb,
+                  rbound, bvh_aabb):
+    """:meth:`BoxWindow.follow`'s placement, written into the model's arrays (``contype`` ... ``bvh_aabb``: its
+    ``geom_contype``, ``geom_pos``, ``geom_size``, ``geom_aabb``, ``geom_rbound``, ``bvh_aabb``): :func:`window_rows`
+    into the ``slots`` (geom ids, in leaf order), the spares inert; then every tree node in ``nodes`` gets the box
+    around its range of leaves (``ranges``: (start, end) rows into ``leaf_corners``, the compiled low and high corners
+    of every leaf, whose ``slot_leaves`` rows the slots replace). Returns how many candidates are near, and writes
+    nothing when they are more than the slots."""
+    centres, sizes = np.empty((len(slots), 3)), np.empty((len(slots), 3))
+    count = window_rows(candidates, x, y, half, centres, sizes)
     if count > len(slots):
         return count
     corners = leaf_corners.copy()
-    centre, sizes = np.array((x, y, PARKED)), np.empty(3)
     for k in range(len(slots)):
         g, leaf = slots[k], slot_leaves[k]
         for i in range(3):
-            if k < count:
-                centre[i], sizes[i] = candidates[placed[k], i], candidates[placed[k], 3 + i]
-            else:
-                sizes[i] = 1e-3
-            pos[g, i], size[g, i], aabb[g, 3 + i] = centre[i], sizes[i], sizes[i]
-            corners[leaf, i], corners[leaf, 3 + i] = centre[i] - sizes[i], centre[i] + sizes[i]
+            pos[g, i], size[g, i], aabb[g, 3 + i] = centres[k, i], sizes[k, i], sizes[k, i]
+            corners[leaf, i], corners[leaf, 3 + i] = centres[k, i] - sizes[k, i], centres[k, i] + sizes[k, i]
         contype[g] = k < count
-        rbound[g] = np.sqrt(sizes[0] * sizes[0] + sizes[1] * sizes[1] + sizes[2] * sizes[2])
+        rbound[g] = np.sqrt(sizes[k, 0] * sizes[k, 0] + sizes[k, 1] * sizes[k, 1] + sizes[k, 2] * sizes[k, 2])
     for n in range(len(nodes)):
         for i in range(3):
             low, high = corners[ranges[n, 0], i], corners[ranges[n, 0], 3 + i]
@@ -228,13 +244,13 @@ class BoxWindow:
         if not reset and centre is not None and abs(x - centre[0]) <= self.slack and abs(y - centre[1]) <= self.slack:
             return
         m = self.model
-        near = _place_window(self._candidates(x, y), x, y, self.half, self.slots, self.leaves, self.corners, self.nodes,
+        near = _place_window(self.candidates(x, y), x, y, self.half, self.slots, self.leaves, self.corners, self.nodes,
                              self.ranges, m.geom_contype, m.geom_pos, m.geom_size, m.geom_aabb, m.geom_rbound, m.bvh_aabb)
         if near > len(self.slots):
             raise RuntimeError(f"{near} terrain boxes near ({x:.2f}, {y:.2f}) m, the model holds {len(self.slots)}")
         self.centre = (x, y)
 
-    def _candidates(self, x: float, y: float) -> np.ndarray:
+    def candidates(self, x: float, y: float) -> np.ndarray:
         """The boxes of the tiles a window at ``(x, y)`` (m) may meet (each tile's boxes reach half a cell past it)."""
         reach, columns = self.half + CELL, len(COLUMN_TYPES)
         c0, c1 = (max(0, min(int((y + d) // self.tile), columns - 1)) for d in (-reach, reach))

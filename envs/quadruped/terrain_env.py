@@ -31,6 +31,12 @@ from envs.quadruped.terrain_boxes import BoxWindow
 _GOLDEN_64 = 0x9E3779B97F4A7C15  # the integer part of 2**64 / the golden ratio: the step of Fibonacci hashing
 
 
+def seeded_column(columns: list[int], seed: int) -> int:
+    """The column of ``columns`` that a reset seeded ``seed`` takes: the one at the fraction ``frac(seed / phi)`` of the
+    list (phi the golden ratio; Fibonacci hashing, in 64-bit integers), so that consecutive seeds spread evenly."""
+    return columns[(seed * _GOLDEN_64 % 2**64) * len(columns) >> 64]
+
+
 class QuadrupedTerrainEnv(QuadrupedEnv):
     """Velocity tracking on legged_gym's terrain curriculum (``OpenClaw/QuadrupedTerrain-v1``), any ``robot=``.
 
@@ -146,6 +152,8 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         self.controller_spec = TerrainLegGeometry(**base, scan_points=self.scan_points,
                                                   scan_obs=self.privileged_obs["height_scan"])
         self._columns = {kind: [c for c, t in enumerate(COLUMN_TYPES) if t == kind] for kind in TERRAIN_TYPES}
+        self.tile_origins = self.tiles.origins  # (LEVELS, columns, 3): each tile's spawn point (m, world)
+        self.column_type_index = np.array([TERRAIN_TYPES.index(kind) for kind in COLUMN_TYPES])  # each column's type
         # a seeded reset's choices: the columns of terrain_types (all six by default), in grid order
         kinds = set(self.terrain_types or TERRAIN_TYPES)
         self._drawn_columns = sorted(c for kind in kinds for c in self._columns[kind])
@@ -188,13 +196,25 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         return super().reset(seed=seed, options=options)
 
     def _next_level(self) -> int:
-        """legged_gym's rule (class docstring) for the episode that just ended."""
-        walked = float(np.hypot(*(self.data.qpos[0:2] - self._origin[0:2])))
-        commanded = float(np.hypot(*self.state.command[0, 0:2])) * self._episode_length_s()
-        up = walked > self.tiles.tile_size / 2
-        level = self.terrain_level
-        level = level + 1 if up else level - 1 if walked < 0.5 * commanded else level
-        return int(self.np_random.integers(LEVELS)) if level >= LEVELS else max(level, 0)
+        """legged_gym's rule (class docstring) for the episode that just ended (:meth:`next_levels`)."""
+        walked = np.hypot(*(self.data.qpos[0:2] - self._origin[0:2]))[None]
+        commanded = np.hypot(*self.state.command[0, 0:2])[None] * self._episode_length_s()
+        return int(self.next_levels(self, self.state.level[0:1].copy(), walked, commanded, self.np_random.integers)[0])
+
+    @classmethod
+    def next_levels(cls, env, levels, walked, commanded, integers):
+        """legged_gym's rule (class docstring) for N copies whose episode just ended, numpy arrays or torch tensors:
+        their ``levels`` (N,) (changed in place and returned), the horizontal distance (m) each ``walked`` from its
+        spawn and the distance ``commanded`` (m: the command's speed times the episode's full length); the copies that
+        move up from the top level draw a level from ``integers(low, high, shape)``."""
+        up = walked > env.tiles.tile_size / 2
+        levels[~up & (walked < 0.5 * commanded)] -= 1
+        levels[up] += 1
+        top = levels >= LEVELS
+        if top.any():
+            levels[top] = integers(0, LEVELS, (int(top.sum()),))
+        levels[levels < 0] = 0
+        return levels
 
     def _episode_length_s(self) -> float:
         steps = self.spec.max_episode_steps if self.spec is not None else None
@@ -215,33 +235,44 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         if "terrain_level" in options:
             state.level[0] = options["terrain_level"]
         self._started = True
-        state.left_tile[0] = False
-        origin = self.tiles.origins[self.terrain_level, self._column]
-        state.tile[0] = (origin[0], origin[1], self.tiles.tile_size / 2)
-        state.type_index[0] = TERRAIN_TYPES.index(COLUMN_TYPES[self._column])
-        d.qpos[0:2] = origin[0:2] + rng.uniform(-self._spawn_noise, self._spawn_noise, 2)
-        d.qpos[2] += origin[2]
+        self.start_on_tiles(self, state, d.qpos[None], np.array([self._column]), self._model_rows(), rng.uniform,
+                            heading=options.get("heading"))
         self._origin[:] = d.qpos[0:3]
-        friction = rng.uniform(*self.ground_friction)
-        self._set_foot_friction(friction)
-        state.scan_friction[0, -1] = friction
-        if "heading" in options:
-            state.heading[0] = options["heading"]
-        elif self.heading_command:
-            state.heading[0] = float(rng.uniform(-math.pi, math.pi))
         self._box_window.follow(*d.qpos[0:2].tolist(), reset=True)
         # the scan, the ground under the trunk and the heading's command (the feet's ground: after the first step)
         self._ground_sensor.update(d.qpos[None], state.heading, out=state)
         if self.heading_command:
             state.command[:, 2] = state.yaw_rate
 
+    @classmethod
+    def start_on_tiles(cls, env, state, qpos, columns, rows, uniform, heading=None) -> None:
+        """N copies' episode start on their tiles, numpy arrays or torch tensors: on tile ``(state.level, columns)``
+        (N,) at its centre's ground, plus ``U(-0.25 s, 0.25 s)`` m along x and y (``qpos`` (N, nq), after
+        :meth:`reset_pose`), the feet's friction ``U(ground_friction)`` (into the copies' model ``rows``, a
+        :class:`~envs.quadruped.randomize.ModelRows`, and the privileged observation), the heading ``heading`` (rad)
+        or ``U(-pi, pi)`` with ``heading_command``; ``uniform(low, high, shape)`` is the copies' generator."""
+        n = len(columns)
+        origin = env.tile_origins[state.level, columns]
+        state.left_tile[:] = False
+        state.tile[:, 0:2] = origin[:, 0:2]
+        state.tile[:, 2] = env.tiles.tile_size / 2
+        state.type_index[:] = env.column_type_index[columns]
+        qpos[:, 0:2] = origin[:, 0:2] + uniform(-env._spawn_noise, env._spawn_noise, (n, 2))
+        qpos[:, 2] += origin[:, 2]
+        friction = uniform(*env.ground_friction, (n,))
+        cls.set_foot_friction(env, rows, friction[:, None])
+        state.scan_friction[:, -1] = friction
+        if heading is not None:
+            state.heading[:] = heading
+        elif env.heading_command:
+            state.heading[:] = uniform(-math.pi, math.pi, (n,))
+
     def _seeded_column(self, rng: np.random.Generator) -> int:
-        """A seeded reset's column (class docstring): of the drawn columns, the one at the fraction ``frac(seed / phi)``
-        of their list (Fibonacci hashing, in 64-bit integers); a first reset without a seed draws one from ``rng``."""
-        n = len(self._drawn_columns)
+        """A seeded reset's column (class docstring, :func:`seeded_column`); a first reset without a seed draws one of
+        the drawn columns from ``rng``."""
         if self._seed is None:
-            return self._drawn_columns[int(rng.integers(n))]
-        return self._drawn_columns[(int(self._seed) * _GOLDEN_64 % 2**64) * n >> 64]
+            return self._drawn_columns[int(rng.integers(len(self._drawn_columns)))]
+        return seeded_column(self._drawn_columns, int(self._seed))
 
     def task_context(self) -> TaskContext:
         """The robot and the episode's tile class: ``TaskContext("go1/stairs_up/level3", {"terrain_type":
@@ -269,12 +300,17 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
 
     def set_curriculum_state(self, state: dict[str, int]) -> None:
         """Continue from ``state`` (:meth:`curriculum_state`) at the next reset, seeded or not."""
+        self._column, self.state.level[0] = self.checked_curriculum_state(state)
+        self._keep_state = True
+
+    @staticmethod
+    def checked_curriculum_state(state: dict[str, int]) -> tuple[int, int]:
+        """``(column, level)`` of a :meth:`curriculum_state`; ``ValueError`` naming the range where one is outside."""
         column, level = int(state["column"]), int(state["level"])
         if not (0 <= column < len(COLUMN_TYPES) and 0 <= level < LEVELS):
             raise ValueError(f"curriculum state {state!r}: column must be in [0, {len(COLUMN_TYPES) - 1}], "
                              f"level in [0, {LEVELS - 1}]")
-        self._column, self._keep_state = column, True
-        self.state.level[0] = level
+        return column, level
 
     @property
     def terrain_type(self) -> str:
@@ -293,12 +329,12 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
         scan, the ground under the trunk and under and ahead of each foot, the trunk's clearance, the heading's yaw
         command, and whether the trunk has left its tile."""
         xy = qpos[:, 0:2]
-        for task, (x, y) in zip(tasks, xy.tolist()):
+        for task, (x, y) in zip(tasks, xy[: len(tasks)].tolist()):  # none on Warp (envs.quadruped.warp_terrain)
             task._box_window.follow(x, y)
         env._ground_sensor.update(qpos, state.heading, feet, qvel, out=state)
         if env.heading_command:
             state.command[:, 2] = state.yaw_rate
-        state.left_tile |= (np.abs(xy - state.tile[:, 0:2]) > state.tile[:, 2:3]).any(axis=1)
+        state.left_tile |= (abs(xy - state.tile[:, 0:2]) > state.tile[:, 2:3]).any(1)
 
     @classmethod
     def privileged(cls, env, state, base):
@@ -308,7 +344,7 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def feet(cls, env, state, feet):
         """The foot readings with each foot's height taken above the ground under it (not z = 0), so that the
         ``feet_clearance`` term and the swing apex measure clearance over the terrain."""
-        feet = feet.copy()
+        feet = feet + 0.0  # a copy (numpy or torch)
         feet[:, 2:12:3] -= state.foot_ground
         return feet
 

@@ -14,9 +14,10 @@ pipeline requires it). Domain and gain randomisation (``domain_randomization``, 
 ``kd_scale``) are the C env's draws (``Randomization.randomize_physics``, ``randomize_servos``) into each world's own
 row of the model fields they change (foot friction, link masses and inertias, servo gains: batched per world with
 ``put_model``'s batch sizes), at each world's reset. Action delay, pushes and observation noise are the C env's draws
-(``Randomization.draw_action_delay``, ``push``, ``noise``) for all worlds at once from the worlds' one generator. Not
-on Warp yet (refused with the reason): the terrain env (its copies re-place their stair boxes in their own models as
-they walk).
+(``Randomization.draw_action_delay``, ``push``, ``noise``) for all worlds at once from the worlds' one generator. The
+terrain env (``OpenClaw/QuadrupedTerrain-v1``) runs its task functions (``QuadrupedTerrainEnv``'s) with the per-world
+part of ``envs.quadruped.warp_terrain``: the height scan and the ground on the device, each world's box window in its
+own model rows, the curriculum.
 
 Example::
 
@@ -42,9 +43,10 @@ import warp as wp
 
 from envs.quadruped.env import QuadrupedEnv
 from envs.quadruped.randomize import ModelRows
+from envs.quadruped.terrain_env import QuadrupedTerrainEnv
+from envs.quadruped import warp_terrain
 from envs.torch_math import TorchMath
 
-# arguments whose effect is not on Warp yet: name -> its value that turns it off
 # the model fields the reset's randomisation draws per world (``Randomization.randomize_physics``, ``randomize_servos``):
 # batched per world in the Warp model (put_model's batch sizes) when the env randomises them
 RANDOMIZED_FIELDS = ("geom_friction", "pair_friction", "body_mass", "body_inertia", "actuator_gainprm",
@@ -53,9 +55,9 @@ RANDOMIZED_FIELDS = ("geom_friction", "pair_friction", "body_mass", "body_inerti
 
 def warp_refusal(env) -> str | None:
     """Why the unwrapped env ``env`` cannot run on Warp yet, or None when it can."""
-    if type(env) is not QuadrupedEnv:
-        return (f"{type(env).__name__} is not on Warp yet: only the flat and rough quadruped (OpenClaw/Quadruped-*, "
-                "QuadrupedRough-*); the terrain env's copies re-place their stair boxes in their own models")
+    if type(env) not in (QuadrupedEnv, QuadrupedTerrainEnv):
+        return (f"{type(env).__name__} is not on Warp: only the quadruped's envs (OpenClaw/Quadruped-*, "
+                "QuadrupedRough-*, QuadrupedTerrain-*)")
     return None
 
 
@@ -100,7 +102,8 @@ class _OnDevice:
 
 
 class WarpQuadruped:
-    """``num_worlds`` copies of ``gymnasium.make(env_id, **kwargs)``'s task on a Warp ``device`` (module docstring).
+    """``num_worlds`` copies of ``gymnasium.make(env_id, **kwargs)``'s task on a Warp ``device`` (module docstring):
+    the flat and rough quadruped's, or the terrain's (``tiles``: its curriculum, box windows and ground).
 
     Observations, rewards and flags are torch tensors on the device, one row per world; episodes end on a fall
     (``terminated``) or after the registration's ``max_episode_steps`` (``truncated``), and those worlds are reset
@@ -122,9 +125,14 @@ class WarpQuadruped:
         self.wp_device = wp.get_device(device)
         self.device = wp.device_to_torch(self.wp_device)
         base.reset(seed=seed)
+        self.task = type(base)  # whose task functions the worlds run: QuadrupedEnv's or QuadrupedTerrainEnv's
+        terrain = self.task is QuadrupedTerrainEnv
         mjm = warp_model(base.model)
         randomized = base.domain_randomization or base._randomize_gains
-        batched = [name for name in RANDOMIZED_FIELDS if getattr(mjm, name).size] if randomized else []
+        fields = (RANDOMIZED_FIELDS if randomized else ()) + (warp_terrain.TILE_FIELDS if terrain else ())
+        if terrain:
+            mjm = warp_terrain.tiles_model(mjm, base)
+        batched = [name for name in dict.fromkeys(fields) if getattr(mjm, name).size]
         with wp.ScopedDevice(self.wp_device):
             self.model = mjw.put_model(mjm, batch_sizes={name: num_worlds for name in batched})
             self.data = mjw.put_data(mjm, base.data, nworld=num_worlds)
@@ -136,12 +144,13 @@ class WarpQuadruped:
         self.model_rows = ModelRows(
             *(wp.to_torch(getattr(self.model, name)) if name in batched else torch.empty((num_worlds, 0, 5), device=self.device)
               for name in RANDOMIZED_FIELDS),
-            torch.ones((num_worlds, mjm.nu), dtype=torch.float64, device=self.device)) if randomized else None
+            torch.ones((num_worlds, mjm.nu), dtype=torch.float64, device=self.device)) if randomized or terrain else None
         self.state = base._new_state(num_worlds).map(lambda a: torch.as_tensor(a, device=self.device))
         self.state.frequency[:] = base.gait_frequency_hz
         self.steps = torch.zeros(num_worlds, dtype=torch.int64, device=self.device)  # control steps in the episode
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self._graph = None  # the physics steps as one CUDA graph (on a GPU, after the first step)
+        self.tiles = warp_terrain.WarpTiles(self, seed) if terrain else None
         self.reset_worlds(torch.ones(num_worlds, dtype=torch.bool, device=self.device))
         self.obs = self.observe_reset()
 
@@ -157,23 +166,27 @@ class WarpQuadruped:
         (``QuadrupedEnv.reset_pose``, ``reset_episode``: the default pose plus noise, a command drawn from the ranges;
         from this object's torch generator); their sensors recomputed, every other world's readings kept."""
         env, ids = self.env, mask.nonzero().squeeze(1)
+        if self.tiles is not None:
+            self.tiles.end(ids)
         mjw.reset_data(self.model, self.data, wp.from_torch(mask))
         drawn = None if self.model_rows is None else ModelRows(*(f[ids].to(torch.float64) for f in _fields(self.model_rows)))
         if env.domain_randomization:  # the C env's reset's draws, in its order
             QuadrupedEnv.randomize_physics(self.settings, drawn, self._uniform)
         rows = [array[ids].to(torch.float64) for array in (self.qpos, self.qvel, self.ctrl)]
         QuadrupedEnv.reset_pose(self.settings, *rows, self._uniform)
-        for array, row in zip((self.qpos, self.qvel, self.ctrl), rows):
-            array[ids] = row.to(array.dtype)  # Warp's arrays are float32
         if env._randomize_gains:
             QuadrupedEnv.randomize_servos(self.settings, drawn, self._uniform)
-        if drawn is not None:
-            for whole, part in zip(_fields(self.model_rows), _fields(drawn)):
-                whole[ids] = part.to(whole.dtype)
         state = self.state.take(ids)
         if env._max_delay:
             QuadrupedEnv.draw_action_delay(self.settings, state, self._integers)
         QuadrupedEnv.reset_episode(self.settings, state, self._uniform, TorchMath)
+        if self.tiles is not None:
+            self.tiles.start(ids, rows[0], drawn, state)
+        for array, row in zip((self.qpos, self.qvel, self.ctrl), rows):
+            array[ids] = row.to(array.dtype)  # Warp's arrays are float32
+        if drawn is not None:
+            for whole, part in zip(_fields(self.model_rows), _fields(drawn)):
+                whole[ids] = part.to(whole.dtype)
         self.state.put(ids, state)
         self.steps[ids] = 0
         kept = self.sensordata.clone()
@@ -200,8 +213,8 @@ class WarpQuadruped:
     def observe_reset(self) -> torch.Tensor:
         """Every world's observation of its current state as a reset's (their last action, zero after a reset)."""
         readings = QuadrupedEnv.readings(self.env, self.sensordata)
-        return QuadrupedEnv.observe(self.settings, self.state, [], readings[0], readings[1], self.state.last_action,
-                                    TorchMath)
+        return self.task.observe(self.settings, self.state, [], readings[0], readings[1], self.state.last_action,
+                                 TorchMath)
 
     def set_gait_frequency(self, frequency_hz: float, worlds: torch.Tensor) -> None:
         """Run the gait clock of ``worlds`` (indices) at ``frequency_hz`` from the next step on (the C env's
@@ -217,8 +230,10 @@ class WarpQuadruped:
         QuadrupedEnv.controls(settings, state, a, self.ctrl)
         QuadrupedEnv.advance(settings, state, [], TorchMath)
         self._step_physics()
-        obs, reward, fell, info = QuadrupedEnv.finish(settings, state, [], a, self.qpos, self.qvel, self.actuator_force,
-                                                      QuadrupedEnv.readings(env, self.sensordata), TorchMath)
+        obs, reward, fell, info = self.task.finish(settings, state, [], a, self.qpos, self.qvel, self.actuator_force,
+                                                   QuadrupedEnv.readings(env, self.sensordata), TorchMath)
+        if self.tiles is not None:
+            self.tiles.follow()
         self.steps += 1
         truncated = (self.steps >= self.max_episode_steps) & ~fell if self.max_episode_steps else torch.zeros_like(fell)
         done = fell | truncated
