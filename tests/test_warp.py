@@ -127,6 +127,21 @@ def copy_physics(sim: WarpQuadruped, world: int, env) -> None:
         getattr(env.data, field)[:] = wp.to_torch(getattr(sim.data, field))[world].numpy()
 
 
+def assert_finishes_as(env, sim: WarpQuadruped, world: int, action: np.ndarray, outcome, t: int) -> None:
+    """``env`` (prepared for ``action`` from world ``world``'s state) steps as the world did: its controls within
+    1e-6, then, from the physics Warp computed, the observation, reward, fall flag and every info entry of its own
+    ``finish_step`` against the world's ``outcome`` (obs, reward, fell, info) within float32 rounding."""
+    obs, reward, fell, info = outcome
+    np.testing.assert_allclose(sim.ctrl[world].numpy(), env.data.ctrl, atol=1e-6)  # float32 on Warp
+    copy_physics(sim, world, env)
+    o, r, terminated, _, i = env.finish_step(np.clip(action, -1, 1))
+    np.testing.assert_allclose(obs[world].numpy(), o, rtol=1e-6, atol=1e-6, err_msg=f"step {t} world {world}")
+    # the same functions; Warp's readings are float32, so quantities of readings alone round in float32
+    assert float(reward[world]) == pytest.approx(r, rel=1e-6, abs=1e-7) and bool(fell[world]) == terminated, (t, world)
+    for key, value in i.items():
+        assert float(info[key][world]) == pytest.approx(float(value), rel=1e-6, abs=1e-7), (t, world, key)
+
+
 def test_the_warp_task_steps_as_the_c_env():
     """Four worlds walked by the trot for 30 steps from their resets: each step's controls, then, from the physics
     Warp computed, the observation, reward, every reward term, fall flag and gait measure against the C env's own
@@ -141,14 +156,7 @@ def test_the_warp_task_steps_as_the_c_env():
             env.prepare_step(actions[w])
         obs, reward, fell, truncated, info = sim.step(torch.as_tensor(actions))
         for w, env in enumerate(references):
-            np.testing.assert_allclose(sim.ctrl[w].numpy(), env.data.ctrl, atol=1e-6)  # float32 on Warp
-            copy_physics(sim, w, env)
-            o, r, terminated, _, i = env.finish_step(np.clip(actions[w], -1, 1))
-            np.testing.assert_allclose(obs[w].numpy(), o, rtol=1e-6, atol=1e-6, err_msg=f"step {t} world {w}")
-            # the same functions; Warp's readings are float32, so quantities of readings alone round in float32
-            assert float(reward[w]) == pytest.approx(r, rel=1e-6, abs=1e-7) and bool(fell[w]) == terminated, (t, w)
-            for key, value in i.items():
-                assert float(info[key][w]) == pytest.approx(float(value), rel=1e-6, abs=1e-7), (t, w, key)
+            assert_finishes_as(env, sim, w, actions[w], (obs, reward, fell, info), t)
     assert not bool(fell.any()) and float(info["swing_apex"].min()) > 0.0  # walking, and the gait measures count
 
 
@@ -290,14 +298,8 @@ def test_the_warp_terrain_steps_as_the_c_env():
         obs, reward, fell, truncated, info = sim.step(torch.as_tensor(actions))
         assert not bool((fell | truncated).any())
         for w, env in enumerate(finishing):
-            np.testing.assert_allclose(sim.ctrl[w].numpy(), env.data.ctrl, atol=1e-6)
             np.testing.assert_allclose(sim.qpos[w].numpy(), stepping[w].data.qpos, atol=5e-4, err_msg=f"{t} {w}")
-            copy_physics(sim, w, env)
-            o, r, terminated, _, i = env.finish_step(np.clip(actions[w], -1, 1))
-            np.testing.assert_allclose(obs[w].numpy(), o, rtol=1e-6, atol=1e-6, err_msg=f"step {t} world {w}")
-            assert float(reward[w]) == pytest.approx(r, rel=1e-6, abs=1e-7) and bool(fell[w]) == terminated, (t, w)
-            for key, value in i.items():
-                assert float(info[key][w]) == pytest.approx(float(value), rel=1e-6, abs=1e-7), (t, w, key)
+            assert_finishes_as(env, sim, w, actions[w], (obs, reward, fell, info), t)
     assert float(sim.qpos[:, 2].max()) < -0.05  # down in the pits: on the boxes of their steps
 
 
