@@ -46,8 +46,8 @@ class WarpVecEnv(VecEnv):
 
     Infos as SB3's ``Monitor``-wrapped envs give them at an episode's end (``episode`` = ``{"r", "l", "t"}``,
     ``terminal_observation``, ``TimeLimit.truncated``); ``get_attr`` reads the copies' shared settings (every world
-    runs the same env's task); ``env_method("set_gait_frequency", f)`` sets the gait clock of the worlds named, and on
-    the terrain ``env_method("curriculum_state")`` / ``("set_curriculum_state", state)`` read and restore the worlds'
+    runs the same env's task); ``env_method("set_gait_frequency", f)`` sets the gait clock of the worlds named,
+    ``env_method("task_context")`` gives each world's episode's task context, and on the terrain ``env_method("curriculum_state")`` / ``("set_curriculum_state", state)`` read and restore the worlds'
     places in the curriculum (checkpoints, resume).
     """
 
@@ -124,12 +124,14 @@ class WarpVecEnv(VecEnv):
         if method_name == "set_gait_frequency":
             self.sim.set_gait_frequency(float(method_args[0]), torch.as_tensor(ids, device=self.sim.device))
             return [None for _ in ids]
+        if method_name == "task_context":  # on the terrain each world's tile; elsewhere the robot's, every world's
+            return [tiles.task_context(i) if tiles is not None else self.sim.env.task_context() for i in ids]
         if method_name == "curriculum_state" and tiles is not None:
             return [tiles.curriculum_state(i) for i in ids]
         if method_name == "set_curriculum_state" and tiles is not None:
             return [tiles.set_curriculum_state(i, method_args[0]) for i in ids]
         raise NotImplementedError(f"env_method({method_name!r}) is not on the Warp worlds (only set_gait_frequency, "
-                                  "and curriculum_state / set_curriculum_state on the terrain); use "
+                                  "task_context, and curriculum_state / set_curriculum_state on the terrain); use "
                                   "train.vec_mode=batched for this run")
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:

@@ -359,6 +359,14 @@ def test_the_terrain_curriculum_on_warp():
     venv.sim.reset_worlds(torch.ones(6, dtype=torch.bool))
     assert venv.env_method("curriculum_state", indices=[2]) == [{"column": 13, "level": 8}]
     assert venv.sim.state.tile[2, 0:2].tolist() == c_env.tiles.origins[8, 13, 0:2].tolist()
+    # a checkpoint teacher's teach_contexts on the device: the weights of each world's tile type, as the C copies'
+    from agents.teachers.context_mask import ContextMask
+
+    mask = ContextMask(venv, ["*/stairs_up/*", "*/level8"])
+    taught = mask.teach(venv.sim.obs, torch.ones(6, dtype=torch.bool))
+    kinds = [QuadrupedTerrainEnv.tile_context("openclaw_go1", **venv.env_method("curriculum_state", indices=[w])[0]).name
+             for w in range(6)]
+    assert taught.weights.tolist() == [float("stairs_up" in k or k.endswith("level8")) for k in kinds] and taught.weights[2] == 1
 
 
 def test_train_on_warp_writes_the_usual_run_evaluated_on_c_mujoco(tmp_path):

@@ -9,7 +9,8 @@ the samples are collected, so :class:`ContextMask` records it: it wraps the raw 
 for its context when an episode starts, and is the student's acting teacher
 (:class:`~agents.students.teacher_actions.ActingTeacher`) whose weights the buffer stores with every sample (its
 actions are zeros, never read); :class:`~distill.teachers.CheckpointTeacher` reads the weights back. A stairs
-specialist that falls on the heightfield types then teaches the stepped ones only.
+specialist that falls on the heightfield types then teaches the stepped ones only. A learner on the device (``sim=warp``)
+asks for the same weights as tensors (:meth:`ContextMask.teach`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import fnmatch
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import torch
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from distill.teachers import TeacherActions
@@ -49,6 +52,21 @@ class ContextMask(VecEnvWrapper):
                   "once an episode of a matching context starts (distill/<stage>/coverage says how often)",
                   file=sys.stderr)
         return obs
+
+    #: whether :meth:`teach` serves a learner whose envs step on a torch device (the contexts come from ``env_method``)
+    on_device = True
+    retired = False  # it masks for the whole run
+
+    def teach(self, obs: Any, episode_start: Any) -> TeacherActions:
+        """A learner on the device's :attr:`teacher_actions`: the weights of the observations ``obs`` (a tensor, one
+        row per env), the envs that start an episode with them (``episode_start``) weighted by their new context
+        first; on ``obs``' device."""
+        started = episode_start.nonzero().flatten().tolist()
+        if started:
+            contexts = self.venv.env_method("task_context", indices=started)
+            self.weights[started] = [self.matches(context.name) for context in contexts]
+        return TeacherActions(torch.zeros((self.num_envs, *self.action_space.shape), device=obs.device),
+                              torch.as_tensor(self.weights.copy(), device=obs.device))
 
     def step_async(self, actions: np.ndarray) -> None:
         """Step ``actions``; first the weights of the observations they were taken on: :attr:`teacher_actions`."""

@@ -124,17 +124,13 @@ def _check_warp(cfg: DictConfig) -> None:
         raise ConfigError(f"sim=warp with env={cfg.env.name}: {problem}; train it on C MuJoCo (sim=mujoco)")
     if cfg.agent.name != "ppo":  # SAC learns on the host from the worlds' numpy copies: any teacher
         return
-    from agents.teachers.stages import controller_stage, masked_stages
+    from agents.teachers.stages import controller_stage
 
     stage = controller_stage(cfg.distill)
     if stage is not None and stage.distill.name != "scripted":
         raise ConfigError(f"sim=warp: the {stage.distill.name} teacher learns from each env's step outcomes on the "
                           "host, and PPO on Warp collects on the device; teach with distill=scripted there, or train "
                           "on C MuJoCo (sim=mujoco)")
-    if masked_stages(cfg.distill):
-        raise ConfigError("sim=warp: a teacher with teach_contexts masks samples from each env's task context on the "
-                          "host, and PPO on Warp collects on the device; leave teach_contexts out, or train on C "
-                          "MuJoCo (sim=mujoco)")
 
 
 def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:

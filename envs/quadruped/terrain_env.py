@@ -277,8 +277,13 @@ class QuadrupedTerrainEnv(QuadrupedEnv):
     def task_context(self) -> TaskContext:
         """The robot and the episode's tile class: ``TaskContext("go1/stairs_up/level3", {"terrain_type":
         "stairs_up", "terrain_level": 3})`` (the options put an episode on a tile of that type and level)."""
-        kind, level = COLUMN_TYPES[self._column], self.terrain_level
-        return TaskContext(f"{self.robot}/{kind}/level{level}", {"terrain_type": kind, "terrain_level": level})
+        return self.tile_context(self.robot, self._column, self.terrain_level)
+
+    @staticmethod
+    def tile_context(robot: str, column: int, level: int) -> TaskContext:
+        """The task context of an episode of ``robot`` on tile ``(level, column)`` (:meth:`task_context`)."""
+        kind = COLUMN_TYPES[column]
+        return TaskContext(f"{robot}/{kind}/level{level}", {"terrain_type": kind, "terrain_level": level})
 
     def deploy_metadata(self) -> dict[str, Any]:
         """The quadruped's entries, the foot friction drawn per episode being ``ground_friction``, and the

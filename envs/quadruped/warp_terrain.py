@@ -221,6 +221,10 @@ class WarpTiles:
         self.geom_rbound[rows, columns] = torch.linalg.vector_norm(size, dim=2)
         self.centres[ids] = xy
 
+    def task_context(self, world: int):
+        """World ``world``'s episode's task context (``QuadrupedTerrainEnv.task_context``'s)."""
+        return QuadrupedTerrainEnv.tile_context(self.env.robot, int(self.column[world]), int(self.sim.state.level[world]))
+
     # ------------------------------------------------------------------ the curriculum's checkpoint
     def curriculum_state(self, world: int) -> dict[str, int]:
         """World ``world``'s place in the curriculum (``QuadrupedTerrainEnv.curriculum_state``'s)."""
