@@ -332,6 +332,17 @@ def test_the_warp_ground_is_the_c_envs():
     assert np.isnan(compiled.foot_ground[0, 0]) and 0 < np.ptp(compiled.ground) < 5
 
 
+def test_an_ended_terrain_episode_reports_its_own_tile():
+    """The info of a world whose episode ends in the step is the ended episode's (its level, whether it left its
+    tile), not the reset's that follows within the same step."""
+    sim = WarpQuadruped("OpenClaw/QuadrupedTerrain-v1", num_worlds=2, device="cpu", seed=0, max_episode_steps=2)
+    sim.step(torch.zeros(2, 12))
+    sim.state.left_tile[:], sim.state.level[:] = True, 7
+    _, _, _, truncated, info = sim.step(torch.zeros(2, 12))
+    assert truncated.all() and info["left_tile"].all() and info["terrain_level"].tolist() == [7, 7]
+    assert not sim.state.left_tile.any()  # the new episodes'
+
+
 def test_the_terrain_curriculum_on_warp():
     """The worlds' columns are those of C envs seeded ``seed + world`` (spread over the types); legged_gym's level rule
     is the C env's on tensors; ``set_curriculum_state`` (a resume) holds a world's tile through its next reset, through

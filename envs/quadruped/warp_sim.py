@@ -238,6 +238,8 @@ class WarpQuadruped:
         truncated = (self.steps >= self.max_episode_steps) & ~fell if self.max_episode_steps else torch.zeros_like(fell)
         done = fell | truncated
         if bool(done.any()):
+            # the ended episodes' readings: some view the task state (the terrain's level, tile), which the reset rewrites
+            info = {key: value.clone() for key, value in info.items()}
             info["final_obs"] = obs.clone()
             self.reset_worlds(done)
             obs[done] = self.observe_reset()[done]
