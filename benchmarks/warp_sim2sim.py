@@ -5,7 +5,8 @@ checks the step).
 For each run directory: its latest checkpoint's deterministic actor (the exported maths, as ``terrain.py`` evaluates
 it) on ``--worlds`` Warp worlds of its env (its evaluation arguments; on the terrain, the held-out terrain seed and
 ``--types``) and on as many copies of the C env (the batched vector env), both seeded ``--seed``, ``--seed + 1``, ...
-(so the terrain's copies start on the same columns), for ``--steps`` control steps, episodes restarting as they end.
+(on the terrain, copy ``k`` starts on the same tile on both sides: :func:`places`), for ``--steps`` control steps,
+episodes restarting as they end.
 Per side: the episodes that ended, the share of them that fell, on the terrain the share that left their tile, and the
 mean tracking error (m/s) over every step. Warp's CPU device is enough (``--device cpu``): it is a check of the task,
 not a speed.
@@ -28,8 +29,12 @@ def warp_side(act, env_id: str, kwargs: dict, worlds: int, steps: int, seed: int
     from envs.quadruped.warp_sim import WarpQuadruped
 
     sim = WarpQuadruped(env_id, worlds, device=device, seed=seed, **kwargs)
+    if sim.tiles is not None:
+        for world, place in enumerate(places(sim.env, worlds)):
+            sim.tiles.set_curriculum_state(world, place)
+        sim.reset_worlds(torch.ones(worlds, dtype=torch.bool, device=sim.device))
     tally = _Tally()
-    obs = sim.obs
+    obs = sim.observe_reset()
     for _ in range(steps):
         obs, _, fell, truncated, info = sim.step(torch.as_tensor(act(obs.cpu().numpy()), device=sim.device))
         done = (fell | truncated).cpu().numpy()
@@ -43,6 +48,10 @@ def c_side(act, env_id: str, kwargs: dict, copies: int, steps: int, seed: int) -
 
     venv = make_vec_env(env_id, kwargs, copies, "batched")
     venv.seed(seed)
+    if venv.has_attr("set_curriculum_state"):
+        env = venv.get_attr("unwrapped", indices=[0])[0]
+        for copy, place in enumerate(places(env, copies)):
+            venv.env_method("set_curriculum_state", place, indices=[copy])
     obs, tally = venv.reset(), _Tally()
     for _ in range(steps):
         obs, _, dones, infos = venv.step(act(obs))
@@ -51,6 +60,13 @@ def c_side(act, env_id: str, kwargs: dict, copies: int, steps: int, seed: int) -
         tally.add(np.array([i["tracking_error"] for i in infos]), dones, fell, left)
     venv.close()
     return tally.figures()
+
+
+def places(env, copies: int) -> list[dict[str, int]]:
+    """The tiles the copies start on, the same on both sides: copy ``k`` on the ``k``-th of the env's drawn columns
+    (its ``terrain_types``, cycled) at level ``k % 6`` (levels 0-5)."""
+    columns = env._drawn_columns
+    return [{"column": columns[k % len(columns)], "level": k % 6} for k in range(copies)]
 
 
 class _Tally:
