@@ -50,6 +50,20 @@ def test_checkpoint_teacher_without_an_intact_checkpoint_is_refused_before_anyth
     assert not student.exists()
 
 
+def test_a_checkpoint_teacher_trained_at_another_gait_clock_frequency_is_refused_naming_the_fix(run_copy, tmp_path):
+    """Its run recorded its gait clock's frequency (a scripted trot retimes it to its own); a student whose clock runs
+    at another would feed it phases it never saw (the Go2 stairs specialist, trained at 2.88 Hz, stands at 2.5 Hz)."""
+    import yaml
+
+    config = yaml.safe_load((run_copy / "config.yaml").read_text())
+    config["env"]["kwargs"]["gait_frequency_hz"] = 3.25
+    (run_copy / "config.yaml").write_text(yaml.safe_dump(config))
+    student = tmp_path / "student"
+    result = cli_here("train.py", *SMOKE, "distill=checkpoint", f"distill.teacher={run_copy}", f"hydra.run.dir={student}")
+    refused(result, f"distill.teacher={run_copy}", "gait clock at 3.25 Hz", "+env.kwargs.gait_frequency_hz=3.25")
+    assert not student.exists()
+
+
 # ------------------------------------------------------------------------------ non-ASCII paths
 @pytest.mark.parametrize("script, key, value", [("evaluate.py", "run", "runs/démo"),
                                                 ("train.py", "hydra.run.dir", "{tmp}/é"),
