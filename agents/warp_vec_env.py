@@ -47,8 +47,9 @@ class WarpVecEnv(VecEnv):
     Infos as SB3's ``Monitor``-wrapped envs give them at an episode's end (``episode`` = ``{"r", "l", "t"}``,
     ``terminal_observation``, ``TimeLimit.truncated``); ``get_attr`` reads the copies' shared settings (every world
     runs the same env's task); ``env_method("set_gait_frequency", f)`` sets the gait clock of the worlds named,
-    ``env_method("task_context")`` gives each world's episode's task context, and on the terrain ``env_method("curriculum_state")`` / ``("set_curriculum_state", state)`` read and restore the worlds'
-    places in the curriculum (checkpoints, resume).
+    ``env_method("task_context")`` gives each world's episode's task context, and on the terrain
+    ``env_method("curriculum_state")`` / ``("set_curriculum_state", state)`` read and restore the worlds' places in
+    the curriculum (checkpoints, resume).
     """
 
     def __init__(self, env_id: str, kwargs: dict[str, Any], num_envs: int, device: str | None = None,

@@ -37,6 +37,7 @@ class ContextMask(VecEnvWrapper):
         self.weights = np.zeros(venv.num_envs, np.float32)  # per copy: whether its current episode's context is taught
         self._no_actions = np.zeros((venv.num_envs, *venv.action_space.shape), np.float32)
         self.teacher_actions: TeacherActions | None = None  # see step_async
+        self._no_actions_on_device: torch.Tensor | None = None  # see teach
 
     def matches(self, context: str) -> bool:
         """Whether the context named ``context`` is taught."""
@@ -65,8 +66,9 @@ class ContextMask(VecEnvWrapper):
         if started:
             contexts = self.venv.env_method("task_context", indices=started)
             self.weights[started] = [self.matches(context.name) for context in contexts]
-        return TeacherActions(torch.zeros((self.num_envs, *self.action_space.shape), device=obs.device),
-                              torch.as_tensor(self.weights.copy(), device=obs.device))
+        if self._no_actions_on_device is None or self._no_actions_on_device.device != obs.device:
+            self._no_actions_on_device = torch.as_tensor(self._no_actions, device=obs.device)
+        return TeacherActions(self._no_actions_on_device, torch.as_tensor(self.weights.copy(), device=obs.device))
 
     def step_async(self, actions: np.ndarray) -> None:
         """Step ``actions``; first the weights of the observations they were taken on: :attr:`teacher_actions`."""

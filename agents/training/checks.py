@@ -160,6 +160,8 @@ def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:
         except (TypeError, ValueError, gym.error.Error) as err:
             raise ConfigError(f"{where}: {cfg.env.id} cannot be made: {env_error(err)}") from None
         specs.append(getattr(env.unwrapped, "controller_spec", None))
+        if len(specs) == 1:  # the training env's gait clock, which a checkpoint teacher reads
+            student_hz = _clock_hz(env.unwrapped)
         space, actions, config = env.observation_space, env.action_space, getattr(env.unwrapped, "config", None)
         privileged = getattr(env.unwrapped, "privileged_obs", None)
         frames = getattr(env.unwrapped, "history_frames", None)
@@ -175,7 +177,7 @@ def _validate_env(cfg: DictConfig, checked: Checked) -> ControllerSpec | None:
     for stage in _run_readers(cfg.distill):
         _validate_teacher_run(stage.distill, space, actions, (cfg.env.id, env_kwargs(cfg)), cfg.train.device, checked)
         if controller_stage(cfg.distill) is None:  # a scripted teacher retimes the student's clock to its own
-            _check_teacher_clock(stage.distill, (cfg.env.id, env_kwargs(cfg)))
+            _check_teacher_clock(stage.distill, student_hz)
     recording = controller_stage(cfg.distill) is not None or masked_stages(cfg.distill)
     if recording and cfg.agent.name == "sac" and cfg.agent.her and is_goal_space(space):
         raise ConfigError(f"distill={cfg.distill.name} records the teacher's action or weight with each transition; HER "
@@ -196,26 +198,25 @@ def _validate_teacher_run(d: DictConfig, space: Any, actions: Any, student_env: 
     checked.teacher_runs[teacher_run_key(d)] = intact
 
 
-def _clock_hz(env_id: str, kwargs: dict[str, Any]) -> float | None:
-    """The gait clock's frequency (Hz) of ``gym.make(env_id, **kwargs)``, or None for an env without one."""
-    import gymnasium as gym
-
-    env = gym.make(env_id, **kwargs)
-    try:
-        return float(env.unwrapped.gait_frequency_hz) if getattr(env.unwrapped, "gait_clock", False) else None
-    finally:
-        env.close()
+def _clock_hz(env: Any) -> float | None:
+    """The gait clock's frequency (Hz) of the unwrapped ``env``, or None for an env without one."""
+    return float(env.gait_frequency_hz) if getattr(env, "gait_clock", False) else None
 
 
-def _check_teacher_clock(d: DictConfig, student_env: tuple[str, dict[str, Any]]) -> None:
+def _check_teacher_clock(d: DictConfig, student_hz: float | None) -> None:
     """A checkpoint teacher whose observation holds a gait clock must read it at the frequency it trained with (its
     run's env ``gait_frequency_hz``: a scripted trot that taught that run retimed the clock to its own): the student's
-    env's, or the teacher reads phases it never saw (the Go2 stairs specialist, trained at 2.88 Hz, stands at 2.5)."""
+    env's (``student_hz``), or the teacher reads phases it never saw (the Go2 stairs specialist, trained at 2.88 Hz,
+    stands at 2.5)."""
+    import gymnasium as gym
+
     from agents import saved_config
     from agents.vec_env import env_kwargs
 
     saved = saved_config.load(d.teacher, "distill.teacher")
-    teacher_hz, student_hz = _clock_hz(saved.env.id, env_kwargs(saved)), _clock_hz(*student_env)
+    teacher = gym.make(saved.env.id, **env_kwargs(saved))
+    teacher_hz = _clock_hz(teacher.unwrapped)
+    teacher.close()
     if teacher_hz is not None and student_hz is not None and not math.isclose(teacher_hz, student_hz, rel_tol=1e-9):
         raise ConfigError(f"distill.teacher={d.teacher} trained with its gait clock at {teacher_hz!r} Hz and this "
                           f"run's env runs it at {student_hz!r} Hz: the teacher would read clock phases it never saw "
